@@ -1,0 +1,169 @@
+"""``airflow-async-stream``: validate spec files, show a job's status, export the spec's JSON Schema."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from airflow_async_stream import registry
+from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for, liveness
+from airflow_async_stream.exceptions import AsyncStreamError, SpecError
+from airflow_async_stream.spec import load_spec, spec_json_schema
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    failed = 0
+    for name in args.files:
+        try:
+            spec = load_spec(name)
+        except SpecError as exc:
+            failed += 1
+            for field, reason in exc.problems:
+                print(f"{name}: {field}: {reason}")
+            continue
+        if not args.quiet:
+            state = "on" if spec.async_progress.enabled else "off"
+            print(f"{name}: ok ({spec.name}, async progress {state})")
+    return EXIT_INVALID if failed else EXIT_OK
+
+
+def _control_for(target: str) -> ControlArea:
+    """A job name, a spec file, a checkpoint, or a control area: all lead to one control area."""
+    if target.endswith(SUFFIX):
+        return ControlArea(target)
+    if Path(target).suffix in (".yaml", ".yml", ".json") and Path(target).is_file():
+        return ControlArea.for_checkpoint(load_spec(target).checkpoint)
+    entry = registry.lookup(target) if "/" not in target and "://" not in target else None
+    if entry:
+        return ControlArea(entry["control_area"])
+    if "/" in target or "://" in target:
+        return ControlArea(control_url_for(target))
+    raise AsyncStreamError(
+        f"no job named {target!r} was deployed from this host ({registry.registry_dir()}); "
+        "give its checkpoint path or spec file instead"
+    )
+
+
+def _when(ts: Any) -> str:
+    if not ts:
+        return "-"
+    ago = time.time() - float(ts)
+    stamp = datetime.fromtimestamp(float(ts), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{stamp} ({ago:.0f} s ago)"
+
+
+def status_report(control: ControlArea) -> dict[str, Any]:
+    status = control.read_json(ControlArea.STATUS)
+    deployment = control.read_json(ControlArea.DEPLOYMENT)
+    judged = liveness(status)
+    deployment_id = (status or {}).get("deployment_id")
+    progress = control.read_progress(deployment_id) if deployment_id else []
+    return {
+        "control_area": control.url,
+        "live": judged.live,
+        "liveness": judged.reason,
+        "status": status,
+        "deployment": deployment,
+        "latest_progress": progress[-1] if progress else None,
+    }
+
+
+def _print_status(report: dict[str, Any]) -> None:
+    status = report["status"] or {}
+    deployment = report["deployment"] or {}
+    latest = report["latest_progress"]
+    async_progress = deployment.get("async_progress") or {}
+    rows = [
+        ("job", status.get("job") or deployment.get("job") or "-"),
+        (
+            "state",
+            f"{status.get('state', 'never deployed')} ({'live' if report['live'] else 'not live'}: {report['liveness']})",
+        ),
+        (
+            "deployment",
+            f"{status.get('deployment_id', '-')} (driver pid {status.get('pid', '-')} on {status.get('host', '-')})",
+        ),
+        ("checkpoint", deployment.get("checkpoint", "-")),
+        (
+            "async progress",
+            (
+                f"on, checkpoint interval {async_progress.get('checkpoint_interval_ms')} ms"
+                if async_progress.get("enabled")
+                else "off"
+            )
+            if async_progress
+            else "-",
+        ),
+        ("started", _when(status.get("started_at"))),
+        ("heartbeat", _when(status.get("heartbeat_at"))),
+        ("batches", f"{status.get('batches', 0)} this deployment, last batch {status.get('last_batch_id')}"),
+    ]
+    if latest:
+        durations = latest.get("duration_ms") or {}
+        rows.append(
+            (
+                "latest batch",
+                f"{latest['batch_id']}: {latest['num_input_rows']} rows, triggerExecution "
+                f"{durations.get('triggerExecution', '-')} ms, offset management {latest.get('offset_management_ms')} ms",
+            )
+        )
+    if status.get("idle_at"):
+        rows.append(("source idle", _when(status["idle_at"])))
+    if status.get("error"):
+        rows.append(("error", status["error"]))
+    rows.append(("control area", report["control_area"]))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    report = status_report(_control_for(args.target))
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        _print_status(report)
+    return EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(spec_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="airflow-async-stream", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate", help="validate job spec files (exit 1 and one line per error if any is bad)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    p.set_defaults(func=_cmd_validate)
+    p = sub.add_parser("status", help="a job's status record and latest progress")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help="job name, spec file, checkpoint or control area")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_status)
+    p = sub.add_parser("schema", help="print the job spec's JSON Schema")
+    p.set_defaults(func=_cmd_schema)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (AsyncStreamError, OSError) as exc:
+        print(f"airflow-async-stream: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""The control area: our files beside a job's checkpoint (never inside Spark's ``offsets/`` or ``commits/``).
+
+Layout of ``<checkpoint>.async-stream/``:
+
+``spec.json``          the validated spec the latest deploy submitted
+``deployment.json``    the deployment record (who deployed what, where the driver runs)
+``status.json``        the driver's status record with heartbeat, rewritten atomically
+``progress.jsonl``     one JSON line per micro-batch, appended by the driver's listener
+``stop-request.json``  present while a graceful stop is requested for one deployment
+``driver.log``         spark-submit's output, for drivers launched on the Airflow host
+
+Both the driver and Airflow reach it through fsspec, so it works wherever the checkpoint lives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from airflow_async_stream.exceptions import ControlAreaError
+
+__all__ = [
+    "ACTIVE_STATES",
+    "FINAL_STATES",
+    "ControlArea",
+    "Liveness",
+    "control_url_for",
+    "liveness",
+    "local_pid_alive",
+    "now",
+]
+
+ACTIVE_STATES = frozenset({"starting", "running", "stopping"})
+FINAL_STATES = frozenset({"stopped", "failed"})
+SUFFIX = ".async-stream"
+#: The driver rewrites its heartbeat this often (seconds) ...
+HEARTBEAT_INTERVAL_S = 2.0
+#: ... and a heartbeat older than this means the driver is gone.
+HEARTBEAT_STALE_S = 20.0
+
+
+def now() -> float:
+    return time.time()
+
+
+def control_url_for(checkpoint: str) -> str:
+    """The control area of a checkpoint: a sibling folder named ``<checkpoint>.async-stream``."""
+    return checkpoint.rstrip("/") + SUFFIX
+
+
+class ControlArea:
+    """Files of one job's control area, reached through fsspec."""
+
+    SPEC = "spec.json"
+    DEPLOYMENT = "deployment.json"
+    STATUS = "status.json"
+    PROGRESS = "progress.jsonl"
+    STOP_REQUEST = "stop-request.json"
+    DRIVER_LOG = "driver.log"
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.fs, self.root = fsspec.core.url_to_fs(self.url)
+
+    @classmethod
+    def for_checkpoint(cls, checkpoint: str) -> ControlArea:
+        return cls(control_url_for(checkpoint))
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, LocalFileSystem)
+
+    def path(self, name: str) -> str:
+        return posixpath.join(self.root, name)
+
+    def exists(self) -> bool:
+        return bool(self.fs.exists(self.root))
+
+    def ensure(self) -> None:
+        self.fs.makedirs(self.root, exist_ok=True)
+
+    # -- JSON records ---------------------------------------------------------------------------------
+
+    def read_json(self, name: str) -> dict[str, Any] | None:
+        """A JSON record, or None when the file does not exist."""
+        try:
+            raw = self.fs.cat_file(self.path(name))
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ControlAreaError(f"{self.url}/{name} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ControlAreaError(f"{self.url}/{name} should hold a JSON object, found {type(data).__name__}")
+        return data
+
+    def write_json(self, name: str, data: dict[str, Any]) -> None:
+        """Replace a record atomically, so a reader never sees half a file."""
+        self.write_bytes(name, json.dumps(data, indent=2, sort_keys=True).encode())
+
+    def read_bytes(self, name: str) -> bytes:
+        return bytes(self.fs.cat_file(self.path(name)))
+
+    def write_bytes(self, name: str, payload: bytes) -> None:
+        """Replace a file atomically (temp file and rename locally; a single put on object stores)."""
+        target = self.path(name)
+        if self.is_local:
+            tmp = posixpath.join(self.root, f".{name}.{uuid.uuid4().hex}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(payload)
+            os.replace(tmp, target)
+        else:
+            self.fs.pipe_file(target, payload)
+
+    def remove(self, name: str) -> None:
+        try:
+            self.fs.rm_file(self.path(name))
+        except FileNotFoundError:
+            pass
+
+    # -- progress log ---------------------------------------------------------------------------------
+
+    def append_progress(self, event: dict[str, Any]) -> None:
+        line = (json.dumps(event, sort_keys=True) + "\n").encode()
+        with self.fs.open(self.path(self.PROGRESS), "ab") as fh:
+            fh.write(line)
+
+    def read_progress(self, deployment_id: str | None = None) -> list[dict[str, Any]]:
+        """Progress events in the order written, optionally only one deployment's; a torn last line is skipped."""
+        try:
+            raw = self.fs.cat_file(self.path(self.PROGRESS)).decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        events = []
+        for line in raw.splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if deployment_id is None or event.get("deployment_id") == deployment_id:
+                events.append(event)
+        return events
+
+    # -- stop requests --------------------------------------------------------------------------------
+
+    def request_stop(self, deployment_id: str, reason: str, graceful_timeout_s: float) -> None:
+        self.write_json(
+            self.STOP_REQUEST,
+            {
+                "deployment_id": deployment_id,
+                "reason": reason,
+                "graceful_timeout_s": graceful_timeout_s,
+                "requested_at": now(),
+                "requested_from": socket.gethostname(),
+            },
+        )
+
+    def stop_request_for(self, deployment_id: str) -> dict[str, Any] | None:
+        """The pending stop request addressed to this deployment, if any."""
+        try:
+            request = self.read_json(self.STOP_REQUEST)
+        except ControlAreaError:
+            return None
+        if request and request.get("deployment_id") == deployment_id:
+            return request
+        return None
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """Whether a driver is alive, judged from its status record, and why."""
+
+    live: bool
+    reason: str
+
+
+def local_pid_alive(pid: int) -> bool:
+    """True while a process of this host runs (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def liveness(status: dict[str, Any] | None, stale_after_s: float = HEARTBEAT_STALE_S) -> Liveness:
+    """Judge a status record: live only in an active state with a fresh heartbeat (and a living local pid)."""
+    if not status:
+        return Liveness(False, "no status record")
+    state = status.get("state")
+    if state not in ACTIVE_STATES:
+        return Liveness(False, f"state is {state}")
+    age = now() - float(status.get("heartbeat_at") or 0)
+    if age > stale_after_s:
+        return Liveness(False, f"state is {state} but the last heartbeat is {age:.0f} s old: the driver is gone")
+    pid = status.get("pid")
+    if pid and status.get("host") == socket.gethostname() and not local_pid_alive(int(pid)):
+        return Liveness(False, f"state is {state} but driver process {pid} on this host has exited")
+    return Liveness(True, f"state is {state}, heartbeat {age:.0f} s ago")

@@ -1,0 +1,58 @@
+"""Errors raised by the provider: a small hierarchy rooted in the built-in exception that fits."""
+
+from __future__ import annotations
+
+__all__ = [
+    "AsyncStreamError",
+    "SpecError",
+    "JavaNotFoundError",
+    "DeployError",
+    "JobAlreadyRunningError",
+    "DriverFailedError",
+    "DriverStartTimeoutError",
+    "StopTimeoutError",
+    "ControlAreaError",
+]
+
+
+class AsyncStreamError(Exception):
+    """Root of every error this provider raises on purpose."""
+
+
+class SpecError(AsyncStreamError, ValueError):
+    """A job spec breaks a rule; ``problems`` lists ``(field, reason)`` pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]], source: str | None = None) -> None:
+        self.problems = problems
+        self.source = source
+        where = f" in {source}" if source else ""
+        lines = [f"{field}: {reason}" for field, reason in problems]
+        super().__init__(f"invalid job spec{where}: " + "; ".join(lines))
+
+
+class JavaNotFoundError(AsyncStreamError, RuntimeError):
+    """No Java 17+ runtime, which local Spark needs, was found on this host."""
+
+
+class DeployError(AsyncStreamError, RuntimeError):
+    """A deploy could not be carried out."""
+
+
+class JobAlreadyRunningError(DeployError):
+    """A live driver already runs on the job's checkpoint."""
+
+
+class DriverFailedError(DeployError):
+    """The Spark driver reported failure or exited before its query ran."""
+
+
+class DriverStartTimeoutError(AsyncStreamError, TimeoutError):
+    """The driver did not confirm a running query in time."""
+
+
+class StopTimeoutError(AsyncStreamError, TimeoutError):
+    """A driver did not reach a final status in time after a stop request."""
+
+
+class ControlAreaError(AsyncStreamError, RuntimeError):
+    """A control-area file is unreadable or malformed."""

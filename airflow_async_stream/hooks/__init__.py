@@ -1,0 +1,1 @@
+"""Hooks: how the provider reaches Spark."""

@@ -1,0 +1,130 @@
+"""Hook that submits the runtime through the apache-spark provider's SparkSubmitHook, detached.
+
+The Airflow Spark connection chooses the target. With no connection of that id, jobs run on the
+embedded local Spark (``local[*]``) from the pyspark package, which needs only Java 17+ on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_async_stream.exceptions import DeployError, JavaNotFoundError
+
+__all__ = ["EMBEDDED_MASTER", "StreamingJobHook", "check_java", "runtime_driver_path"]
+
+EMBEDDED_MASTER = "local[*]"
+MIN_JAVA = 17
+_JAVA_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
+
+
+def runtime_driver_path() -> str:
+    """The runtime's entry file, found without importing the runtime (which imports pyspark)."""
+    return str(Path(__file__).resolve().parent.parent / "runtime" / "driver.py")
+
+
+def check_java() -> str:
+    """Return the Java version string, or raise JavaNotFoundError with what to do about it."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise JavaNotFoundError(
+            f"Java {MIN_JAVA}+ is required to run Spark on this host, but no `java` was found "
+            f"({'JAVA_HOME=' + java_home if java_home else 'not on PATH and JAVA_HOME is unset'}). "
+            "Install a JDK 17 or newer (e.g. `apt-get install openjdk-17-jre-headless`)."
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)  # noqa: S603
+    match = _JAVA_VERSION_RE.search(out.stderr + out.stdout)
+    if not match:
+        raise JavaNotFoundError(f"could not read the version of {java}: {out.stderr.strip()[:200]}")
+    major = int(match.group(1))
+    if major == 1:  # "1.8.0" style
+        major = int(match.group(2) or 0)
+    if major < MIN_JAVA:
+        raise JavaNotFoundError(f"Spark 4 needs Java {MIN_JAVA}+, but {java} is Java {major}")
+    return match.group(0)
+
+
+class StreamingJobHook(SparkSubmitHook):
+    """spark-submit for streaming jobs: launches detached and returns the driver's process id."""
+
+    conn_name_attr = "conn_id"
+    default_conn_name = "spark_default"
+    conn_type = "spark"
+    hook_name = "Spark streaming job (async progress)"
+
+    def __init__(self, conn_id: str = default_conn_name, **kwargs: Any) -> None:
+        self._embedded = False
+        super().__init__(conn_id=conn_id, **kwargs)
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        try:
+            self.get_connection(self._conn_id)
+        except AirflowException:
+            self._embedded = True
+        data = super()._resolve_connection()
+        if self._embedded:
+            self.log.info("No connection %r: using the embedded local Spark (%s)", self._conn_id, EMBEDDED_MASTER)
+            data["master"] = EMBEDDED_MASTER
+        return data
+
+    @property
+    def master(self) -> str:
+        return str(self._connection["master"])
+
+    @property
+    def driver_on_this_host(self) -> bool:
+        return self._connection["deploy_mode"] != "cluster"
+
+    def _get_spark_binary_path(self) -> list[str]:
+        """The configured binary from PATH, else the spark-submit shipped in the pyspark package."""
+        binary = self._connection["spark_binary"]
+        found = shutil.which(binary)
+        if found:
+            return [found]
+        spec = find_spec("pyspark")
+        if spec and spec.submodule_search_locations:
+            bundled = Path(next(iter(spec.submodule_search_locations))) / "bin" / binary
+            if bundled.exists():
+                return [str(bundled)]
+        raise DeployError(f"{binary} was not found on PATH nor in the installed pyspark package")
+
+    def build_command(self, application: str) -> list[str]:
+        """The exact spark-submit argument list (no shell ever sees it)."""
+        return self._build_spark_submit_command(application)
+
+    def launch_detached(self, application: str, log_path: str) -> int:
+        """Start spark-submit in its own session, output to ``log_path``; return its process id."""
+        if not self.driver_on_this_host:
+            raise DeployError(
+                f"deploy mode 'cluster' on {self.master} is not supported yet: use client mode "
+                "(the driver runs detached on the Airflow host)"
+            )
+        check_java()
+        command = self.build_command(application)
+        env = os.environ.copy()
+        env.update(self._env or {})
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(  # noqa: S603 - an argument list, never a shell
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
+        # Reap it when it ends, so a long-lived Airflow process never keeps a zombie that looks alive.
+        threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
+        return process.pid

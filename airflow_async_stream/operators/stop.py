@@ -1,0 +1,63 @@
+"""Stop a streaming job gracefully: between micro-batches, with a hard stop only after a timeout."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.exceptions import DriverFailedError
+from airflow_async_stream.lifecycle import stop_driver
+from airflow_async_stream.operators.deploy import _spec_operand
+from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["StopStreamingJobOperator"]
+
+
+class StopStreamingJobOperator(BaseOperator):
+    """Request a graceful stop of the job's live driver and wait for its final status.
+
+    :param spec: the job spec (mapping, ``JobSpec`` or file path); only its checkpoint is used.
+    :param graceful_timeout_s: how long the driver may take to finish the micro-batch in flight.
+    :param kill_after_s: when a driver launched from this host that has not stopped is killed.
+
+    Stopping a job that is not running succeeds and says so. Returns the final status record; fails
+    when the driver ended in failure instead of stopping.
+    """
+
+    template_fields = ("spec",)
+    ui_color = "#fcefe8"
+
+    def __init__(
+        self,
+        *,
+        spec: SpecInput,
+        graceful_timeout_s: float = 60.0,
+        kill_after_s: float = 120.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.spec = _spec_operand(spec)
+        self.graceful_timeout_s = graceful_timeout_s
+        self.kill_after_s = kill_after_s
+        if not is_templated(self.spec):
+            resolve_spec(self.spec)
+
+    def execute(self, context: Context) -> dict[str, Any] | None:
+        spec = resolve_spec(self.spec)
+        control = ControlArea.for_checkpoint(spec.checkpoint)
+        outcome = stop_driver(
+            control,
+            f"stop by {self.dag_id}.{self.task_id}",
+            graceful_timeout_s=self.graceful_timeout_s,
+            kill_after_s=self.kill_after_s,
+            log=self.log,
+        )
+        status = outcome.status
+        if outcome.was_live and status and status.get("state") == "failed":
+            raise DriverFailedError(f"job {spec.name!r} did not stop cleanly: {status.get('error')}")
+        return status

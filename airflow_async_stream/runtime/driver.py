@@ -1,0 +1,98 @@
+"""The program spark-submit runs for every job: load the spec, build or run the query, govern it.
+
+    spark-submit ... driver.py --control-area URL --deployment-id ID --spec-sha256 HEX \
+        --async-progress-enabled true|false --async-progress-interval-ms N
+
+The async settings on the command line make them visible in ``ps`` and Spark's UI; the driver checks
+that they, and the digest, match the spec it reads, so a spec swapped after submit is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import signal
+import sys
+from typing import Any
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver_args import parse_driver_arguments, spec_digest
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.runtime import context
+from airflow_async_stream.runtime.governor import Governor
+from airflow_async_stream.spec import JobSpec, parse_spec
+
+EXIT_FAILED = 1
+EXIT_BAD_SPEC = 2
+
+
+def load_submitted_spec(control: ControlArea, args: argparse.Namespace) -> JobSpec:
+    """Read spec.json, check it is the one submitted, and validate it a third time."""
+    raw = control.read_bytes(ControlArea.SPEC)
+    if spec_digest(raw) != args.spec_sha256:
+        raise SpecError([("(spec)", "spec.json changed after submit: another deploy replaced it")])
+    spec = parse_spec(json.loads(raw), source=control.path(ControlArea.SPEC))
+    submitted = (args.async_progress_enabled == "true", args.async_progress_interval_ms)
+    if submitted != (spec.async_progress.enabled, spec.async_progress.checkpoint_interval_ms):
+        raise SpecError([("async_progress", f"submitted as {submitted}, spec.json says otherwise")])
+    return spec
+
+
+def run(spec: JobSpec, governor: Governor) -> None:
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName(f"async-stream-{spec.name}").getOrCreate()
+    try:
+        _run_query(spec, governor, spark)
+    finally:
+        spark.stop()
+
+
+def _run_query(spec: JobSpec, governor: Governor, spark: Any) -> None:
+    from airflow_async_stream.runtime.query import (
+        apply_spec_to_writer,
+        build_dataframe,
+        refuse_stateful_with_async,
+    )
+
+    if spec.application:
+        with context.governed(spec, governor, spark):
+            runpy.run_path(spec.application, run_name="__main__")
+            if not context.was_governed():
+                raise RuntimeError(
+                    f"{spec.application} finished without handing its writer to "
+                    "airflow_async_stream.runtime.govern(writer)"
+                )
+        return
+    df = build_dataframe(spark, spec)
+    refuse_stateful_with_async(df, spec)
+    governor.run(apply_spec_to_writer(df.writeStream, spec, application_mode=False), spark)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_driver_arguments(sys.argv[1:] if argv is None else argv)
+    control = ControlArea(args.control_area)
+    job = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("job", "?")
+    governor = Governor(control, args.deployment_id, job)
+    governor.starting()
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        governor.request_stop_from_signal()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        spec = load_submitted_spec(control, args)
+        run(spec, governor)
+    except SpecError as exc:
+        governor.fail(str(exc))
+        print(f"airflow-async-stream: {exc}", file=sys.stderr)
+        return EXIT_BAD_SPEC
+    except BaseException as exc:  # the status record must say why the driver died, whatever it was
+        governor.fail(exc)
+        raise
+    return EXIT_FAILED if governor.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Govern a running query: status with heartbeat, a progress log, and graceful stops on request."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from airflow_async_stream.control import HEARTBEAT_INTERVAL_S, ControlArea, now
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = ["Governor", "progress_record"]
+
+_STOP_POLL_S = 0.25
+_DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
+
+
+def _offset(value: Any) -> Any:
+    """Spark reports offsets as JSON text; keep them as JSON values so ranges compare exactly."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
+    """The fields of a ``StreamingQueryProgress`` the project relies on, as plain JSON."""
+    durations = dict(progress.durationMs or {})
+    return {
+        "deployment_id": deployment_id,
+        "query_id": str(progress.id),
+        "run_id": str(progress.runId),
+        "batch_id": int(progress.batchId),
+        "timestamp": progress.timestamp,
+        "num_input_rows": int(progress.numInputRows),
+        "duration_ms": durations,
+        "offset_management_ms": durations.get("walCommit", 0) + durations.get("commitOffsets", 0),
+        "sources": [
+            {
+                "description": s.description,
+                "start_offset": _offset(s.startOffset),
+                "end_offset": _offset(s.endOffset),
+                "num_input_rows": int(s.numInputRows),
+            }
+            for s in progress.sources
+        ],
+    }
+
+
+class _ProgressListener(StreamingQueryListener):
+    def __init__(self, governor: Governor) -> None:
+        self._governor = governor
+
+    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's name)
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+        self._governor.record_progress(event.progress)
+
+    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+        self._governor.record_idle()
+
+    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+        pass
+
+
+class Governor:
+    """Owns the status record of one deployment and the query it runs."""
+
+    def __init__(self, control: ControlArea, deployment_id: str, job: str) -> None:
+        self.control = control
+        self.deployment_id = deployment_id
+        self._lock = threading.Lock()
+        self._query_id: str | None = None
+        self._recorded: set[tuple[str, int]] = set()
+        self._status: dict[str, Any] = {
+            "job": job,
+            "deployment_id": deployment_id,
+            "state": "starting",
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": now(),
+            "heartbeat_at": now(),
+            "batches": 0,
+            "last_batch_id": None,
+            "query_id": None,
+            "run_id": None,
+            "error": None,
+        }
+        self._stop_heartbeat = threading.Event()
+        self._heartbeat = threading.Thread(target=self._beat, name="async-stream-heartbeat", daemon=True)
+
+    # -- status ---------------------------------------------------------------------------------------
+
+    def _write(self, **changes: Any) -> None:
+        with self._lock:
+            self._status.update(changes, heartbeat_at=now(), updated_at=now())
+            snapshot = dict(self._status)
+        self.control.write_json(ControlArea.STATUS, snapshot)
+
+    def _beat(self) -> None:
+        while not self._stop_heartbeat.wait(HEARTBEAT_INTERVAL_S):
+            self._write()
+
+    @property
+    def failed(self) -> bool:
+        return self._status["state"] == "failed"
+
+    def starting(self) -> None:
+        self._write(state="starting")
+        self._heartbeat.start()
+
+    def fail(self, error: BaseException | str) -> None:
+        text = error if isinstance(error, str) else "".join(traceback.format_exception_only(error)).strip()
+        self._finish("failed", error=text)
+
+    def _finish(self, state: str, **changes: Any) -> None:
+        self._stop_heartbeat.set()
+        self._write(state=state, finished_at=now(), **changes)
+
+    def record_progress(self, progress: Any) -> None:
+        """Listener callback: one line in the progress log per micro-batch of our query."""
+        if self._query_id is not None and str(progress.id) != self._query_id:
+            return
+        record = progress_record(progress, self.deployment_id)
+        key = (record["run_id"], record["batch_id"])
+        with self._lock:
+            if key in self._recorded:
+                return
+            self._recorded.add(key)
+            self._status["batches"] += 1
+            self._status["last_batch_id"] = record["batch_id"]
+        self.control.append_progress(record)
+
+    def record_idle(self) -> None:
+        """Listener callback: the query runs but its source has no new data."""
+        with self._lock:
+            first = self._status.get("idle_at") is None
+        if first:
+            self._write(idle_at=now())
+
+    def _flush_progress(self, query: StreamingQuery) -> None:
+        """Record batches whose listener event had not arrived when the query ended (the bus is async)."""
+        for progress in query.recentProgress:
+            self.record_progress(progress)
+
+    # -- the query ------------------------------------------------------------------------------------
+
+    def run(self, writer: Any, spark: Any) -> None:
+        """Start the query from a fully configured writer and govern it until it ends."""
+        listener = _ProgressListener(self)
+        spark.streams.addListener(listener)
+        query = writer.start()
+        self._query_id = str(query.id)
+        self._write(state="running", query_id=str(query.id), run_id=str(query.runId))
+        try:
+            self._watch(query)
+        finally:
+            self._flush_progress(query)
+            spark.streams.removeListener(listener)
+        self.finish_after(query)
+
+    def _watch(self, query: StreamingQuery) -> None:
+        while query.isActive:
+            request = self.control.stop_request_for(self.deployment_id)
+            if request:
+                self._stop_gracefully(query, request)
+                break
+            query.awaitTermination(_STOP_POLL_S)
+
+    def finish_after(self, query: StreamingQuery) -> None:
+        """Write the final status from how the query ended."""
+        error = query.exception()
+        if error is not None:
+            self.fail(str(error))
+        else:
+            self._finish("stopped")
+            self.control.remove(ControlArea.STOP_REQUEST)
+
+    def _stop_gracefully(self, query: StreamingQuery, request: dict[str, Any]) -> None:
+        """Stop between micro-batches: wait until no trigger is active, then stop; force after the timeout."""
+        timeout = float(request.get("graceful_timeout_s") or _DEFAULT_GRACEFUL_TIMEOUT_S)
+        self._write(state="stopping", stop_reason=request.get("reason"))
+        deadline = time.monotonic() + timeout
+        forced = False
+        while query.isActive and query.status.get("isTriggerActive"):
+            if time.monotonic() > deadline:
+                forced = True
+                break
+            time.sleep(0.01)
+        query.stop()
+        with self._lock:
+            self._status["forced_stop"] = forced
+
+    def request_stop_from_signal(self) -> None:
+        """SIGTERM to the driver is treated as a stop request for this deployment."""
+        self.control.request_stop(self.deployment_id, "SIGTERM", _DEFAULT_GRACEFUL_TIMEOUT_S)

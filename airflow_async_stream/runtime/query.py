@@ -1,0 +1,108 @@
+"""Build a job's streaming query from its spec, and find stateful operators before Spark does."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import re
+from typing import TYPE_CHECKING
+
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.spec import JobSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import DataStreamWriter
+
+__all__ = ["STATEFUL_OPERATORS", "apply_spec_to_writer", "build_dataframe", "refuse_stateful_with_async"]
+
+#: Physical operators that keep streaming state (aggregation, dedup, stream-stream join,
+#: [flat]mapGroupsWithState, transformWithState, streaming limit); Spark refuses them with async
+#: progress tracking only at the first batch.
+STATEFUL_OPERATORS = (
+    "StateStoreSave",
+    "StateStoreRestore",
+    "SessionWindowStateStoreSave",
+    "StreamingDeduplicate",
+    "StreamingDeduplicateWithinWatermark",
+    "StreamingSymmetricHashJoin",
+    "FlatMapGroupsWithState",
+    "FlatMapGroupsInPandasWithState",
+    "TransformWithState",
+    "TransformWithStateInPandas",
+    "TransformWithStateInPySpark",
+    "StreamingGlobalLimit",
+)
+_OPERATOR_RE = re.compile(r"^[\s:+\-|*()\d]*(" + "|".join(STATEFUL_OPERATORS) + r")\b", re.MULTILINE)
+
+
+def build_dataframe(spark: SparkSession, spec: JobSpec) -> DataFrame:
+    """source -> optional transform, as a streaming DataFrame."""
+    assert spec.source is not None  # guaranteed by the spec rules when no application is given
+    reader = spark.readStream.format(spec.source.format).options(**spec.source.spark_options())
+    if spec.source.schema_ddl:
+        reader = reader.schema(spec.source.schema_ddl)
+    df = reader.load()
+    if spec.transform is None:
+        return df
+    if spec.transform.sql is not None:
+        df.createOrReplaceTempView("source")
+        return spark.sql(spec.transform.sql)
+    return _call_entrypoint(spec.transform.entrypoint or "", spark, df)
+
+
+def _call_entrypoint(entrypoint: str, spark: SparkSession, df: DataFrame) -> DataFrame:
+    module_name, func_name = entrypoint.split(":")
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as exc:
+        raise SpecError([("transform.entrypoint", f"cannot load {entrypoint!r}: {exc}")]) from exc
+    result = func(spark, df)
+    if not getattr(result, "isStreaming", False):
+        raise SpecError(
+            [("transform.entrypoint", f"{entrypoint} must return a streaming DataFrame, got {type(result).__name__}")]
+        )
+    return result
+
+
+def stateful_operators(df: DataFrame) -> list[str]:
+    """Names of stateful physical operators in the query's plan (empty for a stateless query)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain()
+    return sorted(set(_OPERATOR_RE.findall(out.getvalue())))
+
+
+def refuse_stateful_with_async(df: DataFrame, spec: JobSpec) -> None:
+    """Refuse before ``start()`` what Spark would only refuse at the first batch."""
+    if not spec.async_progress.enabled:
+        return
+    found = stateful_operators(df)
+    if found:
+        raise SpecError(
+            [
+                (
+                    "async_progress.enabled",
+                    "async progress tracking works only on stateless queries, and this query's plan has "
+                    f"stateful operators: {', '.join(found)}",
+                )
+            ]
+        )
+
+
+def apply_spec_to_writer(writer: DataStreamWriter, spec: JobSpec, application_mode: bool) -> DataStreamWriter:
+    """Set what the spec owns: sink (unless the application chose it), checkpoint, trigger, async options."""
+    if spec.sink is not None and not application_mode:
+        writer = writer.format(spec.sink.format)
+        if spec.sink.output_mode:
+            writer = writer.outputMode(spec.sink.output_mode)
+    writer = writer.queryName(spec.name.replace("-", "_"))
+    writer = writer.options(**spec.writer_options())
+    if not spec.async_progress.enabled:
+        # An application may have set it on its own writer; the spec decides.
+        writer = writer.option("asyncProgressTrackingEnabled", "false")
+    trigger = spec.trigger.spark_kwargs()
+    if trigger:
+        writer = writer.trigger(**trigger)
+    return writer

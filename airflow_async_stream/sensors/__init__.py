@@ -1,0 +1,1 @@
+"""Sensors over Spark's checkpoint and the job's control area."""

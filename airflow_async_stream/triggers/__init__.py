@@ -1,0 +1,1 @@
+"""Triggers run by the triggerer for deferrable sensors."""
