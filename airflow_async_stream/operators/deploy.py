@@ -114,7 +114,7 @@ class DeployStreamingJobOperator(BaseOperator):
             raise
         record.update(
             state="running",
-            first_batch_id=status.get("last_batch_id"),
+            first_batch_id=status.get("first_batch_id"),
             query_id=status.get("query_id"),
             run_id=status.get("run_id"),
             confirmed_at=now(),

@@ -92,6 +92,7 @@ class Governor:
             "started_at": now(),
             "heartbeat_at": now(),
             "batches": 0,
+            "first_batch_id": None,
             "last_batch_id": None,
             "query_id": None,
             "run_id": None,
@@ -140,6 +141,8 @@ class Governor:
             self._recorded.add(key)
             self._status["batches"] += 1
             self._status["last_batch_id"] = record["batch_id"]
+            if self._status.get("first_batch_id") is None:
+                self._status["first_batch_id"] = record["batch_id"]
         self.control.append_progress(record)
 
     def record_idle(self) -> None:

@@ -5,36 +5,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
-import re
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.runtime.plan import analyzed_plan_section, parse_tree, stateful_operators_in
 from airflow_async_stream.spec import JobSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import DataStreamWriter
 
-__all__ = ["STATEFUL_OPERATORS", "apply_spec_to_writer", "build_dataframe", "refuse_stateful_with_async"]
-
-#: Physical operators that keep streaming state (aggregation, dedup, stream-stream join,
-#: [flat]mapGroupsWithState, transformWithState, streaming limit); Spark refuses them with async
-#: progress tracking only at the first batch.
-STATEFUL_OPERATORS = (
-    "StateStoreSave",
-    "StateStoreRestore",
-    "SessionWindowStateStoreSave",
-    "StreamingDeduplicate",
-    "StreamingDeduplicateWithinWatermark",
-    "StreamingSymmetricHashJoin",
-    "FlatMapGroupsWithState",
-    "FlatMapGroupsInPandasWithState",
-    "TransformWithState",
-    "TransformWithStateInPandas",
-    "TransformWithStateInPySpark",
-    "StreamingGlobalLimit",
-)
-_OPERATOR_RE = re.compile(r"^[\s:+\-|*()\d]*(" + "|".join(STATEFUL_OPERATORS) + r")\b", re.MULTILINE)
+__all__ = ["apply_spec_to_writer", "build_dataframe", "refuse_stateful_with_async"]
 
 
 def build_dataframe(spark: SparkSession, spec: JobSpec) -> DataFrame:
@@ -67,11 +48,11 @@ def _call_entrypoint(entrypoint: str, spark: SparkSession, df: DataFrame) -> Dat
 
 
 def stateful_operators(df: DataFrame) -> list[str]:
-    """Names of stateful physical operators in the query's plan (empty for a stateless query)."""
+    """Names of stateful operators in the query's analyzed plan (empty for a stateless query)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        df.explain()
-    return sorted(set(_OPERATOR_RE.findall(out.getvalue())))
+        df.explain(mode="extended")
+    return stateful_operators_in(parse_tree(analyzed_plan_section(out.getvalue())))
 
 
 def refuse_stateful_with_async(df: DataFrame, spec: JobSpec) -> None:
