@@ -1,0 +1,34 @@
+"""Test set-up: a private AIRFLOW_HOME with SQLite and a private dags folder, made before Airflow is imported.
+
+Unit tests (tests/unit) need neither a JVM nor an Airflow database. Integration tests (tests/integration,
+marker ``integration``) run real PySpark drivers and real Airflow DAG runs through ``dag.test()``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="async-stream-tests-"))
+DAGS_FOLDER = _SESSION_DIR / "dags"
+CHECKPOINT_ROOT = _SESSION_DIR / "checkpoints"
+
+shutil.copytree(REPO / "dags", DAGS_FOLDER, ignore=shutil.ignore_patterns("__pycache__"))
+CHECKPOINT_ROOT.mkdir()
+os.environ.update(
+    {
+        "AIRFLOW_HOME": str(_SESSION_DIR / "airflow-home"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        "ASYNC_STREAM_DEMO_ROOT": str(CHECKPOINT_ROOT),
+        "AIRFLOW_ASYNC_STREAM_HOME": str(_SESSION_DIR / "registry"),
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", ""),
+    }
+)
+if not os.environ["PYSPARK_PYTHON"]:
+    del os.environ["PYSPARK_PYTHON"]

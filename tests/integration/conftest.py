@@ -1,0 +1,81 @@
+"""Fixtures for integration tests: a migrated Airflow database, DAG runs, and no driver left behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
+
+from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.lifecycle import stop_driver
+
+USER_CODE = Path(__file__).resolve().parent / "user_code"
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """`airflow db migrate` once per session, on the private SQLite database."""
+    subprocess.run(
+        [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def checkpoint_dir() -> str:
+    return str(CHECKPOINT_ROOT / f"ck-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(autouse=True)
+def no_driver_left_behind() -> Iterator[None]:
+    """After each test, stop (and if need be kill) any driver still live on a test checkpoint."""
+    yield
+    for control_dir in CHECKPOINT_ROOT.glob("*.async-stream"):
+        control = ControlArea(str(control_dir))
+        if liveness(control.read_json(ControlArea.STATUS)).live:
+            stop_driver(control, "test clean-up", graceful_timeout_s=5, kill_after_s=30)
+
+
+@pytest.fixture
+def user_code_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make tests/integration/user_code importable by the Spark driver (it inherits PYTHONPATH)."""
+    monkeypatch.setenv("PYTHONPATH", str(USER_CODE))
+    return USER_CODE
+
+
+def write_dag(dag_id: str, body: str) -> Path:
+    """Write a DAG file into the configured dags folder (dag.test needs it there) and return its path."""
+    path = DAGS_FOLDER / f"{dag_id}.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def load_dag(path: Path, dag_id: str) -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(path))
+    assert not bag.import_errors, bag.import_errors
+    return bag.get_dag(dag_id)
+
+
+def run_dag(path: Path, dag_id: str) -> Any:
+    """Run a DAG through Airflow with dag.test() and return the DagRun."""
+    return load_dag(path, dag_id).test()
+
+
+def task_states(dag_run: Any) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
+
+
+def xcom(dag_run: Any, task_id: str) -> Any:
+    ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == task_id)
+    return ti.xcom_pull(task_ids=task_id)

@@ -1,0 +1,188 @@
+"""Deploy rules that need a real driver: one driver per checkpoint, stateful refusal, user code, submit args."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import run_dag, task_states, write_dag, xcom
+
+from airflow_async_stream.checkpoint import batch_ids
+from airflow_async_stream.control import ControlArea, local_pid_alive
+
+pytestmark = pytest.mark.integration
+
+
+def _spec(checkpoint: str, **changes: object) -> dict:
+    spec = {
+        "name": "rules-job",
+        "checkpoint": checkpoint,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 500}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "300 milliseconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+    }
+    spec.update(changes)
+    return spec
+
+
+def test_second_deploy_on_live_checkpoint_is_refused_and_redeploy_takes_over(
+    airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    path = write_dag(
+        "one_driver_per_checkpoint",
+        f"""
+        from pathlib import Path
+        from airflow.sdk import dag, task
+        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
+
+        SPEC = {_spec(checkpoint_dir)!r}
+
+        @dag(schedule=None)
+        def one_driver_per_checkpoint():
+            first = DeployStreamingJobOperator(task_id="first", spec=SPEC)
+
+            @task
+            def submitted_args(record: dict) -> list:
+                pid = record["driver"]["launcher_pid"]
+                return Path(f"/proc/{{pid}}/cmdline").read_bytes().decode().split("\\0")
+
+            second = DeployStreamingJobOperator(task_id="second", spec=SPEC, startup_timeout_s=60)
+            takeover = DeployStreamingJobOperator(
+                task_id="takeover", spec=SPEC, redeploy=True, trigger_rule="all_done"
+            )
+            stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, trigger_rule="all_done")
+            args = submitted_args(first.output)
+            first >> args >> second >> takeover >> stop
+
+        one_driver_per_checkpoint()
+        """,
+    )
+    dag_run = run_dag(path, "one_driver_per_checkpoint")
+    out = capfd.readouterr()
+
+    states = task_states(dag_run)
+    assert states["first"] == "success" and states["submitted_args"] == "success"
+    assert states["second"] == "failed"
+    assert "already has a live driver" in out.out + out.err
+    assert states["takeover"] == "success" and states["stop"] == "success"
+
+    args = xcom(dag_run, "submitted_args")
+    assert args[args.index("--async-progress-enabled") + 1] == "true"
+    assert args[args.index("--async-progress-interval-ms") + 1] == "0"
+    assert args[args.index("--master") + 1] == "local[*]"
+
+    first, takeover = xcom(dag_run, "first"), xcom(dag_run, "takeover")
+    assert first["deployment_id"] != takeover["deployment_id"]
+    assert not local_pid_alive(first["driver"]["launcher_pid"]), "the first driver outlived the redeploy"
+    # The takeover resumed from the first driver's checkpoint instead of starting over.
+    assert takeover["start_batch"] is not None and takeover["first_batch_id"] > takeover["start_batch"]
+    assert ControlArea.for_checkpoint(checkpoint_dir).read_json("status.json")["state"] == "stopped"
+
+
+def test_driver_refuses_stateful_query_with_async_before_start(airflow_db: None, checkpoint_dir: str, capfd) -> None:
+    spec = _spec(checkpoint_dir, transform={"sql": "SELECT value % 10 AS k, count(*) AS n FROM source GROUP BY 1"})
+    spec["sink"] = {"format": "console", "output_mode": "update"}
+    path = write_dag(
+        "stateful_refused",
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.operators import DeployStreamingJobOperator
+
+        @dag(schedule=None)
+        def stateful_refused():
+            DeployStreamingJobOperator(task_id="deploy", spec={spec!r}, startup_timeout_s=120)
+
+        stateful_refused()
+        """,
+    )
+    dag_run = run_dag(path, "stateful_refused")
+    out = capfd.readouterr()
+
+    assert task_states(dag_run) == {"deploy": "failed"}
+    assert "async_progress.enabled" in out.out + out.err
+    assert "stateful operators: Aggregate" in out.out + out.err
+    status = ControlArea.for_checkpoint(checkpoint_dir).read_json("status.json")
+    assert status["state"] == "failed" and "Aggregate" in status["error"]
+    assert batch_ids(checkpoint_dir, "offsets") == [], "Spark started the query anyway"
+
+
+def test_entrypoint_transform_runs_in_the_driver(
+    airflow_db: None, checkpoint_dir: str, user_code_on_path: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "out"
+    spec = _spec(
+        checkpoint_dir,
+        transform={"entrypoint": "user_jobs.transforms:evens"},
+        sink={"format": "json", "options": {"path": str(output)}},
+        async_progress={"enabled": False},
+    )
+    path = write_dag(
+        "entrypoint_transform",
+        f"""
+        from pathlib import Path
+        from airflow.sdk import dag, task
+        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
+
+        SPEC = {spec!r}
+
+        @dag(schedule=None)
+        def entrypoint_transform():
+            deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
+
+            @task.sensor(poke_interval=1, timeout=120)
+            def rows_written() -> bool:
+                return any(p.stat().st_size for p in Path({str(output)!r}).glob("part-*.json"))
+
+            deploy >> rows_written() >> StopStreamingJobOperator(task_id="stop", spec=SPEC)
+
+        entrypoint_transform()
+        """,
+    )
+    dag_run = run_dag(path, "entrypoint_transform")
+
+    assert task_states(dag_run) == {"deploy": "success", "rows_written": "success", "stop": "success"}
+    rows = [json.loads(line) for part in output.glob("part-*.json") for line in part.read_text().splitlines()]
+    assert rows
+    assert all(row["value"] % 2 == 0 and row["tag"] == "from-entrypoint" for row in rows)
+
+
+def test_existing_application_hands_its_writer_to_govern(
+    airflow_db: None, checkpoint_dir: str, user_code_on_path: Path
+) -> None:
+    spec = _spec(checkpoint_dir, application=str(user_code_on_path / "existing_app.py"))
+    del spec["source"], spec["sink"]
+    path = write_dag(
+        "existing_application",
+        f"""
+        from airflow.sdk import dag, task
+        from airflow_async_stream.checkpoint import latest_batch
+        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
+
+        SPEC = {spec!r}
+
+        @dag(schedule=None)
+        def existing_application():
+            deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
+
+            @task.sensor(poke_interval=1, timeout=120)
+            def two_commits() -> bool:
+                return (latest_batch(SPEC["checkpoint"], "commits") or 0) >= 2
+
+            deploy >> two_commits() >> StopStreamingJobOperator(task_id="stop", spec=SPEC)
+
+        existing_application()
+        """,
+    )
+    dag_run = run_dag(path, "existing_application")
+
+    assert task_states(dag_run) == {"deploy": "success", "two_commits": "success", "stop": "success"}
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    assert control.read_json("status.json")["state"] == "stopped"
+    progress = control.read_progress()
+    assert progress and max(e["num_input_rows"] for e in progress) > 0
+    # The spec's interval 0 reached the application's writer: every batch it ran is in offsets/ and commits/.
+    ran = {e["batch_id"] for e in progress}
+    assert ran <= set(batch_ids(checkpoint_dir, "commits")) and ran <= set(batch_ids(checkpoint_dir, "offsets"))

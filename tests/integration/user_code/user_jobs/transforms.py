@@ -1,0 +1,7 @@
+"""A user's entrypoint transform, as a team would write it: build(spark, source_df) -> streaming DataFrame."""
+
+from pyspark.sql import functions as F
+
+
+def evens(spark, source_df):
+    return source_df.where("value % 2 = 0").withColumn("tag", F.lit("from-entrypoint"))
