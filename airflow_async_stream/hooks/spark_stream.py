@@ -43,7 +43,7 @@ def check_java() -> str:
             f"({'JAVA_HOME=' + java_home if java_home else 'not on PATH and JAVA_HOME is unset'}). "
             "Install a JDK 17 or newer (e.g. `apt-get install openjdk-17-jre-headless`)."
         )
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)  # noqa: S603
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
     match = _JAVA_VERSION_RE.search(out.stderr + out.stdout)
     if not match:
         raise JavaNotFoundError(f"could not read the version of {java}: {out.stderr.strip()[:200]}")
@@ -52,7 +52,7 @@ def check_java() -> str:
         major = int(match.group(2) or 0)
     if major < MIN_JAVA:
         raise JavaNotFoundError(f"Spark 4 needs Java {MIN_JAVA}+, but {java} is Java {major}")
-    return match.group(0)
+    return next(line.strip() for line in (out.stderr + out.stdout).splitlines() if match.group(0) in line)
 
 
 class StreamingJobHook(SparkSubmitHook):
@@ -74,7 +74,11 @@ class StreamingJobHook(SparkSubmitHook):
             self._embedded = True
         data = super()._resolve_connection()
         if self._embedded:
-            self.log.info("No connection %r: using the embedded local Spark (%s)", self._conn_id, EMBEDDED_MASTER)
+            self.log.info(
+                "No connection %r: running on the embedded local Spark (%s), not on yarn",
+                self._conn_id,
+                EMBEDDED_MASTER,
+            )
             data["master"] = EMBEDDED_MASTER
         return data
 
@@ -117,7 +121,7 @@ class StreamingJobHook(SparkSubmitHook):
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         with open(log_path, "ab") as log:
-            process = subprocess.Popen(  # noqa: S603 - an argument list, never a shell
+            process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
-
 from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.lifecycle import stop_driver
+from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 
 USER_CODE = Path(__file__).resolve().parent / "user_code"
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import run_dag, task_states, write_dag, xcom
-
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, local_pid_alive
+from tests.integration.conftest import run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -186,3 +185,26 @@ def test_existing_application_hands_its_writer_to_govern(
     # The spec's interval 0 reached the application's writer: every batch it ran is in offsets/ and commits/.
     ran = {e["batch_id"] for e in progress}
     assert ran <= set(batch_ids(checkpoint_dir, "commits")) and ran <= set(batch_ids(checkpoint_dir, "offsets"))
+
+
+def test_templated_spec_is_validated_again_before_submit(airflow_db: None, checkpoint_dir: str, capfd) -> None:
+    spec = _spec(checkpoint_dir, async_progress={"enabled": True, "checkpoint_interval_ms": "{{ params.interval }}"})
+    path = write_dag(
+        "validated_before_submit",
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.operators import DeployStreamingJobOperator
+
+        @dag(schedule=None, params={{"interval": -1}}, render_template_as_native_obj=True)
+        def validated_before_submit():
+            DeployStreamingJobOperator(task_id="deploy", spec={spec!r})
+
+        validated_before_submit()
+        """,
+    )
+    dag_run = run_dag(path, "validated_before_submit")
+    out = capfd.readouterr()
+
+    assert task_states(dag_run) == {"deploy": "failed"}
+    assert "async_progress.checkpoint_interval_ms: Input should be greater than or equal to 0" in out.out + out.err
+    assert not Path(checkpoint_dir + ".async-stream").exists(), "something was written before validation"

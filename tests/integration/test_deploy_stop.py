@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
-from tests.integration.conftest import run_dag, task_states, xcom
-
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea
+from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
+from tests.integration.conftest import run_dag, task_states, xcom
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Create .venv and install the provider with its test tools; a no-op when pyproject.toml has not changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  echo "setup: Java 17+ is required to run Spark (install e.g. openjdk-17-jre-headless, or set JAVA_HOME)" >&2
+  exit 1
+fi
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($python --version)"
+  "$python" -m venv .venv
+fi
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing airflow-async-stream and its dependencies into .venv (a few minutes the first time)"
+  .venv/bin/python -m pip install --quiet --upgrade pip 2>/dev/null || true
+  .venv/bin/python -m pip install --quiet -e ".[test]"
+  touch "$stamp"
+fi

@@ -1,0 +1,120 @@
+"""The airflow-async-stream command, run as users run it (the installed console script)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from airflow_async_stream import registry
+from airflow_async_stream.control import ControlArea
+
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+GOOD = """name: good-job
+checkpoint: /tmp/ck/good-job
+source: {format: rate}
+sink: {format: kafka, options: {topic: out}}
+async_progress: {enabled: true, checkpoint_interval_ms: 0}
+"""
+BAD = """name: bad-job
+checkpoint: /tmp/ck/bad-job
+source: {format: rate}
+sink: {format: parquet}
+trigger: {available_now: true}
+async_progress: {enabled: true, checkpoint_interval_ms: -5}
+"""
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+def test_validate_accepts_good_files(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(GOOD)
+    result = cli("validate", str(tmp_path / "good.yaml"))
+    assert result.returncode == 0
+    assert "ok (good-job, async progress on)" in result.stdout
+
+
+def test_validate_prints_one_line_per_error_with_file_and_field(tmp_path: Path) -> None:
+    good, bad, worse = tmp_path / "good.yaml", tmp_path / "bad.yaml", tmp_path / "worse.yaml"
+    good.write_text(GOOD)
+    bad.write_text(BAD)
+    worse.write_text(BAD.replace("-5", "0"))
+    result = cli("validate", "-q", str(good), str(bad), str(worse))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert (
+        lines[0] == f"{bad}: async_progress.checkpoint_interval_ms: Input should be greater than or equal to 0 (got -5)"
+    )
+    assert {line.split(": ")[1] for line in lines[1:]} == {"trigger.available_now", "sink.format"}
+    assert all(line.startswith(str(worse)) for line in lines[1:])
+
+
+def test_validate_reports_unreadable_files(tmp_path: Path) -> None:
+    result = cli("validate", str(tmp_path / "missing.yaml"))
+    assert result.returncode == 1 and "(file): cannot be read" in result.stdout
+
+
+def _fake_deployment(tmp_path: Path) -> ControlArea:
+    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
+    control.ensure()
+    control.write_json(
+        "deployment.json",
+        {
+            "job": "good-job",
+            "checkpoint": str(tmp_path / "ck"),
+            "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+        },
+    )
+    control.write_json(
+        "status.json",
+        {"job": "good-job", "deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
+         "pid": os.getpid(), "host": socket.gethostname(), "batches": 3, "last_batch_id": 7},
+    )  # fmt: skip
+    control.append_progress(
+        {"deployment_id": "d1", "batch_id": 7, "num_input_rows": 42, "offset_management_ms": 5,
+         "duration_ms": {"triggerExecution": 80}},
+    )  # fmt: skip
+    return control
+
+
+def test_status_by_checkpoint_for_people_and_machines(tmp_path: Path) -> None:
+    _fake_deployment(tmp_path)
+    human = cli("status", str(tmp_path / "ck"))
+    assert human.returncode == 0, human.stderr
+    assert "running (live" in human.stdout
+    assert "on, checkpoint interval 0 ms" in human.stdout
+    assert "7: 42 rows, triggerExecution 80 ms, offset management 5 ms" in human.stdout
+    machine = json.loads(cli("status", "--json", str(tmp_path / "ck")).stdout)
+    assert machine["live"] is True and machine["status"]["last_batch_id"] == 7
+
+
+def test_status_by_job_name_uses_the_registry(tmp_path: Path) -> None:
+    control = _fake_deployment(tmp_path)
+    env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
+    os.environ.update(env)
+    try:
+        registry.record("good-job", str(tmp_path / "ck"), control.url, "d1")
+    finally:
+        del os.environ["AIRFLOW_ASYNC_STREAM_HOME"]
+    assert "good-job" in cli("status", "good-job", env=env).stdout
+    unknown = cli("status", "other-job", env=env)
+    assert unknown.returncode == 2 and "no job named 'other-job'" in unknown.stderr
+
+
+def test_status_of_a_stale_driver_says_it_is_gone(tmp_path: Path) -> None:
+    control = _fake_deployment(tmp_path)
+    status = control.read_json("status.json")
+    control.write_json("status.json", {**status, "heartbeat_at": time.time() - 300})
+    assert "the driver is gone" in cli("status", str(tmp_path / "ck")).stdout
+
+
+def test_schema_is_json_schema() -> None:
+    schema = json.loads(cli("schema").stdout)
+    assert schema["title"] == "airflow-async-stream job spec"
+    assert "async_progress" in schema["properties"]

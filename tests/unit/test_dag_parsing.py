@@ -1,0 +1,79 @@
+"""DAG files: a bad spec breaks the import with the field named; examples parse without pyspark."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from airflow.dag_processing.dagbag import DagBag
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _import_errors(path: Path) -> dict[str, str]:
+    return DagBag(dag_folder=str(path)).import_errors
+
+
+def test_a_bad_spec_breaks_the_dag_import_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "bad_dag.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            from airflow.sdk import dag
+            from airflow_async_stream.operators import DeployStreamingJobOperator
+
+            @dag(schedule=None)
+            def bad():
+                DeployStreamingJobOperator(task_id="deploy", spec={
+                    "name": "bad", "checkpoint": "/ck/bad",
+                    "source": {"format": "rate"}, "sink": {"format": "noop"},
+                    "trigger": {"once": True}, "async_progress": {"enabled": True},
+                })
+
+            bad()
+            """
+        )
+    )
+    errors = _import_errors(path)
+    assert list(errors) == [str(path)]
+    assert "trigger.once: async progress tracking cannot be used with the once trigger" in errors[str(path)]
+
+
+def test_a_templated_spec_is_judged_at_run_time_not_at_parse(tmp_path: Path) -> None:
+    path = tmp_path / "templated_dag.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            from airflow.sdk import dag
+            from airflow_async_stream.operators import DeployStreamingJobOperator
+
+            @dag(schedule=None)
+            def templated():
+                DeployStreamingJobOperator(task_id="deploy", spec={
+                    "name": "t", "checkpoint": "{{ params.root }}/t",
+                    "source": {"format": "rate"}, "sink": {"format": "noop"},
+                })
+
+            templated()
+            """
+        )
+    )
+    assert _import_errors(path) == {}
+
+
+def test_example_dags_import_cleanly() -> None:
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {}
+    assert "example_deploy_stop" in bag.dag_ids
+
+
+def test_example_dags_do_not_import_pyspark() -> None:
+    code = (
+        "import sys, runpy, glob\n"
+        f"for f in sorted(glob.glob({str(REPO / 'dags' / '*.py')!r})): runpy.run_path(f)\n"
+        "print('pyspark' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "False"

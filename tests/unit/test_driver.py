@@ -1,0 +1,54 @@
+"""The driver validates the submitted spec a third time, before any Spark starts (no JVM needed here)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver_args import driver_arguments
+from airflow_async_stream.hooks.spark_stream import runtime_driver_path
+from airflow_async_stream.spec import parse_spec
+
+GOOD = {
+    "name": "drv",
+    "checkpoint": "/ck/drv",
+    "source": {"format": "rate"},
+    "sink": {"format": "noop"},
+    "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+}
+
+
+def _run_driver(control: ControlArea, args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, runtime_driver_path(), *args], capture_output=True, text=True, timeout=120)
+
+
+def _submit(tmp_path: Path, spec_json: bytes, args_spec: dict) -> tuple[ControlArea, list[str]]:
+    control = ControlArea(str(tmp_path / "drv.async-stream"))
+    control.ensure()
+    control.write_json("deployment.json", {"job": "drv"})
+    control.write_bytes("spec.json", spec_json)
+    return control, driver_arguments(control.url, "dep-1", parse_spec(args_spec), spec_json)
+
+
+def test_a_spec_replaced_after_submit_is_refused(tmp_path: Path) -> None:
+    control, args = _submit(tmp_path, json.dumps(GOOD).encode(), GOOD)
+    control.write_bytes("spec.json", json.dumps({**GOOD, "name": "other"}).encode())
+    result = _run_driver(control, args)
+    assert result.returncode == 2
+    status = control.read_json("status.json")
+    assert status["state"] == "failed" and "spec.json changed after submit" in status["error"]
+
+
+def test_a_spec_breaking_the_rules_is_refused_in_the_driver(tmp_path: Path) -> None:
+    bad = {**GOOD, "trigger": {"available_now": True}}
+    raw = json.dumps(bad).encode()
+    control, args = _submit(tmp_path, raw, GOOD)  # args from a valid spec; the file itself is bad
+    args[args.index("--spec-sha256") + 1] = hashlib.sha256(raw).hexdigest()
+    result = _run_driver(control, args)
+    assert result.returncode == 2
+    assert "trigger.available_now" in result.stderr
+    assert "trigger.available_now" in control.read_json("status.json")["error"]

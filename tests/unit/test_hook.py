@@ -1,0 +1,79 @@
+"""spark-submit command lines and the Java check (no Spark is started here)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.driver_args import driver_arguments, parse_driver_arguments, spec_digest
+from airflow_async_stream.exceptions import JavaNotFoundError
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
+from airflow_async_stream.spec import parse_spec
+
+SPEC = parse_spec(
+    {
+        "name": "job-1",
+        "checkpoint": "/ck/job-1",
+        "source": {"format": "rate"},
+        "sink": {"format": "noop"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 250},
+        "spark_conf": {"spark.sql.shuffle.partitions": 4},
+    }
+)
+
+
+def test_without_a_connection_jobs_run_on_the_embedded_local_spark() -> None:
+    args = driver_arguments("/ck/job-1.async-stream", "dep-1", SPEC, b"{}")
+    hook = StreamingJobHook(
+        conn_id="no_such_connection", conf=SPEC.spark_conf_strings(), name="async-stream-job-1", application_args=args
+    )
+    command = hook.build_command(runtime_driver_path())
+    assert hook.master == "local[*]" and hook.driver_on_this_host
+    assert Path(command[0]).name == "spark-submit" and Path(command[0]).exists()
+    assert command[command.index("--master") + 1] == "local[*]"
+    assert "spark.sql.shuffle.partitions=4" in command
+    tail = command[command.index(runtime_driver_path()) + 1 :]
+    assert tail == args
+    parsed = parse_driver_arguments(tail)
+    assert (parsed.async_progress_enabled, parsed.async_progress_interval_ms) == ("true", 250)
+    assert parsed.spec_sha256 == spec_digest(b"{}")
+
+
+def test_a_spark_connection_chooses_the_master(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", "spark://10.1.2.3:7077")
+    hook = StreamingJobHook(conn_id="spark_standalone", name="x")
+    assert hook.master == "spark://10.1.2.3:7077"
+    assert hook.build_command("/app.py")[1:3] == ["--master", "spark://10.1.2.3:7077"]
+
+
+def test_the_runtime_driver_file_exists() -> None:
+    assert Path(runtime_driver_path()).is_file()
+
+
+def test_check_java_finds_the_installed_jdk() -> None:
+    assert "version" in check_java()
+
+
+def test_missing_java_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(JavaNotFoundError, match="Java 17\\+ is required.*JAVA_HOME="):
+        check_java()
+    monkeypatch.delenv("JAVA_HOME")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(JavaNotFoundError, match="not on PATH"):
+        check_java()
+
+
+def test_old_java_is_refused_with_stub_java_11(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A stub `java` printing Java 11's banner: no Java 11 can be installed on these machines."""
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(JavaNotFoundError, match="needs Java 17\\+, but .* is Java 11"):
+        check_java()
+    assert os.access(java, os.X_OK)

@@ -1,0 +1,227 @@
+"""Every spec rule is refused with the field named and the reason given; good specs pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.spec import JobSpec, load_spec, parse_spec, resolve_spec, spec_json_schema
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def good(**changes: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": "clicks-to-alerts",
+        "checkpoint": "/data/ck/clicks-to-alerts",
+        "source": {"format": "rate", "options": {"rowsPerSecond": "1000"}},
+        "transform": {"sql": "SELECT value, timestamp FROM source WHERE value % 2 = 0"},
+        "sink": {"format": "noop", "options": {}},
+        "trigger": {"processing_time": "500 milliseconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
+        "spark_conf": {},
+    }
+    spec.update(changes)
+    return spec
+
+
+def problems(data: Any) -> dict[str, str]:
+    with pytest.raises(SpecError) as info:
+        parse_spec(data)
+    return dict(info.value.problems)
+
+
+def test_the_documented_example_is_valid() -> None:
+    spec = parse_spec(good())
+    assert spec.writer_options() == {
+        "checkpointLocation": "/data/ck/clicks-to-alerts",
+        "asyncProgressTrackingEnabled": "true",
+        "asyncProgressTrackingCheckpointIntervalMs": "1000",
+    }
+    assert spec.trigger.spark_kwargs() == {"processingTime": "500 milliseconds"}
+
+
+@pytest.mark.parametrize("kind", ["once", "available_now"])
+def test_async_with_once_or_available_now_is_refused(kind: str) -> None:
+    found = problems(good(trigger={kind: True}))
+    assert f"cannot be used with the {kind} trigger" in found[f"trigger.{kind}"]
+
+
+def test_the_same_triggers_are_fine_without_async() -> None:
+    spec = parse_spec(good(trigger={"available_now": True}, async_progress={"enabled": False}))
+    assert spec.trigger.spark_kwargs() == {"availableNow": True}
+
+
+def test_async_with_continuous_trigger_is_refused_because_spark_ignores_it() -> None:
+    assert "silently ignores" in problems(good(trigger={"continuous": "1 second"}))["trigger.continuous"]
+
+
+@pytest.mark.parametrize("sink", ["parquet", "delta", "foreachBatch", "json"])
+def test_async_with_a_sink_spark_does_not_allow_is_refused(sink: str) -> None:
+    reason = problems(good(sink={"format": sink}))["sink.format"]
+    assert sink in reason and "console, kafka, memory, noop" in reason
+
+
+@pytest.mark.parametrize("sink", ["kafka", "console", "memory", "noop", "KAFKA"])
+def test_async_sinks_are_allowed(sink: str) -> None:
+    assert parse_spec(good(sink={"format": sink})).sink.format == sink
+
+
+def test_async_with_a_declared_stateful_query_is_refused() -> None:
+    assert "stateless" in problems(good(stateful=True))["stateful"]
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [("abc", "valid integer"), (1.5, "valid integer"), (-1, "greater than or equal to 0"), (True, "valid integer")],
+)
+def test_checkpoint_interval_must_be_a_non_negative_integer(value: Any, needle: str) -> None:
+    reason = problems(good(async_progress={"enabled": True, "checkpoint_interval_ms": value}))
+    assert needle in reason["async_progress.checkpoint_interval_ms"]
+
+
+def test_interval_zero_is_allowed() -> None:
+    assert (
+        parse_spec(good(async_progress={"enabled": True, "checkpoint_interval_ms": 0})).writer_options()[
+            "asyncProgressTrackingCheckpointIntervalMs"
+        ]
+        == "0"
+    )
+
+
+def test_missing_checkpoint_is_refused() -> None:
+    data = good()
+    del data["checkpoint"]
+    assert problems(data) == {"checkpoint": "is required"}
+
+
+def test_relative_checkpoint_is_refused_and_urls_are_accepted() -> None:
+    assert "absolute path or a URL" in problems(good(checkpoint="ck/x"))["checkpoint"]
+    assert parse_spec(good(checkpoint="s3://bucket/ck/x")).checkpoint == "s3://bucket/ck/x"
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        (
+            good(async_progress={"enabled": True, "checkpoint_intervall_ms": 5}),
+            "async_progress.checkpoint_intervall_ms",
+        ),
+        (good(sink={"format": "noop", "option": {}}), "sink.option"),
+        (good(trigers={"once": True}), "trigers"),
+        (good(trigger={"processingTime": "1 second"}), "trigger.processingTime"),
+    ],
+)
+def test_unknown_keys_are_refused(data: dict[str, Any], field: str) -> None:
+    assert "unknown key" in problems(data)[field]
+
+
+@pytest.mark.parametrize("name", ["../etc", "Upper", "a b", "", "x" * 64, "-lead", "a;rm -rf /"])
+def test_job_names_are_restricted(name: str) -> None:
+    assert "a-z, 0-9" in problems(good(name=name))["name"]
+
+
+@pytest.mark.parametrize(
+    "key", ["checkpointLocation", "asyncProgressTrackingEnabled", "ASYNCPROGRESSTRACKINGCHECKPOINTINTERVALMS"]
+)
+def test_sink_options_cannot_bypass_the_spec(key: str) -> None:
+    assert "set by the spec field" in problems(good(sink={"format": "noop", "options": {key: "x"}}))["sink.options"]
+
+
+def test_option_values_are_never_echoed_in_errors() -> None:
+    error = problems(good(sink={"format": "noop", "options": {"kafka.sasl.jaas.config": ["s3cr3t-value"]}}))
+    assert "s3cr3t-value" not in json.dumps(error)
+
+
+def test_transform_needs_exactly_one_kind() -> None:
+    assert "exactly one" in problems(good(transform={}))["transform"]
+    both = good(transform={"sql": "SELECT 1", "entrypoint": "a.b:c"})
+    assert "exactly one" in problems(both)["transform"]
+    assert "should match pattern" in problems(good(transform={"entrypoint": "no-colon"}))["transform.entrypoint"]
+
+
+def test_two_trigger_kinds_are_refused() -> None:
+    assert (
+        "one trigger kind"
+        in problems(good(trigger={"processing_time": "1 second", "continuous": "1 second"}))["trigger"]
+    )
+
+
+def test_application_replaces_source_and_transform() -> None:
+    data = good(application="/opt/apps/job.py")
+    del data["source"], data["transform"], data["sink"]
+    assert parse_spec(data).application == "/opt/apps/job.py"
+    assert "drop `source`" in problems(good(application="/opt/apps/job.py"))["application"]
+    without = good()
+    del without["source"]
+    assert "required unless `application`" in problems(without)["source"]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    found = problems(good(trigger={"once": True}, sink={"format": "parquet"}, stateful=True))
+    assert set(found) == {"trigger.once", "sink.format", "stateful"}
+
+
+def test_error_message_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "name: x\ncheckpoint: /ck/x\nsource: {format: rate}\nsink: {format: parquet}\nasync_progress: {enabled: true}\n"
+    )
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert str(path) in str(info.value) and "sink.format" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [("", "is empty"), ("name: [unclosed", "not valid YAML"), ("- a\n- b\n", "must be a mapping")],
+)
+def test_bad_yaml_files_give_clear_errors(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=needle):
+        load_spec(path)
+
+
+def test_json_files_load(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(good()))
+    assert load_spec(path) == parse_spec(good())
+
+
+def test_missing_file_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="cannot be read"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_yaml_numbers_and_booleans_become_spark_strings() -> None:
+    spec = parse_spec(
+        good(source={"format": "rate", "options": {"rowsPerSecond": 10, "x": True}}, spark_conf={"a": 1.5})
+    )
+    assert spec.source.spark_options() == {"rowsPerSecond": "10", "x": "true"}
+    assert spec.spark_conf_strings() == {"a": "1.5"}
+
+
+def test_overrides_are_validated_with_the_spec() -> None:
+    spec = resolve_spec(good(), {"async_progress": {"checkpoint_interval_ms": 0}})
+    assert spec.async_progress.enabled and spec.async_progress.checkpoint_interval_ms == 0
+    with pytest.raises(SpecError, match="trigger.once"):
+        resolve_spec(parse_spec(good()), {"trigger": {"processing_time": None, "once": True}})
+
+
+def test_example_spec_files_are_valid() -> None:
+    for path in (REPO / "dags" / "specs").glob("*.yaml"):
+        assert isinstance(load_spec(path), JobSpec)
+
+
+def test_json_schema_names_the_contract_fields() -> None:
+    schema = spec_json_schema()
+    assert {"name", "checkpoint", "source", "transform", "sink", "trigger", "async_progress", "spark_conf"} <= set(
+        schema["properties"]
+    )
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["name", "checkpoint"]
