@@ -12,6 +12,11 @@ __all__ = [
     "DriverStartTimeoutError",
     "StopTimeoutError",
     "ControlAreaError",
+    "CheckpointReadError",
+    "UnsafeSyncRestartError",
+    "CommittedBatchesError",
+    "CommittedBatchesTimeoutError",
+    "SafeDisableRolledBackError",
 ]
 
 
@@ -56,3 +61,23 @@ class StopTimeoutError(AsyncStreamError, TimeoutError):
 
 class ControlAreaError(AsyncStreamError, RuntimeError):
     """A control-area file is unreadable or malformed."""
+
+
+class CheckpointReadError(AsyncStreamError, OSError):
+    """Spark's checkpoint could not be read (permissions, a file where a folder should be)."""
+
+
+class UnsafeSyncRestartError(AsyncStreamError, RuntimeError):
+    """The inspector says a synchronous restart of this checkpoint would fail or skip data."""
+
+
+class CommittedBatchesError(AsyncStreamError, RuntimeError):
+    """The job stopped or failed while a sensor waited for its committed batches."""
+
+
+class CommittedBatchesTimeoutError(AsyncStreamError, TimeoutError):
+    """Not enough batches were committed in time (often: the source produced no data)."""
+
+
+class SafeDisableRolledBackError(AsyncStreamError, RuntimeError):
+    """The synchronous redeploy failed; the job was put back on async progress tracking (interval 0)."""
