@@ -25,6 +25,7 @@ __all__ = ["Inspection", "LogView", "batch_ids", "inspect_checkpoint", "latest_b
 
 KNOWN_VERSIONS = {"offsets": {1, 2}, "commits": {1}}
 _VERSION_RE = re.compile(r"^v(\d+)$")
+_SHOWN = 20  # newest ids and gaps shown in the summary
 
 
 def _fs(checkpoint: str) -> tuple[Any, str]:
@@ -150,11 +151,19 @@ class Inspection:
     def problems(self) -> list[str]:
         return self.offsets.problems + self.commits.problems
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, full: bool = False) -> dict[str, Any]:
+        """Plain JSON; unless ``full``, id lists are summarised (a log may hold 100 000 files)."""
         data = asdict(self)
         data.update(latest_offset=self.latest_offset, latest_commit=self.latest_commit, problems=self.problems)
         for log in ("offsets", "commits"):
-            data[log]["headers"] = {str(k): v for k, v in data[log]["headers"].items()}
+            view = data[log]
+            view["headers"] = {str(k): v for k, v in view["headers"].items()}
+            view["count"] = len(view["ids"])
+            if not full:
+                view["ids"] = view["ids"][-_SHOWN:]
+                view["gap_count"] = len(view["gaps"])
+                view["gaps"] = view["gaps"][-_SHOWN:]
+                view["skipped"] = view["skipped"][:_SHOWN]
         return data
 
 

@@ -1,4 +1,4 @@
-"""``airflow-async-stream``: validate spec files, show a job's status, export the spec's JSON Schema."""
+"""``airflow-async-stream``: validate specs, inspect checkpoints, show and stop jobs, export the JSON Schema."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream import registry
+from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for, liveness
 from airflow_async_stream.exceptions import AsyncStreamError, SpecError
+from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, spec_json_schema
 
 __all__ = ["main"]
@@ -135,6 +137,53 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _kinds(names: list[str]) -> str:
+    """'.3.crc .4.crc .5.<uuid>.tmp' -> '2 .crc, 1 .tmp'."""
+    counts: dict[str, int] = {}
+    for name in names:
+        kind = "." + name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+
+
+def _print_inspection(inspection: Inspection) -> None:
+    verdict = "SAFE" if inspection.sync_restart_safe else "UNSAFE"
+    print(f"checkpoint      {inspection.checkpoint}")
+    for log in ("offsets", "commits"):
+        view = getattr(inspection, log)
+        if not view.present:
+            print(f"{log + '/':<15} (absent)")
+            continue
+        newest = " ".join(str(i) for i in view.ids[-8:])
+        gaps = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in view.gaps[-5:]) or "none"
+        headers = ", ".join(f"{k}: {v}" for k, v in view.headers.items()) or "-"
+        print(f"{log + '/':<15} {len(view.ids)} batches, newest {newest or '-'}; gaps {gaps}; headers {headers}")
+        if view.skipped:
+            print(f"{'':<15} skipped, not batch files: {_kinds(view.skipped)}")
+    for problem in inspection.problems:
+        print(f"{'problem':<15} {problem}")
+    print(f"{'sync restart':<15} {verdict}: {inspection.reason}")
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    inspection = inspect_checkpoint(args.checkpoint)
+    if args.json:
+        print(json.dumps(inspection.to_json(full=args.full), indent=2, sort_keys=True))
+    else:
+        _print_inspection(inspection)
+    return EXIT_OK if inspection.exists else EXIT_USAGE
+
+
+def _cmd_stop(args: argparse.Namespace) -> int:
+    control = _control_for(args.target)
+    outcome = stop_driver(
+        control, "stop from the command line", graceful_timeout_s=args.graceful_timeout, kill_after_s=args.kill_after
+    )
+    state = (outcome.status or {}).get("state", "never deployed")
+    print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
+    return EXIT_INVALID if outcome.was_live and state == "failed" else EXIT_OK
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     print(json.dumps(spec_json_schema(), indent=2))
     return EXIT_OK
@@ -151,6 +200,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help="job name, spec file, checkpoint or control area")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_status)
+    p = sub.add_parser("inspect", help="Spark's offset and commit logs, and whether a synchronous restart is safe")
+    p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint path or fsspec URL (read-only)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--full", action="store_true", help="with --json: every batch id and gap, not the newest")
+    p.set_defaults(func=_cmd_inspect)
+    p = sub.add_parser("stop", help="stop a job gracefully (between micro-batches) and wait for its final status")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT")
+    p.add_argument("--graceful-timeout", type=float, default=60.0, help="seconds the batch in flight may take")
+    p.add_argument("--kill-after", type=float, default=120.0, help="kill a driver of this host after this long")
+    p.set_defaults(func=_cmd_stop)
     p = sub.add_parser("schema", help="print the job spec's JSON Schema")
     p.set_defaults(func=_cmd_schema)
     return parser

@@ -38,6 +38,7 @@ __all__ = [
     "spec_json_schema",
     "resolve_spec",
     "is_templated",
+    "deep_merge",
 ]
 
 #: Sinks Spark allows with async progress tracking (by ``format`` name); only Kafka is a production sink.
@@ -362,11 +363,12 @@ def spec_json_schema() -> dict[str, Any]:
 SpecInput = JobSpec | dict[str, Any] | str | Path
 
 
-def _deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``changes`` merged in key by key (nested mappings merge, other values replace)."""
     merged = dict(base)
     for key, value in changes.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -384,10 +386,10 @@ def resolve_spec(value: SpecInput, overrides: dict[str, Any] | None = None) -> J
     elif isinstance(value, JobSpec):
         spec, source = value, None
     else:
-        return parse_spec(_deep_merge(value, overrides or {}) if isinstance(value, dict) else value)
+        return parse_spec(deep_merge(value, overrides or {}) if isinstance(value, dict) else value)
     if not overrides:
         return spec
-    return parse_spec(_deep_merge(spec.model_dump(mode="json", by_alias=True, exclude_none=True), overrides), source)
+    return parse_spec(deep_merge(spec.model_dump(mode="json", by_alias=True, exclude_none=True), overrides), source)
 
 
 def is_templated(value: Any) -> bool:

@@ -141,16 +141,19 @@ class Governor:
             self._recorded.add(key)
             self._status["batches"] += 1
             self._status["last_batch_id"] = record["batch_id"]
+            self._status["last_progress_at"] = now()
             if self._status.get("first_batch_id") is None:
                 self._status["first_batch_id"] = record["batch_id"]
         self.control.append_progress(record)
 
     def record_idle(self) -> None:
-        """Listener callback: the query runs but its source has no new data."""
+        """Listener callback: the query runs but its source has no new data (written at once the first time,
+        then with the next heartbeat: Spark reports idleness at every trigger)."""
         with self._lock:
             first = self._status.get("idle_at") is None
+            self._status["idle_at"] = now()
         if first:
-            self._write(idle_at=now())
+            self._write()
 
     def _flush_progress(self, query: StreamingQuery) -> None:
         """Record batches whose listener event had not arrived when the query ended (the bus is async)."""

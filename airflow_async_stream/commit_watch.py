@@ -1,0 +1,83 @@
+"""One check of "have K batches newer than a baseline been committed?", shared by sensor and trigger.
+
+A check lists ``commits/`` once (names only, no file is opened) and reads the job's status record, so it
+can fail at once when the job failed or stopped, and explain a timeout on an idle source.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_async_stream.checkpoint import batch_ids
+from airflow_async_stream.control import ControlArea, liveness
+
+__all__ = ["CommitCheck", "check_commits"]
+
+
+@dataclass(frozen=True)
+class CommitCheck:
+    """The outcome of one look at the commit log and the job's status."""
+
+    baseline: int | None
+    needed: int
+    committed_after: int
+    latest_commit: int | None
+    job_error: str | None
+    source_idle: bool
+
+    @property
+    def done(self) -> bool:
+        return self.committed_after >= self.needed
+
+    @property
+    def after(self) -> str:
+        return "the start" if self.baseline is None else f"batch {self.baseline}"
+
+    def progress(self) -> str:
+        return f"{min(self.committed_after, self.needed)}/{self.needed} batches committed after {self.after}"
+
+    def timeout_message(self, waited_s: float) -> str:
+        if self.committed_after == 0 and self.source_idle:
+            return (
+                f"no batch was committed after {self.after} in {waited_s:.0f} s: the source produced no data "
+                "(Spark runs a micro-batch only when its source has new data)"
+            )
+        return f"only {self.progress()} within {waited_s:.0f} s"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "needed": self.needed,
+            "committed_after": self.committed_after,
+            "latest_commit": self.latest_commit,
+        }
+
+
+def _job_error(status: dict[str, Any] | None, needed: int, after: str) -> str | None:
+    """Why waiting longer is pointless: the job failed, stopped, or its driver is gone."""
+    if not status:
+        return None
+    state = status.get("state")
+    if state == "failed":
+        return f"the job failed: {status.get('error')}"
+    if state == "stopped":
+        return f"the job stopped before {needed} batches were committed after {after}"
+    judged = liveness(status)
+    if state in ("starting", "running", "stopping") and not judged.live:
+        return f"the job's driver is gone: {judged.reason}"
+    return None
+
+
+def check_commits(checkpoint: str, baseline: int | None, needed: int) -> CommitCheck:
+    ids = batch_ids(checkpoint, "commits")
+    after = 0 if baseline is None else bisect.bisect_right(ids, baseline)
+    committed_after = len(ids) - after
+    status = ControlArea.for_checkpoint(checkpoint).read_json(ControlArea.STATUS)
+    where = "the start" if baseline is None else f"batch {baseline}"
+    error = None if committed_after >= needed else _job_error(status, needed, where)
+    idle = bool(
+        status and status.get("idle_at") and (status.get("idle_at") or 0) >= (status.get("last_progress_at") or 0)
+    )
+    return CommitCheck(baseline, needed, committed_after, ids[-1] if ids else None, error, idle)

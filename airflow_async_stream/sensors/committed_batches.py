@@ -1,0 +1,127 @@
+"""Sensor: wait until at least K batches newer than a baseline are committed in a job's checkpoint."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator
+
+from airflow_async_stream.checkpoint import latest_batch
+from airflow_async_stream.commit_watch import CommitCheck, check_commits
+from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
+from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["LATEST", "CommittedBatchesSensor"]
+
+#: ``baseline_batch`` value meaning "the newest committed batch when this task starts".
+LATEST = "latest"
+
+
+class CommittedBatchesSensor(BaseSensorOperator):
+    """Wait for ``min_batches`` committed batches newer than ``baseline_batch``.
+
+    :param checkpoint: the job's checkpoint (its status is read from the control area beside it).
+    :param min_batches: how many newer committed batches to wait for (default 2).
+    :param baseline_batch: a batch id, None (count every committed batch), ``"latest"`` (read the
+        checkpoint when the task starts), or a deployment record (``deploy.output``), whose ``start_batch``
+        is used: then a retried sensor counts the same batches.
+    :param wait_timeout_s: give up after this long; on an idle source the message says no data came.
+    :param deferrable: poke once, then wait in the triggerer instead of holding a worker slot.
+
+    Fails at once when the job's status turns failed or stopped, or its driver disappears.
+    """
+
+    template_fields = ("checkpoint", "baseline_batch")
+    ui_color = "#eef7e8"
+
+    def __init__(
+        self,
+        *,
+        checkpoint: str,
+        min_batches: int = 2,
+        baseline_batch: int | str | dict[str, Any] | None = LATEST,
+        wait_timeout_s: float = 600.0,
+        deferrable: bool = True,
+        poke_interval: float = 1.0,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("timeout", wait_timeout_s + 60)  # our own deadline fires first, with a better message
+        super().__init__(poke_interval=poke_interval, **kwargs)
+        if min_batches < 1:
+            raise ValueError(f"min_batches must be at least 1, got {min_batches}")
+        self.checkpoint = checkpoint
+        self.min_batches = min_batches
+        self.baseline_batch = baseline_batch
+        self.wait_timeout_s = wait_timeout_s
+        self.deferrable = deferrable
+        self._baseline: int | None = None
+        self._started_at = 0.0
+        self._shown = ""
+
+    def _resolve_baseline(self) -> int | None:
+        value = self.baseline_batch
+        if isinstance(value, dict):  # a deployment record: the newest commit before that deploy
+            value = value.get("start_batch")
+        if value == LATEST:
+            baseline = latest_batch(self.checkpoint, "commits")
+            self.log.info("Baseline read from the checkpoint now: %s", baseline)
+            return baseline
+        if value is None or value == "None":
+            return None
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"baseline_batch must be a batch id, None or 'latest', got {value!r}") from None
+
+    def _check(self) -> CommitCheck:
+        check = check_commits(self.checkpoint, self._baseline, self.min_batches)
+        if check.progress() != self._shown:
+            self._shown = check.progress()
+            self.log.info("%s", self._shown)
+        if check.done:
+            return check
+        if check.job_error:
+            raise CommittedBatchesError(check.job_error)
+        waited = time.time() - self._started_at
+        if waited >= self.wait_timeout_s:
+            raise CommittedBatchesTimeoutError(check.timeout_message(waited))
+        return check
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        self._baseline = self._resolve_baseline()
+        self._started_at = time.time()
+        check = self._check()  # poke once: no trigger round-trip when the answer is already there
+        if check.done:
+            return check.to_json()
+        if self.deferrable:
+            self.defer(
+                trigger=CommittedBatchesTrigger(
+                    checkpoint=self.checkpoint,
+                    baseline=self._baseline,
+                    min_batches=self.min_batches,
+                    deadline=self._started_at + self.wait_timeout_s,
+                    started_at=self._started_at,
+                    poll_interval=float(self.poke_interval),
+                ),
+                method_name="execute_complete",
+                timeout=timedelta(seconds=self.wait_timeout_s + 60),
+            )
+        super().execute(context)
+        return check_commits(self.checkpoint, self._baseline, self.min_batches).to_json()
+
+    def poke(self, context: Context) -> bool:
+        return self._check().done
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        status, message = event.get("status"), event.get("message")
+        if status == "success":
+            self.log.info("%s", message)
+            return dict(event.get("check") or {})
+        if status == "timeout":
+            raise CommittedBatchesTimeoutError(message)
+        raise CommittedBatchesError(message or f"unexpected trigger event {event!r}")

@@ -1,0 +1,71 @@
+"""Trigger that waits, in the triggerer, until enough batches are committed in a checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_async_stream.commit_watch import check_commits
+
+__all__ = ["CommittedBatchesTrigger"]
+
+
+class CommittedBatchesTrigger(BaseTrigger):
+    """Poll the commit log until ``min_batches`` batches newer than ``baseline`` are committed.
+
+    Emits one event ``{"status": "success" | "error" | "timeout", "message": ..., "check": {...}}``:
+    error when the job failed, stopped or lost its driver; timeout at ``deadline`` (epoch seconds).
+    """
+
+    def __init__(
+        self,
+        checkpoint: str,
+        baseline: int | None,
+        min_batches: int,
+        deadline: float,
+        started_at: float,
+        poll_interval: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.checkpoint = checkpoint
+        self.baseline = baseline
+        self.min_batches = min_batches
+        self.deadline = deadline
+        self.started_at = started_at
+        self.poll_interval = poll_interval
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "checkpoint": self.checkpoint,
+                "baseline": self.baseline,
+                "min_batches": self.min_batches,
+                "deadline": self.deadline,
+                "started_at": self.started_at,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        shown = None
+        while True:
+            check = await asyncio.to_thread(check_commits, self.checkpoint, self.baseline, self.min_batches)
+            if check.progress() != shown:
+                shown = check.progress()
+                self.log.info("%s (%s)", shown, self.checkpoint)
+            if check.done:
+                yield TriggerEvent({"status": "success", "message": shown, "check": check.to_json()})
+                return
+            if check.job_error:
+                yield TriggerEvent({"status": "error", "message": check.job_error, "check": check.to_json()})
+                return
+            if time.time() >= self.deadline:
+                message = check.timeout_message(time.time() - self.started_at)
+                yield TriggerEvent({"status": "timeout", "message": message, "check": check.to_json()})
+                return
+            await asyncio.sleep(self.poll_interval)

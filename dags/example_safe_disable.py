@@ -1,0 +1,27 @@
+"""Turn async progress tracking off for the clicks-async job, safely.
+
+Redeploys it with async on and interval 0, waits for two committed batches, stops it gracefully, checks
+that Spark could restart the checkpoint synchronously, then redeploys it synchronously and waits for a
+committed batch. On failure it puts the job back on async (interval 0) and fails with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from airflow.sdk import dag
+
+from airflow_async_stream.migrations import safe_disable_async_progress
+from airflow_async_stream.spec import resolve_spec
+
+ROOT = os.environ.get("ASYNC_STREAM_DEMO_ROOT", "/tmp/airflow-async-stream-demo")
+JOB = resolve_spec(Path(__file__).parent / "specs" / "clicks_async.yaml", {"checkpoint": f"{ROOT}/clicks-async"})
+
+
+@dag(schedule=None, catchup=False, tags=["async-stream", "example", "migration"])
+def example_safe_disable():
+    safe_disable_async_progress(JOB)
+
+
+example_safe_disable()
