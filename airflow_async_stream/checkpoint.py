@@ -180,7 +180,8 @@ def _verdict(offsets: LogView, commits: LogView) -> tuple[bool, str]:
     if n > 0 and (n - 1) not in set(offsets.ids[-2:]):
         return False, (
             f"offsets/{n - 1} is missing: a synchronous restart needs the offsets of batch {n - 1} to resume "
-            f"from batch {n}, and Spark would fail with IllegalStateException: batch {n - 1} doesn't exist"
+            f"from batch {n}, and Spark would fail with IllegalStateException: batch {n - 1} doesn't exist "
+            f"(or, when the commit log lags, 'Previous batch {n - 1} not found in offset log')"
         )
     if m == n:
         return True, f"batch {n} is committed: a synchronous restart resumes at batch {n + 1}"

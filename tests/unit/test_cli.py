@@ -118,3 +118,31 @@ def test_schema_is_json_schema() -> None:
     schema = json.loads(cli("schema").stdout)
     assert schema["title"] == "airflow-async-stream job spec"
     assert "async_progress" in schema["properties"]
+
+
+def _gappy(root: Path) -> Path:
+    for log, header in (("offsets", 'v1\n{"batchWatermarkMs":0}\n{"0":1}\n'), ("commits", 'v1\n{"nextBatchWatermarkMs":0}\n')):
+        (root / log).mkdir(parents=True)
+        for i in (0, 4, 7):
+            (root / log / str(i)).write_text(header)
+        (root / log / ".7.crc").write_text("x")
+    return root
+
+
+def test_inspect_for_people(tmp_path: Path) -> None:
+    result = cli("inspect", str(_gappy(tmp_path / "ck")))
+    assert result.returncode == 0
+    assert "offsets/        3 batches, newest 0 4 7; gaps 1-3, 5-6; headers 4: v1, 7: v1" in result.stdout
+    assert "skipped, not batch files: 1 .crc" in result.stdout
+    assert "UNSAFE: offsets/6 is missing" in result.stdout and "batch 6 doesn't exist" in result.stdout
+
+
+def test_inspect_json_for_machines(tmp_path: Path) -> None:
+    data = json.loads(cli("inspect", "--json", str(_gappy(tmp_path / "ck"))).stdout)
+    assert (data["latest_offset"], data["latest_commit"], data["sync_restart_safe"]) == (7, 7, False)
+    assert "batch 6 doesn't exist" in data["reason"]
+
+
+def test_inspect_missing_checkpoint_exits_non_zero(tmp_path: Path) -> None:
+    result = cli("inspect", "--json", str(tmp_path / "nope"))
+    assert result.returncode == 2 and json.loads(result.stdout)["exists"] is False

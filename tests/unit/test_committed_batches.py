@@ -1,0 +1,155 @@
+"""The committed-batches check, trigger and sensor against hand-made checkpoints and status records."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.commit_watch import check_commits
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
+from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
+from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
+
+
+def checkpoint(tmp_path: Path, commits: list[int], **status: Any) -> str:
+    root = tmp_path / "ck"
+    (root / "commits").mkdir(parents=True)
+    for i in commits:
+        (root / "commits" / str(i)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    if status:
+        control = ControlArea.for_checkpoint(str(root))
+        control.ensure()
+        record = {"state": "running", "heartbeat_at": time.time(), "pid": os.getpid(), "host": socket.gethostname()}
+        control.write_json("status.json", {**record, **status})
+    return str(root)
+
+
+def commit(ck: str, batch: int) -> None:
+    Path(ck, "commits", str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+
+
+def test_counts_only_batches_newer_than_the_baseline(tmp_path: Path) -> None:
+    ck = checkpoint(tmp_path, [0, 4, 7, 41, 42])
+    check = check_commits(ck, 41, 2)
+    assert (check.committed_after, check.done) == (1, False)
+    assert check.progress() == "1/2 batches committed after batch 41"
+    assert check_commits(ck, None, 2).committed_after == 5
+    assert check_commits(ck, 7, 2).done
+
+
+def test_failed_or_stopped_job_is_reported(tmp_path: Path) -> None:
+    failed = check_commits(checkpoint(tmp_path / "a", [3], state="failed", error="boom"), 3, 2)
+    assert failed.job_error == "the job failed: boom"
+    stopped = check_commits(checkpoint(tmp_path / "b", [3], state="stopped"), 3, 2)
+    assert "stopped before 2 batches were committed after batch 3" in stopped.job_error
+    gone = check_commits(checkpoint(tmp_path / "c", [3], heartbeat_at=time.time() - 120), 3, 2)
+    assert "driver is gone" in gone.job_error
+    enough = check_commits(checkpoint(tmp_path / "d", [3, 4, 5], state="stopped"), 3, 2)
+    assert enough.done and enough.job_error is None
+
+
+def test_idle_source_timeout_message(tmp_path: Path) -> None:
+    idle = check_commits(checkpoint(tmp_path, [3], idle_at=time.time(), last_progress_at=time.time() - 5), 3, 2)
+    assert idle.source_idle
+    assert "the source produced no data" in idle.timeout_message(30)
+    busy = check_commits(checkpoint(tmp_path / "b", [3, 4], last_progress_at=time.time()), 3, 2)
+    assert busy.timeout_message(30) == "only 1/2 batches committed after batch 3 within 30 s"
+
+
+def test_trigger_serializes_to_plain_values_and_round_trips() -> None:
+    trigger = CommittedBatchesTrigger("/ck/x", 41, 2, deadline=1000.5, started_at=900.0, poll_interval=0.5)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_async_stream.triggers.committed_batches.CommittedBatchesTrigger"
+    assert kwargs == {
+        "checkpoint": "/ck/x",
+        "baseline": 41,
+        "min_batches": 2,
+        "deadline": 1000.5,
+        "started_at": 900.0,
+        "poll_interval": 0.5,
+    }
+    assert CommittedBatchesTrigger(**kwargs).serialize() == (classpath, kwargs)
+
+
+async def _first_event(trigger: CommittedBatchesTrigger) -> dict[str, Any]:
+    gen = trigger.run()
+    try:
+        event = await asyncio.wait_for(gen.asend(None), timeout=30)
+    finally:
+        await gen.aclose()
+    return event.payload
+
+
+def test_trigger_success_after_batches_arrive(tmp_path: Path) -> None:
+    ck = checkpoint(tmp_path, [41], state="running")
+
+    async def scenario() -> dict[str, Any]:
+        trigger = CommittedBatchesTrigger(ck, 41, 2, time.time() + 30, time.time(), poll_interval=0.05)
+        waiting = asyncio.ensure_future(_first_event(trigger))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        commit(ck, 42)
+        commit(ck, 43)
+        return await waiting
+
+    event = asyncio.run(scenario())
+    assert event["status"] == "success" and event["message"] == "2/2 batches committed after batch 41"
+    assert event["check"]["latest_commit"] == 43
+
+
+def test_trigger_error_when_the_job_fails(tmp_path: Path) -> None:
+    ck = checkpoint(tmp_path, [41], state="failed", error="IllegalStateException: batch 6 doesn't exist")
+    event = asyncio.run(_first_event(CommittedBatchesTrigger(ck, 41, 2, time.time() + 30, time.time(), 0.05)))
+    assert event == {
+        "status": "error",
+        "message": "the job failed: IllegalStateException: batch 6 doesn't exist",
+        "check": {"baseline": 41, "needed": 2, "committed_after": 0, "latest_commit": 41},
+    }
+
+
+def test_trigger_timeout_on_an_idle_source(tmp_path: Path) -> None:
+    ck = checkpoint(tmp_path, [41], idle_at=time.time())
+    event = asyncio.run(_first_event(CommittedBatchesTrigger(ck, 41, 2, time.time() + 0.2, time.time(), 0.05)))
+    assert event["status"] == "timeout" and "the source produced no data" in event["message"]
+
+
+def test_sensor_execute_complete_maps_events_to_outcomes() -> None:
+    sensor = CommittedBatchesSensor(task_id="s", checkpoint="/ck/x")
+    assert sensor.execute_complete({}, {"status": "success", "message": "2/2", "check": {"a": 1}}) == {"a": 1}
+    with pytest.raises(CommittedBatchesTimeoutError, match="no data"):
+        sensor.execute_complete({}, {"status": "timeout", "message": "no data"})
+    with pytest.raises(CommittedBatchesError, match="the job failed"):
+        sensor.execute_complete({}, {"status": "error", "message": "the job failed: x"})
+
+
+def test_sensor_baseline_forms(tmp_path: Path) -> None:
+    ck = checkpoint(tmp_path, [3, 9])
+
+    def baseline(value: Any) -> int | None:
+        return CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=value)._resolve_baseline()
+
+    assert baseline("latest") == 9
+    assert baseline({"start_batch": 3, "job": "x"}) == 3
+    assert baseline({"start_batch": None}) is None
+    assert baseline("7") == 7
+    with pytest.raises(ValueError, match="baseline_batch must be"):
+        baseline("soon")
+
+
+def test_sensor_pokes_once_and_succeeds_without_deferring(tmp_path: Path) -> None:
+    ck = checkpoint(tmp_path, [3, 4, 5], state="running")
+    sensor = CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3)
+    assert sensor.execute({})["committed_after"] == 2
+
+
+def test_sensor_fails_at_once_when_the_job_failed(tmp_path: Path) -> None:
+    ck = checkpoint(tmp_path, [3], state="failed", error="boom")
+    with pytest.raises(CommittedBatchesError, match="the job failed: boom"):
+        CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3).execute({})
