@@ -25,11 +25,25 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": "Spark Structured Streaming",
-                "python-modules": ["airflow_async_stream.operators.deploy", "airflow_async_stream.operators.stop"],
+                "python-modules": [
+                    "airflow_async_stream.operators.deploy",
+                    "airflow_async_stream.operators.stop",
+                    "airflow_async_stream.operators.gate",
+                ],
             }
         ],
-        "sensors": [],
-        "triggers": [],
+        "sensors": [
+            {
+                "integration-name": "Spark Structured Streaming",
+                "python-modules": ["airflow_async_stream.sensors.committed_batches"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Spark Structured Streaming",
+                "python-modules": ["airflow_async_stream.triggers.committed_batches"],
+            }
+        ],
         # Jobs use the apache-spark provider's `spark` connection type; registering it twice would clash.
         "connection-types": [],
         "integrations": [

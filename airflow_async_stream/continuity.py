@@ -20,7 +20,7 @@ def continuity_problems(events: Iterable[dict[str, Any]]) -> list[str]:
         final[int(event["batch_id"])] = event
     problems: list[str] = []
     ids = sorted(final)
-    for previous, current in zip(ids, ids[1:]):
+    for previous, current in zip(ids, ids[1:], strict=False):
         if current != previous + 1:
             problems.append(f"no progress for batches {previous + 1}..{current - 1}")
             continue

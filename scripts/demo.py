@@ -1,7 +1,14 @@
-"""The main job: run the example DAG through Airflow on the embedded local Spark, showing progress.
+"""The main job: turn async progress tracking off for a running job, safely, through Airflow.
+
+From nothing, on the embedded local Spark:
+  1. start the clicks-async job with async progress tracking on and a 3 s checkpoint interval
+     (DAG example_start_async_job), which leaves gaps in its offset and commit logs;
+  2. show the inspector saying a direct synchronous restart is unsafe;
+  3. run the safe-disable migration (DAG example_safe_disable), showing each step as it happens;
+  4. show the inspector and the job's status after, each step's duration, then stop the job.
 
 Airflow state (SQLite) and checkpoints go under ./var/ unless AIRFLOW_HOME / ASYNC_STREAM_DEMO_ROOT say
-otherwise. Prints each task's outcome and duration as it happens, then the job's final status.
+otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 VAR = REPO / "var"
 BIN = Path(sys.executable).parent
-DAG_ID = "example_deploy_stop"
+JOB = "clicks-async"
 # Lines worth showing from `airflow dags test`: task boundaries, our operators' messages, errors.
 SHOW = re.compile(
     r"\[DAG TEST\] (starting task_id|end task)|airflow_async_stream|Task failed|Traceback|Error|DagRun Finished"
@@ -40,11 +47,11 @@ def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-def run_dag(env: dict[str, str]) -> int:
-    """Run the DAG with `airflow dags test`, echoing task boundaries and our log lines as they come."""
+def run_dag(dag_id: str, env: dict[str, str], durations: dict[str, float]) -> int:
+    """Run a DAG with `airflow dags test`, echoing task boundaries and our log lines as they come."""
     started: dict[str, float] = {}
     process = subprocess.Popen(
-        [str(BIN / "airflow"), "dags", "test", DAG_ID],
+        [str(BIN / "airflow"), "dags", "test", dag_id],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -59,6 +66,7 @@ def run_dag(env: dict[str, str]) -> int:
             say(f"task {match.group(1)}: started")
         elif match := TASK_END.search(line):
             took = time.monotonic() - started.get(match.group(1), time.monotonic())
+            durations[match.group(1)] = took
             say(f"task {match.group(1)}: ended after {took:.1f} s")
         elif match := MESSAGE.search(line):
             say(f"  {match.group(1)}")
@@ -67,17 +75,42 @@ def run_dag(env: dict[str, str]) -> int:
     return process.wait()
 
 
+def cli(env: dict[str, str], *args: str) -> int:
+    print(flush=True)
+    code = subprocess.run([str(BIN / "airflow-async-stream"), *args], env=env, check=False).returncode
+    print(flush=True)
+    return code
+
+
 def main() -> int:
     env = environment()
+    checkpoint = str(Path(env["ASYNC_STREAM_DEMO_ROOT"]) / JOB)
     Path(env["ASYNC_STREAM_DEMO_ROOT"]).mkdir(parents=True, exist_ok=True)
-    say(f"Airflow home {env['AIRFLOW_HOME']}; checkpoints under {env['ASYNC_STREAM_DEMO_ROOT']}")
+    say(f"Airflow home {env['AIRFLOW_HOME']}; checkpoint {checkpoint}")
     subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True, capture_output=True)
-    say(f"running DAG {DAG_ID} through Airflow on the embedded local Spark")
+
+    say("1. starting the job with async progress tracking on, checkpoint interval 3000 ms")
+    durations: dict[str, float] = {}
+    if run_dag("example_start_async_job", env, durations) != 0:
+        say("could not start the job")
+        return 1
+    say("2. the checkpoint now (a direct synchronous restart would fail):")
+    cli(env, "inspect", checkpoint)
+
+    say("3. the safe-disable migration")
+    durations.clear()
     t0 = time.monotonic()
-    code = run_dag(env)
-    say(f"DAG {'succeeded' if code == 0 else 'FAILED'} in {time.monotonic() - t0:.1f} s; final job status:")
-    checkpoint = str(Path(env["ASYNC_STREAM_DEMO_ROOT"]) / "rate-to-noop")
-    subprocess.run([str(BIN / "airflow-async-stream"), "status", checkpoint], env=env, check=False)
+    code = run_dag("example_safe_disable", env, durations)
+    total = time.monotonic() - t0
+    say(f"4. migration {'succeeded' if code == 0 else 'FAILED'} in {total:.1f} s. Steps:")
+    for step, took in durations.items():
+        print(f"    {step:<45} {took:6.1f} s")
+    say("the checkpoint after:")
+    cli(env, "inspect", checkpoint)
+    say("the job after:")
+    cli(env, "status", checkpoint)
+    say("stopping the job so nothing is left running:")
+    cli(env, "stop", checkpoint)
     return code
 
 

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
-from tests.integration.conftest import run_dag, task_states, write_dag
-
 from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.continuity import continuity_problems
 from airflow_async_stream.control import ControlArea, liveness
+from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
+from tests.integration.conftest import run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
 SCRIPTS = Path(__file__).resolve().parent / "spark_scripts"

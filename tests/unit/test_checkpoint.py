@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
-from airflow_async_stream.exceptions import CheckpointReadError
 
 OFFSETS = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"0":5}\n'
 COMMITS = 'v1\n{"nextBatchWatermarkMs":0}\n'
@@ -81,7 +80,9 @@ def test_temp_crc_and_compact_files_are_skipped(tmp_path: Path) -> None:
         (root / "offsets" / name).write_text("junk")
     result = inspect_checkpoint(str(root))
     assert result.sync_restart_safe and result.offsets.ids == [0, 1]
-    assert sorted(result.offsets.skipped) == sorted([".2.0b7f3e2c-1111-2222-3333-444455556666.tmp", ".1.crc", "2.compact"])
+    assert sorted(result.offsets.skipped) == sorted(
+        [".2.0b7f3e2c-1111-2222-3333-444455556666.tmp", ".1.crc", "2.compact"]
+    )
     assert batch_ids(str(root), "offsets") == [0, 1]
 
 

@@ -121,7 +121,10 @@ def test_schema_is_json_schema() -> None:
 
 
 def _gappy(root: Path) -> Path:
-    for log, header in (("offsets", 'v1\n{"batchWatermarkMs":0}\n{"0":1}\n'), ("commits", 'v1\n{"nextBatchWatermarkMs":0}\n')):
+    for log, header in (
+        ("offsets", 'v1\n{"batchWatermarkMs":0}\n{"0":1}\n'),
+        ("commits", 'v1\n{"nextBatchWatermarkMs":0}\n'),
+    ):
         (root / log).mkdir(parents=True)
         for i in (0, 4, 7):
             (root / log / str(i)).write_text(header)

@@ -20,7 +20,9 @@ def test_a_re_run_batch_replaces_the_lost_one() -> None:
 
 
 def test_a_hole_in_the_offsets_is_reported() -> None:
-    assert continuity_problems([event(0, None, 5), event(1, 6, 9)]) == ["batch 1 starts at [6] but batch 0 ended at [5]"]
+    assert continuity_problems([event(0, None, 5), event(1, 6, 9)]) == [
+        "batch 1 starts at [6] but batch 0 ended at [5]"
+    ]
 
 
 def test_missing_batch_ids_are_reported() -> None:

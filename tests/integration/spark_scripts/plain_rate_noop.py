@@ -29,9 +29,11 @@ def offsets() -> list[int]:
 
 error = None
 if mode == "gaps":
-    query = writer.option("asyncProgressTrackingEnabled", "true").option(
-        "asyncProgressTrackingCheckpointIntervalMs", "3000"
-    ).start()
+    query = (
+        writer.option("asyncProgressTrackingEnabled", "true")
+        .option("asyncProgressTrackingCheckpointIntervalMs", "3000")
+        .start()
+    )
     deadline = time.monotonic() + 120
     while not (len(offsets()) >= 2 and offsets()[-1] - 1 not in offsets()):
         if time.monotonic() > deadline or not query.isActive:
