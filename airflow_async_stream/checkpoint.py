@@ -12,12 +12,14 @@ exists (for N > 0) and M is N or N-1.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from airflow_async_stream.exceptions import CheckpointReadError
 
@@ -33,8 +35,14 @@ def _fs(checkpoint: str) -> tuple[Any, str]:
 
 
 def _list(fs: Any, folder: str) -> list[str] | None:
-    """Base names in a folder, or None when it does not exist."""
+    """Base names in a folder, or None when it does not exist.
+
+    Local folders are listed with ``os.listdir``: fsspec's local ``ls`` costs about 7x more per entry,
+    which a sensor polling a 10 000-file commit log every second would pay on every poke.
+    """
     try:
+        if isinstance(fs, LocalFileSystem):
+            return os.listdir(folder)
         return [posixpath.basename(p.rstrip("/")) for p in fs.ls(folder, detail=False)]
     except FileNotFoundError:
         return None

@@ -1,0 +1,1 @@
+"""Benchmarks: run with `bash scripts/bench.sh` (not part of the test suite)."""

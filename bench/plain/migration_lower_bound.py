@@ -1,0 +1,42 @@
+"""Plain PySpark, no provider and no Airflow: the Spark work of a safe-disable migration, timed.
+
+    migration_lower_bound.py CHECKPOINT async0   start, run with async on and interval 0 until two batches
+                                                 newer than the start are committed, stop
+    migration_lower_bound.py CHECKPOINT sync     start synchronously, stop at the first committed batch
+Each phase is its own process, as each deploy is. Prints {"seconds": ...} measured inside the process from
+interpreter start (the process launch itself is timed by the caller).
+"""
+
+import json
+import os
+import sys
+import time
+
+t0 = time.monotonic()
+from pyspark.sql import SparkSession  # noqa: E402
+
+checkpoint, mode = sys.argv[1], sys.argv[2]
+
+
+def commits() -> list[int]:
+    folder = os.path.join(checkpoint, "commits")
+    return sorted(int(n) for n in os.listdir(folder) if n.isdigit()) if os.path.isdir(folder) else []
+
+
+baseline = (commits() or [-1])[-1]
+need = 2 if mode == "async0" else 1
+spark = SparkSession.builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
+writer = (
+    spark.readStream.format("rate").option("rowsPerSecond", "1000").load()
+    .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
+)  # fmt: skip
+if mode == "async0":
+    writer = writer.option("asyncProgressTrackingEnabled", "true").option("asyncProgressTrackingCheckpointIntervalMs", "0")
+query = writer.start()
+while len([c for c in commits() if c > baseline]) < need:
+    query.awaitTermination(0.05)
+committed_after = time.monotonic() - t0
+query.stop()
+stopped_after = time.monotonic() - t0
+# The migration stops the async job (step c) but leaves the synchronous one running once it committed.
+print(json.dumps({"seconds": stopped_after if mode == "async0" else committed_after}))
