@@ -17,6 +17,7 @@ __all__ = [
     "CommittedBatchesError",
     "CommittedBatchesTimeoutError",
     "SafeDisableRolledBackError",
+    "JobHeldError",
 ]
 
 
@@ -81,3 +82,7 @@ class CommittedBatchesTimeoutError(AsyncStreamError, TimeoutError):
 
 class SafeDisableRolledBackError(AsyncStreamError, RuntimeError):
     """The synchronous redeploy failed; the job was put back on async progress tracking (interval 0)."""
+
+
+class JobHeldError(AsyncStreamError, RuntimeError):
+    """Another holder (a DAG run or a process) is changing this job right now."""

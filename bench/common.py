@@ -25,7 +25,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"p50": percentile(values, 50), "p90": percentile(values, 90), "p99": percentile(values, 99), "n": len(values)}
+    return {
+        "p50": percentile(values, 50),
+        "p90": percentile(values, 90),
+        "p99": percentile(values, 99),
+        "n": len(values),
+    }
 
 
 def run_json(args: list[str], env: dict[str, str] | None = None, timeout: float = 900) -> tuple[Any, float]:

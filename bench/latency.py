@@ -89,7 +89,8 @@ def run(rounds: int, batches: int, log: Any = print) -> dict[str, Any]:
             mode: 1 - result[impl][mode]["trigger_execution_ms"]["p50"] / sync_p50 for mode in ("async1000", "async0")
         }
     result["ratio_provider_over_plain_p50"] = {
-        mode: result["provider"][mode]["trigger_execution_ms"]["p50"] / result["plain"][mode]["trigger_execution_ms"]["p50"]
+        mode: result["provider"][mode]["trigger_execution_ms"]["p50"]
+        / result["plain"][mode]["trigger_execution_ms"]["p50"]
         for mode in MODES
     }
     return result

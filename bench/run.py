@@ -83,18 +83,19 @@ def main() -> int:
     only = set(args.only.split(","))
     subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], check=True, capture_output=True)
     results: dict = {"machine": machine(), "targets": TARGETS, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-    if "parse" in only:
-        results["parse"] = parse_time.run(say)
-    if "sensor" in only:
-        results["sensor"] = sensor_cost.run(say)
-    if "latency" in only:
-        results["latency"] = latency.run(args.rounds, args.batches, say)
-    if "migration" in only:
-        results["migration"] = migration.run(args.rounds, say)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "results.json"
-    out.write_text(json.dumps(results, indent=2, sort_keys=True))
-    say(f"wrote {out}")
+    benches = {
+        "parse": lambda: parse_time.run(say),
+        "sensor": lambda: sensor_cost.run(say),
+        "latency": lambda: latency.run(args.rounds, args.batches, say),
+        "migration": lambda: migration.run(args.rounds, say),
+    }
+    for name, bench in benches.items():
+        if name in only:
+            results[name] = bench()
+            out.write_text(json.dumps(results, indent=2, sort_keys=True))  # keep what finished, come what may
+            say(f"{name} done; results so far in {out}")
     if "latency" in results:
         chart(results, RESULTS / "latency.png")
         say(f"wrote {RESULTS / 'latency.png'}")

@@ -16,6 +16,7 @@ from airflow_async_stream.control import ControlArea, liveness, now
 from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyRunningError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
+from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver, wait_until_running
 from airflow_async_stream.spec import JobSpec, SpecInput, is_templated, resolve_spec
 
@@ -91,8 +92,20 @@ class DeployStreamingJobOperator(BaseOperator):
         if hook.driver_on_this_host:
             self.log.info("Java on this host: %s", check_java())
         control.ensure()
-        self._make_room(control, spec)
+        ttl = self.startup_timeout_s + self.stop_kill_after_s + 60
+        with held(control, Holder.for_task(context, f"deploy {spec.name}"), ttl):
+            return self._deploy(spec, control, hook, deployment_id, spec_bytes, context)
 
+    def _deploy(
+        self,
+        spec: JobSpec,
+        control: ControlArea,
+        hook: StreamingJobHook,
+        deployment_id: str,
+        spec_bytes: bytes,
+        context: Context,
+    ) -> dict[str, Any]:
+        self._make_room(control, spec)
         record = self._record(spec, hook, control, deployment_id, context)
         control.write_bytes(ControlArea.SPEC, spec_bytes)
         control.write_json(ControlArea.DEPLOYMENT, record)

@@ -8,6 +8,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DriverFailedError
+from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.operators.deploy import _spec_operand
 from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec
@@ -50,13 +51,14 @@ class StopStreamingJobOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any] | None:
         spec = resolve_spec(self.spec)
         control = ControlArea.for_checkpoint(spec.checkpoint)
-        outcome = stop_driver(
-            control,
-            f"stop by {self.dag_id}.{self.task_id}",
-            graceful_timeout_s=self.graceful_timeout_s,
-            kill_after_s=self.kill_after_s,
-            log=self.log,
-        )
+        with held(control, Holder.for_task(context, f"stop {spec.name}"), self.kill_after_s + 60):
+            outcome = stop_driver(
+                control,
+                f"stop by {self.dag_id}.{self.task_id}",
+                graceful_timeout_s=self.graceful_timeout_s,
+                kill_after_s=self.kill_after_s,
+                log=self.log,
+            )
         status = outcome.status
         if outcome.was_live and status and status.get("state") == "failed":
             raise DriverFailedError(f"job {spec.name!r} did not stop cleanly: {status.get('error')}")

@@ -31,7 +31,9 @@ writer = (
     .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
 )  # fmt: skip
 if mode == "async0":
-    writer = writer.option("asyncProgressTrackingEnabled", "true").option("asyncProgressTrackingCheckpointIntervalMs", "0")
+    writer = writer.option("asyncProgressTrackingEnabled", "true").option(
+        "asyncProgressTrackingCheckpointIntervalMs", "0"
+    )
 query = writer.start()
 while len([c for c in commits() if c > baseline]) < need:
     query.awaitTermination(0.05)

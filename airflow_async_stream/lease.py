@@ -1,0 +1,137 @@
+"""Who may change a job right now: a lease in the job's control area.
+
+One holder at a time (an Airflow DAG run, or a command-line process) may deploy, stop or migrate a job.
+Another holder fails fast, told who holds the job and until when. The same holder may take the lease again
+(a retried task, or the next step of the same migration), which also extends it. A lease ends when its
+holder releases it, when it expires (every step renews it for as long as that step may take), or at once
+when its holder was a process on this host that has exited.
+
+On local storage the read-check-write runs under ``flock`` on ``.lease.lock``, so two contenders on one
+host cannot both win. On object stores there is no such primitive: the check is best-effort there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_async_stream.control import ControlArea, local_pid_alive, now
+from airflow_async_stream.exceptions import JobHeldError
+
+__all__ = ["Holder", "held", "lease_state", "release", "take"]
+
+LEASE = "lease.json"
+_GUARD = ".lease.lock"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who takes the lease: ``name`` identifies it across retries (e.g. ``dag_id/run_id``)."""
+
+    name: str
+    purpose: str
+    pid: int | None = None
+
+    @classmethod
+    def this_process(cls, purpose: str) -> Holder:
+        return cls(f"process {os.getpid()} on {socket.gethostname()}", purpose, os.getpid())
+
+    @classmethod
+    def for_task(cls, context: Any, purpose: str) -> Holder:
+        """The DAG run a task belongs to (so its retries and sibling steps share the lease), else this process."""
+        ti = context.get("ti") if context else None
+        if ti is None:
+            return cls.this_process(purpose)
+        return cls(f"DAG run {ti.dag_id}/{ti.run_id}", purpose)
+
+
+@contextlib.contextmanager
+def _guard(control: ControlArea) -> Iterator[None]:
+    """Serialise lease updates between processes of this host (released by the kernel if we die)."""
+    if not control.is_local:
+        yield
+        return
+    control.ensure()
+    with open(control.path(_GUARD), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def lease_state(lease: dict[str, Any] | None) -> str | None:
+    """Why a lease no longer holds ('expired', 'holder exited'), or None while it does."""
+    if not lease:
+        return "absent"
+    if float(lease.get("expires_at") or 0) <= now():
+        return "expired"
+    pid = lease.get("pid")
+    if pid and lease.get("host") == socket.gethostname() and not local_pid_alive(int(pid)):
+        return "holder exited"
+    return None
+
+
+def take(control: ControlArea, holder: Holder, ttl_s: float) -> bool:
+    """Take or renew the lease for ``ttl_s`` seconds; True when newly taken, False when renewed.
+
+    Raises JobHeldError naming the current holder when someone else holds a live lease.
+    """
+    with _guard(control):
+        current = control.read_json(LEASE)
+        ended = lease_state(current)
+        if current and ended is None and current.get("holder") != holder.name:
+            raise JobHeldError(
+                f"{control.url} is held by {current.get('holder')} ({current.get('purpose')}) since "
+                f"{current.get('acquired_at_text')}, until {current.get('expires_at_text')} unless released earlier"
+            )
+        renewing = bool(current) and ended is None and current.get("holder") == holder.name
+        acquired = float(current["acquired_at"]) if renewing and current else now()
+        expires = now() + ttl_s
+        if renewing and current:  # a step renewing its run's lease never shortens it
+            expires = max(expires, float(current["expires_at"]))
+        control.write_json(
+            LEASE,
+            {
+                "holder": holder.name,
+                "purpose": holder.purpose,
+                "host": socket.gethostname(),
+                "pid": holder.pid,
+                "acquired_at": acquired,
+                "expires_at": expires,
+                "acquired_at_text": _text(acquired),
+                "expires_at_text": _text(expires),
+            },
+        )
+        return not renewing
+
+
+def release(control: ControlArea, holder: Holder) -> None:
+    """Give the lease up if this holder has it (never someone else's)."""
+    with _guard(control):
+        current = control.read_json(LEASE)
+        if current and current.get("holder") == holder.name:
+            control.remove(LEASE)
+
+
+@contextlib.contextmanager
+def held(control: ControlArea, holder: Holder, ttl_s: float) -> Iterator[None]:
+    """Hold the lease for a block; release it afterwards only if this block took it (not if it renewed
+    a lease its holder already had, e.g. inside a migration)."""
+    taken = take(control, holder, ttl_s)
+    try:
+        yield
+    finally:
+        if taken:
+            release(control, holder)
+
+
+def _text(ts: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

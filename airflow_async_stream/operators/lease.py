@@ -1,0 +1,48 @@
+"""Take and release a job's lease for a whole DAG run (e.g. a migration spanning several tasks)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_async_stream.control import ControlArea, control_url_for
+from airflow_async_stream.lease import Holder, release, take
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["ReleaseJobLeaseOperator", "TakeJobLeaseOperator"]
+
+
+class TakeJobLeaseOperator(BaseOperator):
+    """Hold the job for this DAG run for up to ``ttl_s`` seconds; fails fast naming another holder.
+
+    Steps of the same run renew it; it expires ``ttl_s`` after the last renewal if the run dies.
+    """
+
+    template_fields = ("checkpoint",)
+
+    def __init__(self, *, checkpoint: str, purpose: str, ttl_s: float = 3600.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.checkpoint = checkpoint
+        self.purpose = purpose
+        self.ttl_s = ttl_s
+
+    def execute(self, context: Context) -> None:
+        holder = Holder.for_task(context, self.purpose)
+        take(ControlArea(control_url_for(self.checkpoint)), holder, self.ttl_s)
+        self.log.info("%s holds %s for %s", holder.name, self.checkpoint, self.purpose)
+
+
+class ReleaseJobLeaseOperator(BaseOperator):
+    """Give up this DAG run's hold on the job (never another run's)."""
+
+    template_fields = ("checkpoint",)
+
+    def __init__(self, *, checkpoint: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.checkpoint = checkpoint
+
+    def execute(self, context: Context) -> None:
+        release(ControlArea(control_url_for(self.checkpoint)), Holder.for_task(context, "release"))

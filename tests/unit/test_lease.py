@@ -1,0 +1,94 @@
+"""One holder at a time per job: fail fast naming the holder, re-entrant for the same holder, expiry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.exceptions import JobHeldError
+from airflow_async_stream.lease import LEASE, Holder, held, lease_state, release, take
+
+RUN_A = Holder("DAG run migrate/run-a", "safe-disable clicks")
+RUN_B = Holder("DAG run migrate/run-b", "deploy clicks")
+
+
+@pytest.fixture
+def control(tmp_path: Path) -> ControlArea:
+    return ControlArea(str(tmp_path / "ck.async-stream"))
+
+
+def test_a_second_holder_fails_fast_naming_the_first(control: ControlArea) -> None:
+    assert take(control, RUN_A, 60) is True
+    with pytest.raises(JobHeldError, match=r"held by DAG run migrate/run-a \(safe-disable clicks\) since .* until"):
+        take(control, RUN_B, 60)
+
+
+def test_the_same_holder_renews_and_never_shortens(control: ControlArea) -> None:
+    take(control, RUN_A, 600)
+    expires = control.read_json(LEASE)["expires_at"]
+    assert take(control, RUN_A, 5) is False
+    assert control.read_json(LEASE)["expires_at"] == expires
+
+
+def test_release_frees_the_job_only_for_its_holder(control: ControlArea) -> None:
+    take(control, RUN_A, 60)
+    release(control, RUN_B)
+    assert control.read_json(LEASE)["holder"] == RUN_A.name
+    release(control, RUN_A)
+    assert take(control, RUN_B, 60) is True
+
+
+def test_an_expired_lease_can_be_taken(control: ControlArea) -> None:
+    take(control, RUN_A, 0.01)
+    deadline = time.monotonic() + 5
+    while lease_state(control.read_json(LEASE)) != "expired":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert take(control, RUN_B, 60) is True
+
+
+def test_a_lease_of_a_dead_process_ends_at_once(control: ControlArea) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    take(control, Holder("process", "cli stop", child.pid), 3600)
+    assert lease_state(control.read_json(LEASE)) == "holder exited"
+    assert take(control, RUN_B, 60) is True
+
+
+def test_held_releases_only_what_it_took(control: ControlArea) -> None:
+    take(control, RUN_A, 60)  # a migration holds the job ...
+    with held(control, RUN_A, 60):  # ... and one of its steps runs inside
+        pass
+    assert control.read_json(LEASE)["holder"] == RUN_A.name
+    with pytest.raises(JobHeldError):
+        with held(control, RUN_B, 60):
+            pass
+
+
+def _contend(url: str, name: str, results: Any, start: Any) -> None:
+    start.wait()
+    try:
+        take(ControlArea(url), Holder(name, "race"), 60)
+        results.put(name)
+    except JobHeldError:
+        results.put("refused")
+
+
+def test_only_one_of_many_simultaneous_contenders_wins(control: ControlArea) -> None:
+    ctx = get_context("spawn")
+    results, start = ctx.Queue(), ctx.Barrier(6)
+    procs = [ctx.Process(target=_contend, args=(control.url, f"holder-{i}", results, start)) for i in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    outcomes = [results.get(timeout=5) for _ in procs]
+    winners = [o for o in outcomes if o != "refused"]
+    assert len(winners) == 1 and control.read_json(LEASE)["holder"] == winners[0]
