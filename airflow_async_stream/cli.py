@@ -14,6 +14,7 @@ from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for, liveness
 from airflow_async_stream.exceptions import AsyncStreamError, SpecError
+from airflow_async_stream.lease import LEASE, lease_state
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, spec_json_schema
 
@@ -184,6 +185,22 @@ def _cmd_stop(args: argparse.Namespace) -> int:
     return EXIT_INVALID if outcome.was_live and state == "failed" else EXIT_OK
 
 
+def _cmd_release(args: argparse.Namespace) -> int:
+    control = _control_for(args.target)
+    lease = control.read_json(LEASE)
+    if not lease:
+        print("nobody holds this job")
+        return EXIT_OK
+    ended = lease_state(lease)
+    if ended is None and not args.force:
+        print(f"held by {lease.get('holder')} ({lease.get('purpose')}) until {lease.get('expires_at_text')}; "
+              "add --force if that holder is gone")  # fmt: skip
+        return EXIT_INVALID
+    control.remove(LEASE)
+    print(f"released the hold of {lease.get('holder')} ({ended or 'forced'})")
+    return EXIT_OK
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     print(json.dumps(spec_json_schema(), indent=2))
     return EXIT_OK
@@ -210,6 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graceful-timeout", type=float, default=60.0, help="seconds the batch in flight may take")
     p.add_argument("--kill-after", type=float, default=120.0, help="kill a driver of this host after this long")
     p.set_defaults(func=_cmd_stop)
+    p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT")
+    p.add_argument("--force", action="store_true", help="release even though the hold has not expired")
+    p.set_defaults(func=_cmd_release)
     p = sub.add_parser("schema", help="print the job spec's JSON Schema")
     p.set_defaults(func=_cmd_schema)
     return parser

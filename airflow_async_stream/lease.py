@@ -4,7 +4,7 @@ One holder at a time (an Airflow DAG run, or a command-line process) may deploy,
 Another holder fails fast, told who holds the job and until when. The same holder may take the lease again
 (a retried task, or the next step of the same migration), which also extends it. A lease ends when its
 holder releases it, when it expires (every step renews it for as long as that step may take), or at once
-when its holder was a process on this host that has exited.
+when its holder was a process on this host that has exited, or a DAG run that Airflow says has finished.
 
 On local storage the read-check-write runs under ``flock`` on ``.lease.lock``, so two contenders on one
 host cannot both win. On object stores there is no such primitive: the check is best-effort there.
@@ -16,7 +16,7 @@ import contextlib
 import fcntl
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,8 @@ class Holder:
     name: str
     purpose: str
     pid: int | None = None
+    dag_id: str | None = None
+    run_id: str | None = None
 
     @classmethod
     def this_process(cls, purpose: str) -> Holder:
@@ -47,7 +49,7 @@ class Holder:
         ti = context.get("ti") if context else None
         if ti is None:
             return cls.this_process(purpose)
-        return cls(f"DAG run {ti.dag_id}/{ti.run_id}", purpose)
+        return cls(f"DAG run {ti.dag_id}/{ti.run_id}", purpose, dag_id=ti.dag_id, run_id=ti.run_id)
 
 
 @contextlib.contextmanager
@@ -65,8 +67,13 @@ def _guard(control: ControlArea) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def lease_state(lease: dict[str, Any] | None) -> str | None:
-    """Why a lease no longer holds ('expired', 'holder exited'), or None while it does."""
+#: Asks Airflow for a DAG run's state (e.g. ``RuntimeTaskInstance.get_dagrun_state``); None when unknown.
+RunState = Callable[[str, str], "str | None"]
+_LIVE_RUN_STATES = frozenset({"queued", "running"})
+
+
+def lease_state(lease: dict[str, Any] | None, run_state: RunState | None = None) -> str | None:
+    """Why a lease no longer holds ('expired', 'holder exited', 'holder run is failed'), or None while it does."""
     if not lease:
         return "absent"
     if float(lease.get("expires_at") or 0) <= now():
@@ -74,17 +81,25 @@ def lease_state(lease: dict[str, Any] | None) -> str | None:
     pid = lease.get("pid")
     if pid and lease.get("host") == socket.gethostname() and not local_pid_alive(int(pid)):
         return "holder exited"
+    if run_state and lease.get("dag_id") and lease.get("run_id"):
+        try:
+            state = run_state(str(lease["dag_id"]), str(lease["run_id"]))
+        except Exception:  # noqa: BLE001 - an unreachable API must not free a lease: keep it
+            state = None
+        if state and str(state).lower() not in _LIVE_RUN_STATES:
+            return f"holder run is {state}"
     return None
 
 
-def take(control: ControlArea, holder: Holder, ttl_s: float) -> bool:
+def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> bool:
     """Take or renew the lease for ``ttl_s`` seconds; True when newly taken, False when renewed.
 
-    Raises JobHeldError naming the current holder when someone else holds a live lease.
+    Raises JobHeldError naming the current holder when someone else holds a live lease. With
+    ``run_state``, a lease whose DAG run has finished (e.g. failed after a crash) counts as ended.
     """
     with _guard(control):
         current = control.read_json(LEASE)
-        ended = lease_state(current)
+        ended = lease_state(current, run_state if current and current.get("holder") != holder.name else None)
         if current and ended is None and current.get("holder") != holder.name:
             raise JobHeldError(
                 f"{control.url} is held by {current.get('holder')} ({current.get('purpose')}) since "
@@ -102,6 +117,8 @@ def take(control: ControlArea, holder: Holder, ttl_s: float) -> bool:
                 "purpose": holder.purpose,
                 "host": socket.gethostname(),
                 "pid": holder.pid,
+                "dag_id": holder.dag_id,
+                "run_id": holder.run_id,
                 "acquired_at": acquired,
                 "expires_at": expires,
                 "acquired_at_text": _text(acquired),
@@ -120,10 +137,10 @@ def release(control: ControlArea, holder: Holder) -> None:
 
 
 @contextlib.contextmanager
-def held(control: ControlArea, holder: Holder, ttl_s: float) -> Iterator[None]:
+def held(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Iterator[None]:
     """Hold the lease for a block; release it afterwards only if this block took it (not if it renewed
     a lease its holder already had, e.g. inside a migration)."""
-    taken = take(control, holder, ttl_s)
+    taken = take(control, holder, ttl_s, run_state)
     try:
         yield
     finally:

@@ -24,7 +24,7 @@ from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, release, take
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.gate import SyncRestartGateOperator
-from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator
+from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator, dag_run_state
 from airflow_async_stream.operators.stop import StopStreamingJobOperator
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
 from airflow_async_stream.spec import SpecInput, deep_merge, resolve_spec
@@ -70,7 +70,7 @@ class RollbackToAsyncOperator(DeployStreamingJobOperator):
         control = ControlArea.for_checkpoint(spec.checkpoint)
         holder = Holder.for_task(context, f"safe-disable {spec.name}")
         try:
-            take(control, holder, self.startup_timeout_s + self.stop_kill_after_s + 60)
+            take(control, holder, self.startup_timeout_s + self.stop_kill_after_s + 60, dag_run_state)
         except JobHeldError as exc:
             raise AirflowSkipException(f"nothing to roll back, this run never held the job: {exc}") from exc
         try:

@@ -18,6 +18,7 @@ from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyR
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
 from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver, wait_until_running
+from airflow_async_stream.operators.lease import dag_run_state
 from airflow_async_stream.spec import JobSpec, SpecInput, is_templated, resolve_spec
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class DeployStreamingJobOperator(BaseOperator):
             self.log.info("Java on this host: %s", check_java())
         control.ensure()
         ttl = self.startup_timeout_s + self.stop_kill_after_s + 60
-        with held(control, Holder.for_task(context, f"deploy {spec.name}"), ttl):
+        with held(control, Holder.for_task(context, f"deploy {spec.name}"), ttl, dag_run_state):
             return self._deploy(spec, control, hook, deployment_id, spec_bytes, context)
 
     def _deploy(

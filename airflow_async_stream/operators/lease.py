@@ -12,7 +12,14 @@ from airflow_async_stream.lease import Holder, release, take
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["ReleaseJobLeaseOperator", "TakeJobLeaseOperator"]
+__all__ = ["ReleaseJobLeaseOperator", "TakeJobLeaseOperator", "dag_run_state"]
+
+
+def dag_run_state(dag_id: str, run_id: str) -> str | None:
+    """A DAG run's state as Airflow knows it, asked from inside a running task (None outside one)."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    return str(RuntimeTaskInstance.get_dagrun_state(dag_id=dag_id, run_id=run_id))
 
 
 class TakeJobLeaseOperator(BaseOperator):
@@ -31,7 +38,7 @@ class TakeJobLeaseOperator(BaseOperator):
 
     def execute(self, context: Context) -> None:
         holder = Holder.for_task(context, self.purpose)
-        take(ControlArea(control_url_for(self.checkpoint)), holder, self.ttl_s)
+        take(ControlArea(control_url_for(self.checkpoint)), holder, self.ttl_s, dag_run_state)
         self.log.info("%s holds %s for %s", holder.name, self.checkpoint, self.purpose)
 
 

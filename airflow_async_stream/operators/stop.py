@@ -11,6 +11,7 @@ from airflow_async_stream.exceptions import DriverFailedError
 from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.operators.deploy import _spec_operand
+from airflow_async_stream.operators.lease import dag_run_state
 from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class StopStreamingJobOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any] | None:
         spec = resolve_spec(self.spec)
         control = ControlArea.for_checkpoint(spec.checkpoint)
-        with held(control, Holder.for_task(context, f"stop {spec.name}"), self.kill_after_s + 60):
+        with held(control, Holder.for_task(context, f"stop {spec.name}"), self.kill_after_s + 60, dag_run_state):
             outcome = stop_driver(
                 control,
                 f"stop by {self.dag_id}.{self.task_id}",

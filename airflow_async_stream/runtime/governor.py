@@ -103,15 +103,17 @@ class Governor:
 
     # -- status ---------------------------------------------------------------------------------------
 
-    def _write(self, **changes: Any) -> None:
+    def _write(self, heartbeat: bool = False, **changes: Any) -> None:
+        """Update and write the status record; writes are serialised so an older snapshot never lands last."""
         with self._lock:
+            if heartbeat and self._stop_heartbeat.is_set():
+                return  # the final status is written (or about to be): a heartbeat must not overwrite it
             self._status.update(changes, heartbeat_at=now(), updated_at=now())
-            snapshot = dict(self._status)
-        self.control.write_json(ControlArea.STATUS, snapshot)
+            self.control.write_json(ControlArea.STATUS, dict(self._status))
 
     def _beat(self) -> None:
         while not self._stop_heartbeat.wait(HEARTBEAT_INTERVAL_S):
-            self._write()
+            self._write(heartbeat=True)
 
     @property
     def failed(self) -> bool:
@@ -142,9 +144,12 @@ class Governor:
             self._status["batches"] += 1
             self._status["last_batch_id"] = record["batch_id"]
             self._status["last_progress_at"] = now()
-            if self._status.get("first_batch_id") is None:
+            first = self._status.get("first_batch_id") is None
+            if first:
                 self._status["first_batch_id"] = record["batch_id"]
         self.control.append_progress(record)
+        if first:  # the deploy waits for this: write it now, not at the next heartbeat
+            self._write()
 
     def record_idle(self) -> None:
         """Listener callback: the query runs but its source has no new data (written at once the first time,

@@ -149,3 +149,14 @@ def test_inspect_json_for_machines(tmp_path: Path) -> None:
 def test_inspect_missing_checkpoint_exits_non_zero(tmp_path: Path) -> None:
     result = cli("inspect", "--json", str(tmp_path / "nope"))
     assert result.returncode == 2 and json.loads(result.stdout)["exists"] is False
+
+
+def test_release_needs_force_for_a_live_hold(tmp_path: Path) -> None:
+    from airflow_async_stream.lease import Holder, take
+
+    control = _fake_deployment(tmp_path)
+    take(control, Holder("DAG run m/r1", "safe-disable good-job"), 3600)
+    refused = cli("release", str(tmp_path / "ck"))
+    assert refused.returncode == 1 and "held by DAG run m/r1 (safe-disable good-job)" in refused.stdout
+    forced = cli("release", "--force", str(tmp_path / "ck"))
+    assert forced.returncode == 0 and control.read_json("lease.json") is None

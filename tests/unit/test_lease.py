@@ -92,3 +92,28 @@ def test_only_one_of_many_simultaneous_contenders_wins(control: ControlArea) -> 
     outcomes = [results.get(timeout=5) for _ in procs]
     winners = [o for o in outcomes if o != "refused"]
     assert len(winners) == 1 and control.read_json(LEASE)["holder"] == winners[0]
+
+
+def test_a_lease_of_a_finished_dag_run_ends(control: ControlArea) -> None:
+    run_a = Holder("DAG run migrate/run-a", "safe-disable", dag_id="migrate", run_id="run-a")
+    take(control, run_a, 3600)
+    asked: list[tuple[str, str]] = []
+
+    def still_running(dag_id: str, run_id: str) -> str:
+        asked.append((dag_id, run_id))
+        return "running"
+
+    with pytest.raises(JobHeldError):
+        take(control, RUN_B, 60, still_running)
+    assert asked == [("migrate", "run-a")]
+    assert take(control, RUN_B, 60, lambda d, r: "failed") is True
+
+
+def test_an_unanswerable_run_state_keeps_the_lease(control: ControlArea) -> None:
+    take(control, Holder("DAG run m/a", "x", dag_id="m", run_id="a"), 3600)
+
+    def unreachable(dag_id: str, run_id: str) -> str:
+        raise ConnectionError("API down")
+
+    with pytest.raises(JobHeldError):
+        take(control, RUN_B, 60, unreachable)
