@@ -1,0 +1,191 @@
+"""Faults injected during the safe-disable migration: SIGKILL to the driver at each stage, and to the
+Airflow run itself. After each: no synchronous job ran on an unsafe checkpoint, no checkpoint file was
+deleted or changed, at most one driver runs and it is the one the status record names, and a re-run of
+the DAG completes the migration."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.checkpoint import batch_ids
+from airflow_async_stream.control import ControlArea, liveness, local_pid_alive
+from tests.integration.conftest import write_dag
+
+pytestmark = pytest.mark.integration
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+Trigger = Callable[[ControlArea, str], "int | None"]
+
+
+def _dag(checkpoint: str, dag_id: str) -> Path:
+    spec = {
+        "name": "fault-job",
+        "checkpoint": checkpoint,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
+        "sink": {"format": "noop"},
+        # Slow batches leave room to strike between the first and the second async batch.
+        "trigger": {"processing_time": "2 seconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
+    }
+    return write_dag(
+        dag_id,
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.migrations import safe_disable_async_progress
+
+        @dag(schedule=None)
+        def {dag_id}():
+            safe_disable_async_progress({spec!r}, startup_timeout_s=180, wait_timeout_s=120, deferrable=False)
+
+        {dag_id}()
+        """,
+    )
+
+
+def _start_async_job(checkpoint: str) -> None:
+    """The job as it runs before the migration: async on, interval 5 s (gaps), deployed by the provider."""
+    from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
+
+    spec = {
+        "name": "fault-job",
+        "checkpoint": checkpoint,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "300 milliseconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
+    }
+    DeployStreamingJobOperator(task_id="start", spec=spec).execute({})
+    deadline = time.monotonic() + 120
+    while len(batch_ids(checkpoint, "commits")) < 2:
+        assert time.monotonic() < deadline, "the async job committed too little"
+        time.sleep(0.2)
+
+
+def _files(checkpoint: str) -> dict[str, str]:
+    root = Path(checkpoint)
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.endswith(".tmp")
+    }
+
+
+def _drivers(control: ControlArea) -> list[int]:
+    """Pids of live runtime drivers (Python processes) serving this control area."""
+    out = subprocess.run(["pgrep", "-f", f"driver.py --control-area {control.url} "], capture_output=True, text=True)
+    pids = []
+    for pid in out.stdout.split():  # the spark-submit JVM carries the same arguments: keep the Python driver
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        except OSError:
+            continue
+        if "python" in Path(argv0).name:
+            pids.append(int(pid))
+    return pids
+
+
+def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[int, str | None]:
+    """`airflow dags test` in a subprocess; ``strike`` is polled and returns a process group to SIGKILL."""
+    proc = subprocess.Popen([AIRFLOW, "dags", "test", dag_id], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)  # fmt: skip
+    struck = None
+    deadline = time.monotonic() + 600
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "the DAG run did not end"
+        if strike and struck is None:
+            target = strike(control, dag_id)
+            if target:
+                os.killpg(target, signal.SIGKILL)
+                struck = f"killed process group {target}"
+        time.sleep(0.02)
+    out = proc.stdout.read() if proc.stdout else ""
+    return proc.returncode, struck if struck else None if strike is None else out[-3000:]
+
+
+def _deployment(control: ControlArea, async_enabled: bool, interval: int | None = None) -> dict | None:
+    record = control.read_json("deployment.json") or {}
+    settings = record.get("async_progress") or {}
+    if settings.get("enabled") is not async_enabled or (
+        interval is not None and settings.get("checkpoint_interval_ms") != interval
+    ):
+        return None
+    return record if record.get("driver") else None
+
+
+def before_first_async_batch(control: ControlArea, dag_id: str) -> int | None:
+    record = _deployment(control, True, 0)
+    status = control.read_json("status.json") or {}
+    if record and status.get("deployment_id") != record["deployment_id"]:
+        return int(record["driver"]["launcher_pid"])  # submitted, its query not yet reporting
+    return None
+
+
+def between_first_and_second_async_batch(control: ControlArea, dag_id: str) -> int | None:
+    record = _deployment(control, True, 0)
+    if record and record.get("start_batch") is not None:
+        after = [
+            b for b in batch_ids(control.url.removesuffix(".async-stream"), "commits") if b > record["start_batch"]
+        ]
+        if len(after) == 1:
+            return int(record["driver"]["launcher_pid"])
+    return None
+
+
+def during_graceful_stop(control: ControlArea, dag_id: str) -> int | None:
+    record = _deployment(control, True, 0)
+    request = control.read_json("stop-request.json")
+    if record and request and request.get("deployment_id") == record["deployment_id"]:
+        return int(record["driver"]["launcher_pid"])
+    return None
+
+
+def during_sync_redeploy(control: ControlArea, dag_id: str) -> int | None:
+    record = _deployment(control, False)
+    return int(record["driver"]["launcher_pid"]) if record else None
+
+
+@pytest.mark.parametrize(
+    "strike",
+    [before_first_async_batch, between_first_and_second_async_batch, during_graceful_stop, during_sync_redeploy],
+)
+def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, strike: Trigger) -> None:
+    dag_id = f"faults_{strike.__name__}"
+    path = _dag(checkpoint_dir, dag_id)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    _start_async_job(checkpoint_dir)
+    before = _files(checkpoint_dir)
+
+    code, struck = _run_dag(dag_id, strike, control)
+    assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
+    _check_invariants(control, checkpoint_dir, before)
+
+    code, _ = _run_dag(dag_id, None, control)
+    assert code == 0, "the re-run did not complete the migration"
+    deployment = control.read_json("deployment.json")
+    assert deployment["async_progress"]["enabled"] is False
+    _check_invariants(control, checkpoint_dir, before)
+    assert len(_drivers(control)) == 1
+    assert path.exists()
+
+
+def _check_invariants(control: ControlArea, checkpoint: str, before: dict[str, str]) -> None:
+    after = _files(checkpoint)
+    changed = sorted(name for name, digest in before.items() if after.get(name) != digest)
+    assert not changed, f"checkpoint files deleted or rewritten: {changed}"
+    log = Path(control.path("driver.log")).read_text(errors="replace")
+    assert "doesn't exist" not in log and "not found in offset log" not in log, "a sync job ran on an unsafe checkpoint"
+    drivers = _drivers(control)
+    assert len(drivers) <= 1, f"two drivers on one checkpoint: {drivers}"
+    status = control.read_json("status.json") or {}
+    if drivers:
+        assert liveness(status).live and status["pid"] == drivers[0], "a driver runs that the status does not name"
+    else:
+        assert not liveness(status).live or not local_pid_alive(int(status.get("pid") or 0))
