@@ -22,7 +22,8 @@ from tests.integration.conftest import write_dag
 
 pytestmark = pytest.mark.integration
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
-Trigger = Callable[[ControlArea, str], "int | None"]
+Trigger = Callable[[ControlArea, str], "int | str | None"]
+AIRFLOW_RUN = "the airflow run"
 
 
 def _dag(checkpoint: str, dag_id: str) -> Path:
@@ -102,8 +103,10 @@ def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple
         assert time.monotonic() < deadline, "the DAG run did not end"
         if strike and struck is None:
             target = strike(control, dag_id)
+            if target == AIRFLOW_RUN:
+                target = proc.pid  # the Airflow run itself: its worker dies mid-step, the driver lives on
             if target:
-                os.killpg(target, signal.SIGKILL)
+                os.killpg(int(target), signal.SIGKILL)
                 struck = f"killed process group {target}"
         time.sleep(0.02)
     out = proc.stdout.read() if proc.stdout else ""
@@ -189,3 +192,43 @@ def _check_invariants(control: ControlArea, checkpoint: str, before: dict[str, s
         assert liveness(status).live and status["pid"] == drivers[0], "a driver runs that the status does not name"
     else:
         assert not liveness(status).live or not local_pid_alive(int(status.get("pid") or 0))
+
+
+def airflow_run_during_sync_deploy(control: ControlArea, dag_id: str) -> str | None:
+    record = _deployment(control, False)
+    status = control.read_json("status.json") or {}
+    if record and status.get("deployment_id") == record["deployment_id"]:
+        return AIRFLOW_RUN  # deploy_sync is waiting for its driver's first batch
+    return None
+
+
+def _scheduler_fails_dead_runs(dag_id: str) -> None:
+    """What the scheduler does with a run whose worker died: its tasks become zombies, the run fails."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+
+    with create_session() as session:
+        for run in session.query(DagRun).filter(DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING):
+            run.state = DagRunState.FAILED
+
+
+def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir: str) -> None:
+    dag_id = "faults_airflow_run_killed"
+    _dag(checkpoint_dir, dag_id)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    _start_async_job(checkpoint_dir)
+    before = _files(checkpoint_dir)
+
+    _, struck = _run_dag(dag_id, airflow_run_during_sync_deploy, control)
+    assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
+    lease = control.read_json("lease.json")
+    assert lease and lease["dag_id"] == dag_id, "the dead run should still hold the job"
+    _check_invariants(control, checkpoint_dir, before)
+
+    _scheduler_fails_dead_runs(dag_id)
+    code, _ = _run_dag(dag_id, None, control)
+    assert code == 0, "the re-run did not complete the migration"
+    assert control.read_json("deployment.json")["async_progress"]["enabled"] is False
+    _check_invariants(control, checkpoint_dir, before)
+    assert len(_drivers(control)) == 1
