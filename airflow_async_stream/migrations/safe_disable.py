@@ -181,7 +181,10 @@ def safe_disable_async_progress(
             trigger_rule="one_failed",
             **common,
         )
-        done = ReleaseJobLeaseOperator(task_id="release_job", checkpoint=job.checkpoint)
+        # The group's only leaf: succeeds when the migration did, so `group >> next_task` waits for that.
+        done = ReleaseJobLeaseOperator(
+            task_id="release_job", checkpoint=job.checkpoint, trigger_rule="none_failed_min_one_success"
+        )
         hold >> redeploy_async >> wait_async >> stop >> gate >> deploy_sync >> wait_sync >> done
-        [gate, deploy_sync, wait_sync] >> rollback
+        [gate, deploy_sync, wait_sync] >> rollback >> done
     return group

@@ -120,6 +120,7 @@ def test_failed_sync_redeploy_rolls_back_to_async(airflow_db: None, checkpoint_d
     assert states["safe_disable.deploy_sync"] == "failed"
     assert states["safe_disable.wait_sync_batch"] == "upstream_failed"
     assert states["safe_disable.rollback_to_async"] == "failed"  # it redeployed, then failed the run on purpose
+    assert states["safe_disable.release_job"] == "upstream_failed"  # the group's leaf fails with it
     text = out.out + out.err
     assert "async progress tracking stays on for job 'rollback-job'" in text
     assert "step safe_disable.deploy_sync failed" in text and "no_such_module" in text

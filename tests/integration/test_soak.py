@@ -1,0 +1,98 @@
+"""A bounded soak: one job through 20 consecutive configuration changes, nothing lost.
+
+Restarts (trigger, Spark conf, async interval, async turned on) go through a redeploy; every change that
+turns async progress tracking off goes through the safe-disable migration. Afterwards the progress log must
+show contiguous source offsets from the first batch to the last.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_async_stream.checkpoint import inspect_checkpoint
+from airflow_async_stream.continuity import continuity_problems
+from airflow_async_stream.control import ControlArea
+from tests.integration.conftest import run_dag, task_states, write_dag
+
+pytestmark = pytest.mark.integration
+
+# (kind, overrides): 20 changes, 5 of them safe-disable migrations.
+CHANGES = [
+    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 1000}}),
+    ("restart", {"trigger": {"processing_time": "200 milliseconds"}}),
+    ("safe_disable", {}),
+    ("restart", {"spark_conf": {"spark.sql.shuffle.partitions": "4"}}),
+    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 2000}}),
+    ("restart", {"trigger": {"processing_time": "300 milliseconds"}}),
+    ("safe_disable", {}),
+    ("restart", {"trigger": {"processing_time": "150 milliseconds"}}),
+    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}}),
+    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 1500}}),
+    ("safe_disable", {}),
+    ("restart", {"spark_conf": {"spark.sql.shuffle.partitions": "2"}}),
+    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 3000}}),
+    ("restart", {"trigger": {"processing_time": "250 milliseconds"}}),
+    ("safe_disable", {}),
+    ("restart", {"trigger": {"processing_time": "100 milliseconds"}}),
+    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 500}}),
+    ("restart", {"spark_conf": {"spark.sql.shuffle.partitions": "3"}}),
+    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 2500}}),
+    ("safe_disable", {}),
+]
+
+
+def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_dir: str) -> None:
+    base = {
+        "name": "soak-job",
+        "checkpoint": checkpoint_dir,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 300}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "100 milliseconds"},
+        "async_progress": {"enabled": False},
+    }
+    path = write_dag(
+        "soak_twenty_changes",
+        f"""
+        from airflow.sdk import dag, chain
+        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.operators import DeployStreamingJobOperator
+        from airflow_async_stream.sensors import CommittedBatchesSensor
+        from airflow_async_stream.spec import deep_merge
+
+        BASE = {base!r}
+        CHANGES = {CHANGES!r}
+
+        @dag(schedule=None)
+        def soak_twenty_changes():
+            steps = [DeployStreamingJobOperator(task_id="first_deploy", spec=BASE)]
+            spec = BASE
+            for i, (kind, overrides) in enumerate(CHANGES):
+                if kind == "safe_disable":
+                    steps.append(safe_disable_async_progress(spec, group_id=f"change_{{i:02d}}_safe_disable",
+                                                             deferrable=False))
+                    spec = deep_merge(spec, {{"async_progress": {{"enabled": False}}}})
+                    continue
+                spec = deep_merge(spec, overrides)
+                deploy = DeployStreamingJobOperator(task_id=f"change_{{i:02d}}_restart", spec=spec, redeploy=True)
+                steps += [deploy, CommittedBatchesSensor(task_id=f"change_{{i:02d}}_committed", checkpoint=spec["checkpoint"],
+                                                         min_batches=2, baseline_batch=deploy.output, deferrable=False)]
+            chain(*steps)
+
+        soak_twenty_changes()
+        """,
+    )
+    dag_run = run_dag(path, "soak_twenty_changes")
+
+    states = task_states(dag_run)
+    failed = {task: state for task, state in states.items() if state not in ("success", "skipped")}
+    assert not failed, failed
+    assert sum(1 for t in states if t.endswith("rollback_to_async") and states[t] == "skipped") == 5
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    progress = control.read_progress()
+    deployments = {e["deployment_id"] for e in progress}
+    assert len(deployments) >= 1 + 15 + 2 * 5  # first deploy, 15 restarts, 2 deploys per migration
+    assert continuity_problems(progress) == []
+    batch_ids = sorted({e["batch_id"] for e in progress})
+    assert batch_ids == list(range(batch_ids[0], batch_ids[-1] + 1))
+    assert inspect_checkpoint(checkpoint_dir).sync_restart_safe
+    print(f"soak: {len(deployments)} deployments, batches {batch_ids[0]}..{batch_ids[-1]} checked contiguous")
