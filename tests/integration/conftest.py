@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import textwrap
@@ -69,6 +70,16 @@ def load_dag(path: Path, dag_id: str) -> Any:
 def run_dag(path: Path, dag_id: str) -> Any:
     """Run a DAG through Airflow with dag.test() and return the DagRun."""
     return load_dag(path, dag_id).test()
+
+
+def checkpoint_files(checkpoint: str) -> dict[str, str]:
+    """Every file Spark has finished writing in a checkpoint (its in-flight temp files excluded), with a digest."""
+    root = Path(checkpoint)
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.endswith(".tmp")
+    }
 
 
 def task_states(dag_run: Any) -> dict[str, str]:

@@ -5,7 +5,6 @@ the DAG completes the migration."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, liveness, local_pid_alive
-from tests.integration.conftest import write_dag
+from tests.integration.conftest import checkpoint_files, write_dag
 
 pytestmark = pytest.mark.integration
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
@@ -68,15 +67,6 @@ def _start_async_job(checkpoint: str) -> None:
     while len(batch_ids(checkpoint, "commits")) < 2:
         assert time.monotonic() < deadline, "the async job committed too little"
         time.sleep(0.2)
-
-
-def _files(checkpoint: str) -> dict[str, str]:
-    root = Path(checkpoint)
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in root.rglob("*")
-        if p.is_file() and not p.name.endswith(".tmp")
-    }
 
 
 def _drivers(control: ControlArea) -> list[int]:
@@ -164,7 +154,7 @@ def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, stri
     path = _dag(checkpoint_dir, dag_id)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     _start_async_job(checkpoint_dir)
-    before = _files(checkpoint_dir)
+    before = checkpoint_files(checkpoint_dir)
 
     code, struck = _run_dag(dag_id, strike, control)
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
@@ -180,7 +170,7 @@ def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, stri
 
 
 def _check_invariants(control: ControlArea, checkpoint: str, before: dict[str, str]) -> None:
-    after = _files(checkpoint)
+    after = checkpoint_files(checkpoint)
     changed = sorted(name for name, digest in before.items() if after.get(name) != digest)
     assert not changed, f"checkpoint files deleted or rewritten: {changed}"
     log = Path(control.path("driver.log")).read_text(errors="replace")
@@ -218,7 +208,7 @@ def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir
     _dag(checkpoint_dir, dag_id)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     _start_async_job(checkpoint_dir)
-    before = _files(checkpoint_dir)
+    before = checkpoint_files(checkpoint_dir)
 
     _, struck = _run_dag(dag_id, airflow_run_during_sync_deploy, control)
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"

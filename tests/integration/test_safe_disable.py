@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
@@ -15,20 +14,10 @@ from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.continuity import continuity_problems
 from airflow_async_stream.control import ControlArea, liveness
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
-from tests.integration.conftest import run_dag, task_states, write_dag
+from tests.integration.conftest import checkpoint_files, run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
 SCRIPTS = Path(__file__).resolve().parent / "spark_scripts"
-
-
-def snapshot(checkpoint: str) -> dict[str, str]:
-    """Every file Spark has finished writing (its hidden in-flight temp files excluded), with a digest."""
-    root = Path(checkpoint)
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in root.rglob("*")
-        if p.is_file() and not p.name.endswith(".tmp")
-    }
 
 
 def plain(checkpoint: str, mode: str) -> dict:
@@ -62,7 +51,7 @@ def test_safe_disable_dag_turns_async_off_without_losing_anything(airflow_db: No
     checkpoint = str(CHECKPOINT_ROOT / "clicks-async")
     before = inspect_checkpoint(checkpoint)
     assert not before.sync_restart_safe and "doesn't exist" in before.reason
-    files_before = snapshot(checkpoint)
+    files_before = checkpoint_files(checkpoint)
 
     migrated = run_dag(DAGS_FOLDER / "example_safe_disable.py", "example_safe_disable")
 
@@ -80,7 +69,7 @@ def test_safe_disable_dag_turns_async_off_without_losing_anything(airflow_db: No
     committed_sync = [b for b in batch_ids(checkpoint, "commits") if b > deployment["start_batch"]]
     assert committed_sync, "the synchronous job committed no batch"
 
-    files_after = snapshot(checkpoint)
+    files_after = checkpoint_files(checkpoint)
     changed = {name for name, digest in files_before.items() if files_after.get(name) != digest}
     assert not changed, f"checkpoint files deleted or rewritten: {sorted(changed)}"
 
