@@ -208,3 +208,44 @@ def test_templated_spec_is_validated_again_before_submit(airflow_db: None, check
     assert task_states(dag_run) == {"deploy": "failed"}
     assert "async_progress.checkpoint_interval_ms: Input should be greater than or equal to 0" in out.out + out.err
     assert not Path(checkpoint_dir + ".async-stream").exists(), "something was written before validation"
+
+
+def test_shell_metacharacters_reach_spark_submit_as_plain_arguments(
+    airflow_db: None, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A checkpoint path full of shell syntax: no shell ever sees it, so nothing it says is executed."""
+    from tests.conftest import CHECKPOINT_ROOT
+
+    pwned = tmp_path / "pwned"
+    checkpoint = str(CHECKPOINT_ROOT / f"ck $(touch {pwned}); `touch {pwned}` && echo x")
+    spec = _spec(checkpoint, spark_conf={"spark.app.note": f"$(touch {pwned})"})
+    path = write_dag(
+        "shell_metacharacters",
+        f"""
+        from pathlib import Path
+        from airflow.sdk import dag, task
+        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
+
+        SPEC = {spec!r}
+
+        @dag(schedule=None)
+        def shell_metacharacters():
+            deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
+
+            @task
+            def submitted_args(record: dict) -> list:
+                return Path(f"/proc/{{record['driver']['launcher_pid']}}/cmdline").read_bytes().decode().split("\\0")
+
+            deploy >> submitted_args(deploy.output) >> StopStreamingJobOperator(task_id="stop", spec=SPEC)
+
+        shell_metacharacters()
+        """,
+    )
+    dag_run = run_dag(path, "shell_metacharacters")
+
+    assert task_states(dag_run) == {"deploy": "success", "submitted_args": "success", "stop": "success"}
+    args = xcom(dag_run, "submitted_args")
+    assert args[args.index("--control-area") + 1] == checkpoint + ".async-stream"
+    assert f"spark.app.note=$(touch {pwned})" in args
+    assert not pwned.exists(), "a shell ran part of the path"
+    assert batch_ids(checkpoint, "commits"), "the job did not run on that checkpoint"
