@@ -38,6 +38,7 @@ __all__ = [
     "spec_json_schema",
     "resolve_spec",
     "is_templated",
+    "spec_operand",
     "deep_merge",
 ]
 
@@ -224,6 +225,10 @@ class JobSpec(_Model):
             raise RuleViolationError(problems)
         return self
 
+    def to_mapping(self) -> dict[str, Any]:
+        """The spec as plain JSON values, in the file format (what Airflow can template and serialize)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
     def spark_conf_strings(self) -> dict[str, str]:
         return _stringify(self.spark_conf)
 
@@ -389,7 +394,16 @@ def resolve_spec(value: SpecInput, overrides: dict[str, Any] | None = None) -> J
         return parse_spec(deep_merge(value, overrides or {}) if isinstance(value, dict) else value)
     if not overrides:
         return spec
-    return parse_spec(deep_merge(spec.model_dump(mode="json", by_alias=True, exclude_none=True), overrides), source)
+    return parse_spec(deep_merge(spec.to_mapping(), overrides), source)
+
+
+def spec_operand(spec: SpecInput) -> Any:
+    """What an operator stores for a spec argument: a mapping or a path string, so Airflow can template it."""
+    if isinstance(spec, JobSpec):
+        return spec.to_mapping()
+    if isinstance(spec, Path):
+        return str(spec)
+    return spec
 
 
 def is_templated(value: Any) -> bool:

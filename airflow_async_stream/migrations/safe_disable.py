@@ -118,7 +118,7 @@ def safe_disable_async_progress(
     if async_batches < 2:
         raise ValueError("async_batches must be at least 2: the cure needs two batches written with interval 0")
     job = resolve_spec(spec)
-    spec_data = job.model_dump(mode="json", by_alias=True, exclude_none=True)
+    spec_data = job.to_mapping()
     # Validate the synchronous target now, at parse time, not after the job was stopped.
     resolve_spec(spec_data, deep_merge(SYNCHRONOUS, sync_overrides or {}))
     recorder = _failure_recorder(job.checkpoint)

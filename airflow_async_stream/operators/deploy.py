@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
@@ -19,7 +18,7 @@ from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java
 from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver, wait_until_running
 from airflow_async_stream.operators.lease import dag_run_state
-from airflow_async_stream.spec import JobSpec, SpecInput, is_templated, resolve_spec
+from airflow_async_stream.spec import JobSpec, SpecInput, is_templated, resolve_spec, spec_operand
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -28,15 +27,6 @@ __all__ = ["DeployStreamingJobOperator"]
 
 #: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
 DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
-
-
-def _spec_operand(spec: SpecInput) -> Any:
-    """Store the spec in a form Airflow can template and serialize."""
-    if isinstance(spec, JobSpec):
-        return spec.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(spec, Path):
-        return str(spec)
-    return spec
 
 
 class DeployStreamingJobOperator(BaseOperator):
@@ -69,7 +59,7 @@ class DeployStreamingJobOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.spec = _spec_operand(spec)
+        self.spec = spec_operand(spec)
         self.overrides = overrides
         self.conn_id = conn_id
         self.redeploy = redeploy

@@ -10,9 +10,8 @@ from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DriverFailedError
 from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver
-from airflow_async_stream.operators.deploy import _spec_operand
 from airflow_async_stream.operators.lease import dag_run_state
-from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec
+from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec, spec_operand
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -43,7 +42,7 @@ class StopStreamingJobOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.spec = _spec_operand(spec)
+        self.spec = spec_operand(spec)
         self.graceful_timeout_s = graceful_timeout_s
         self.kill_after_s = kill_after_s
         if not is_templated(self.spec):

@@ -25,16 +25,21 @@ Trigger = Callable[[ControlArea, str], "int | str | None"]
 AIRFLOW_RUN = "the airflow run"
 
 
-def _dag(checkpoint: str, dag_id: str) -> Path:
-    spec = {
+def _job(checkpoint: str, trigger: str) -> dict:
+    """The job under test: async on with a 5 s interval, so its logs have gaps."""
+    return {
         "name": "fault-job",
         "checkpoint": checkpoint,
         "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
         "sink": {"format": "noop"},
-        # Slow batches leave room to strike between the first and the second async batch.
-        "trigger": {"processing_time": "2 seconds"},
+        "trigger": {"processing_time": trigger},
         "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
     }
+
+
+def _dag(checkpoint: str, dag_id: str) -> Path:
+    # Slow batches leave room to strike between the first and the second async batch.
+    spec = _job(checkpoint, "2 seconds")
     return write_dag(
         dag_id,
         f"""
@@ -54,14 +59,7 @@ def _start_async_job(checkpoint: str) -> None:
     """The job as it runs before the migration: async on, interval 5 s (gaps), deployed by the provider."""
     from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 
-    spec = {
-        "name": "fault-job",
-        "checkpoint": checkpoint,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "300 milliseconds"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
-    }
+    spec = _job(checkpoint, "300 milliseconds")
     DeployStreamingJobOperator(task_id="start", spec=spec).execute({})
     deadline = time.monotonic() + 120
     while len(batch_ids(checkpoint, "commits")) < 2:
