@@ -73,12 +73,16 @@ def run_dag(path: Path, dag_id: str) -> Any:
 
 
 def checkpoint_files(checkpoint: str) -> dict[str, str]:
-    """Every file Spark has finished writing in a checkpoint (its in-flight temp files excluded), with a digest."""
+    """Every file Spark has finished writing in a checkpoint, with a digest.
+
+    Spark's own in-flight temp files (`.N.<uuid>.tmp` and their `..N.<uuid>.tmp.crc` checksums) are excluded:
+    a snapshot of a running job catches them mid-write, and Spark itself renames them into place moments later.
+    """
     root = Path(checkpoint)
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in root.rglob("*")
-        if p.is_file() and not p.name.endswith(".tmp")
+        if p.is_file() and not p.name.endswith((".tmp", ".tmp.crc"))
     }
 
 
