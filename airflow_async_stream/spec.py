@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.secret_options import looks_secret
 
 __all__ = [
     "ASYNC_SINKS",
@@ -54,6 +55,7 @@ _RESERVED_SINK_OPTIONS = {
 }
 
 _NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+_CONN_ID_RE = r"^[A-Za-z0-9_.-]{1,250}$"
 _ENTRYPOINT_RE = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -70,7 +72,58 @@ def _stringify(options: dict[str, OptionValue]) -> dict[str, str]:
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items()}
 
 
-class Source(_Model):
+class _Endpoint(_Model):
+    """What sources and sinks share: plain options, and secrets named by Airflow connection, never given."""
+
+    format: str = Field(min_length=1)
+    options: dict[str, OptionValue] = Field(default_factory=dict)
+    connection: str | None = Field(
+        default=None,
+        pattern=_CONN_ID_RE,
+        description="Airflow connection holding the Kafka settings and SASL credentials (kafka format only).",
+    )
+    secret_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Option name -> Airflow connection whose password is that option's value.",
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _no_secret_values(cls, options: dict[str, OptionValue]) -> dict[str, OptionValue]:
+        for key in options:
+            if looks_secret(key):
+                raise ValueError(
+                    f"option {key!r} looks secret and may not be written in a spec: name the Airflow connection "
+                    "that holds it in `secret_options` (or `connection` for Kafka security settings)"
+                )
+        return options
+
+    @field_validator("secret_options")
+    @classmethod
+    def _connection_ids(cls, secret_options: dict[str, str]) -> dict[str, str]:
+        for key, conn_id in secret_options.items():
+            if not re.fullmatch(_CONN_ID_RE, conn_id):
+                raise ValueError(f"option {key!r}: {conn_id!r} is not an Airflow connection id")
+        return secret_options
+
+    @model_validator(mode="after")
+    def _secret_sources(self) -> _Endpoint:
+        problems = []
+        if self.connection is not None and self.format.lower() != "kafka":
+            problems.append(("connection", f"carries Kafka settings; format {self.format!r} takes none"))
+        problems += [
+            (f"secret_options.{key}", "is also given in `options`; give it in one place")
+            for key in sorted(set(self.options) & set(self.secret_options))
+        ]
+        if problems:
+            raise RuleViolationError(problems)
+        return self
+
+    def spark_options(self) -> dict[str, str]:
+        return _stringify(self.options)
+
+
+class Source(_Endpoint):
     """Where the stream reads from: any format ``spark.readStream.format(...)`` knows."""
 
     format: str = Field(min_length=1, description="Spark source format, e.g. rate, kafka, parquet.")
@@ -80,9 +133,6 @@ class Source(_Model):
     )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    def spark_options(self) -> dict[str, str]:
-        return _stringify(self.options)
 
 
 class Transform(_Model):
@@ -102,7 +152,7 @@ class Transform(_Model):
         return self
 
 
-class Sink(_Model):
+class Sink(_Endpoint):
     """Where the stream writes to: any format ``writeStream.format(...)`` knows."""
 
     format: str = Field(min_length=1, description="Spark sink format: kafka, console, memory, noop, ...")
@@ -111,17 +161,14 @@ class Sink(_Model):
         default=None, description="Spark output mode; Spark's default (append) when unset."
     )
 
-    @field_validator("options")
+    @field_validator("options", "secret_options")
     @classmethod
-    def _no_reserved_options(cls, options: dict[str, OptionValue]) -> dict[str, OptionValue]:
+    def _no_reserved_options(cls, options: dict[str, Any]) -> dict[str, Any]:
         for key in options:
             owner = _RESERVED_SINK_OPTIONS.get(key.lower())
             if owner:
                 raise ValueError(f"option {key!r} is set by the spec field {owner}, not in sink.options")
         return options
-
-    def spark_options(self) -> dict[str, str]:
-        return _stringify(self.options)
 
 
 class Trigger(_Model):
@@ -199,6 +246,17 @@ class JobSpec(_Model):
         default=False, description="Declare aggregations, dedup, stream-stream joins or *GroupsWithState."
     )
     spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="Extra --conf entries.")
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _no_secret_conf(cls, conf: dict[str, OptionValue]) -> dict[str, OptionValue]:
+        for key in conf:
+            if looks_secret(key):
+                raise ValueError(
+                    f"{key!r} looks secret and may not be written in a spec (it would reach spark-submit's "
+                    "command line): keep it in the cluster's spark-defaults.conf or a Hadoop credential provider"
+                )
+        return conf
 
     @field_validator("name")
     @classmethod

@@ -18,8 +18,11 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.log import mask_secret
 
 from airflow_async_stream.exceptions import DeployError, JavaNotFoundError
+from airflow_async_stream.secret_options import ConnectionFields, SecretOptions, kafka_options
+from airflow_async_stream.spec import JobSpec
 
 __all__ = ["EMBEDDED_MASTER", "StreamingJobHook", "check_java", "runtime_driver_path"]
 
@@ -107,8 +110,59 @@ class StreamingJobHook(SparkSubmitHook):
         """The exact spark-submit argument list (no shell ever sees it)."""
         return self._build_spark_submit_command(application)
 
-    def launch_detached(self, application: str, log_path: str) -> int:
-        """Start spark-submit in its own session, output to ``log_path``; return its process id."""
+    def connection_fields(self, field: str, conn_id: str) -> ConnectionFields:
+        """An Airflow connection named by a spec field, or a DeployError naming that field."""
+        try:
+            conn = self.get_connection(conn_id)
+        except AirflowException as exc:
+            raise DeployError(f"{field}: Airflow connection {conn_id!r} does not exist") from exc
+        try:
+            extra = conn.extra_dejson
+        except Exception as exc:  # extra that is not JSON: say which connection, never what it holds
+            raise DeployError(f"{field}: the extra of Airflow connection {conn_id!r} is not a JSON object") from exc
+        fields = ConnectionFields(conn_id, conn.host, conn.port, conn.login, conn.password, extra or {})
+        if fields.password:
+            mask_secret(fields.password)
+        return fields
+
+    def resolve_secret_options(self, spec: JobSpec) -> SecretOptions:
+        """Options the spec names by connection (``connection``, ``secret_options``), masked in Airflow's logs."""
+        resolved = SecretOptions()
+        for side in ("source", "sink"):
+            endpoint = getattr(spec, side)
+            if endpoint is None:
+                continue
+            if endpoint.connection:
+                conn = self.connection_fields(f"{side}.connection", endpoint.connection)
+                try:
+                    options, secret = kafka_options(conn)
+                except ValueError as exc:
+                    raise DeployError(f"{side}.connection: {exc}") from exc
+                clash = sorted(set(options) & set(endpoint.options))
+                if clash:
+                    raise DeployError(
+                        f"{side}.options.{clash[0]}: also set by connection {endpoint.connection!r}; set it in one place"
+                    )
+                for key, value in options.items():
+                    resolved.add(side, key, value, secret=key in secret)
+                if conn.password:
+                    resolved.secret_values.add(conn.password)
+            for key, conn_id in endpoint.secret_options.items():
+                field = f"{side}.secret_options.{key}"
+                conn = self.connection_fields(field, conn_id)
+                if not conn.password:
+                    raise DeployError(f"{field}: Airflow connection {conn_id!r} has no password to use as the value")
+                resolved.add(side, key, conn.password, secret=True)
+        for value in resolved.secret_values:
+            mask_secret(value)
+        return resolved
+
+    def launch_detached(self, application: str, log_path: str, extra_env: dict[str, str] | None = None) -> int:
+        """Start spark-submit in its own session, output to ``log_path``; return its process id.
+
+        ``extra_env`` reaches only this process and the driver it starts (secrets travel this way,
+        never on the command line).
+        """
         if not self.driver_on_this_host:
             raise DeployError(
                 f"deploy mode 'cluster' on {self.master} is not supported yet: use client mode "
@@ -118,6 +172,7 @@ class StreamingJobHook(SparkSubmitHook):
         command = self.build_command(application)
         env = os.environ.copy()
         env.update(self._env or {})
+        env.update(extra_env or {})
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         with open(log_path, "ab") as log:

@@ -18,6 +18,7 @@ from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java
 from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver, wait_until_running
 from airflow_async_stream.operators.lease import dag_run_state
+from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec, SpecInput, is_templated, resolve_spec, spec_operand
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ class DeployStreamingJobOperator(BaseOperator):
     :param stop_graceful_timeout_s: on redeploy, how long the old driver may finish its batch.
     :param stop_kill_after_s: on redeploy, when an old driver that has not stopped is killed.
 
-    Returns (and pushes to XCom) the deployment record; spec options, which may hold secrets, are not in it.
+    Returns (and pushes to XCom) the deployment record: it names the options resolved from connections
+    (``secret_options``), never their values; plain spec options are not in it either.
     """
 
     template_fields = ("spec", "overrides", "conn_id")
@@ -82,10 +84,11 @@ class DeployStreamingJobOperator(BaseOperator):
         )
         if hook.driver_on_this_host:
             self.log.info("Java on this host: %s", check_java())
+        secrets = hook.resolve_secret_options(spec)  # a missing connection fails here, before any Spark work
         control.ensure()
         ttl = self.startup_timeout_s + self.stop_kill_after_s + 60
         with held(control, Holder.for_task(context, f"deploy {spec.name}"), ttl, dag_run_state):
-            return self._deploy(spec, control, hook, deployment_id, spec_bytes, context)
+            return self._deploy(spec, control, hook, deployment_id, spec_bytes, secrets, context)
 
     def _deploy(
         self,
@@ -94,16 +97,18 @@ class DeployStreamingJobOperator(BaseOperator):
         hook: StreamingJobHook,
         deployment_id: str,
         spec_bytes: bytes,
+        secrets: SecretOptions,
         context: Context,
     ) -> dict[str, Any]:
         self._make_room(control, spec)
         record = self._record(spec, hook, control, deployment_id, context)
+        record["secret_options"] = secrets.names()  # which options came from connections; never their values
         control.write_bytes(ControlArea.SPEC, spec_bytes)
         control.write_json(ControlArea.DEPLOYMENT, record)
         control.remove(ControlArea.STOP_REQUEST)
 
         log_path = control.path(ControlArea.DRIVER_LOG)
-        pid = hook.launch_detached(runtime_driver_path(), log_path)
+        pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env())
         record["driver"] = {"kind": "local-process", "host": socket.gethostname(), "launcher_pid": pid, "log": log_path}
         control.write_json(ControlArea.DEPLOYMENT, record)
         registry.record(spec.name, spec.checkpoint, control.url, deployment_id)

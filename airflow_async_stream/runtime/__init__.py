@@ -30,4 +30,7 @@ def govern(writer: DataStreamWriter) -> None:
     df = getattr(writer, "_df", None)
     if df is not None:
         refuse_stateful_with_async(df, ctx.spec)
-    ctx.governor.run(apply_spec_to_writer(writer, ctx.spec, application_mode=True), ctx.spark)
+    writer = apply_spec_to_writer(
+        writer, ctx.spec, application_mode=True, secret_options=ctx.secrets.options.get("sink")
+    )
+    ctx.governor.run(writer, ctx.spark)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_async_stream.runtime.governor import Governor
+    from airflow_async_stream.secret_options import SecretOptions
     from airflow_async_stream.spec import JobSpec
 
 __all__ = ["current", "governed", "was_governed"]
@@ -19,6 +20,7 @@ class _Context:
     spec: JobSpec
     governor: Governor
     spark: Any
+    secrets: SecretOptions
     used: bool = False
 
 
@@ -27,9 +29,9 @@ _last: _Context | None = None
 
 
 @contextlib.contextmanager
-def governed(spec: JobSpec, governor: Governor, spark: Any) -> Iterator[None]:
+def governed(spec: JobSpec, governor: Governor, spark: Any, secrets: SecretOptions) -> Iterator[None]:
     global _current, _last
-    _current = _last = _Context(spec, governor, spark)
+    _current = _last = _Context(spec, governor, spark, secrets)
     try:
         yield
     finally:

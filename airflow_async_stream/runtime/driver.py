@@ -14,6 +14,7 @@ import json
 import runpy
 import signal
 import sys
+import traceback
 from typing import Any
 
 from airflow_async_stream.control import ControlArea
@@ -21,6 +22,7 @@ from airflow_async_stream.driver_args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.governor import Governor
+from airflow_async_stream.secret_options import Redactor, SecretOptions, take_from_environment
 from airflow_async_stream.spec import JobSpec, parse_spec
 
 EXIT_FAILED = 1
@@ -39,17 +41,24 @@ def load_submitted_spec(control: ControlArea, args: argparse.Namespace) -> JobSp
     return spec
 
 
-def run(spec: JobSpec, governor: Governor) -> None:
+#: Spark redacts option values whose names match this in plans and its UI (its default matches only `url`).
+SQL_REDACTION_REGEX = "(?i)url|password|secret|token|jaas|sasl"
+
+
+def run(spec: JobSpec, governor: Governor, secrets: SecretOptions) -> None:
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.appName(f"async-stream-{spec.name}").getOrCreate()
+    builder = SparkSession.builder.appName(f"async-stream-{spec.name}")
+    if "spark.sql.redaction.options.regex" not in spec.spark_conf:
+        builder = builder.config("spark.sql.redaction.options.regex", SQL_REDACTION_REGEX)
+    spark = builder.getOrCreate()
     try:
-        _run_query(spec, governor, spark)
+        _run_query(spec, governor, spark, secrets)
     finally:
         spark.stop()
 
 
-def _run_query(spec: JobSpec, governor: Governor, spark: Any) -> None:
+def _run_query(spec: JobSpec, governor: Governor, spark: Any, secrets: SecretOptions) -> None:
     from airflow_async_stream.runtime.query import (
         apply_spec_to_writer,
         build_dataframe,
@@ -57,7 +66,7 @@ def _run_query(spec: JobSpec, governor: Governor, spark: Any) -> None:
     )
 
     if spec.application:
-        with context.governed(spec, governor, spark):
+        with context.governed(spec, governor, spark, secrets):
             runpy.run_path(spec.application, run_name="__main__")
             if not context.was_governed():
                 raise RuntimeError(
@@ -65,17 +74,22 @@ def _run_query(spec: JobSpec, governor: Governor, spark: Any) -> None:
                     "airflow_async_stream.runtime.govern(writer)"
                 )
         return
-    df = build_dataframe(spark, spec)
+    df = build_dataframe(spark, spec, secrets.options.get("source"))
     refuse_stateful_with_async(df, spec)
-    governor.run(apply_spec_to_writer(df.writeStream, spec, application_mode=False), spark)
+    writer = apply_spec_to_writer(
+        df.writeStream, spec, application_mode=False, secret_options=secrets.options.get("sink")
+    )
+    governor.run(writer, spark)
 
 
 def main(argv: list[str] | None = None) -> int:
+    secrets = take_from_environment()  # first, so nothing this driver starts inherits them
+    redact = Redactor(secrets.secret_values)
     args = parse_driver_arguments(sys.argv[1:] if argv is None else argv)
     control = ControlArea(args.control_area)
     job = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("job", "?")
-    governor = Governor(control, args.deployment_id, job)
-    governor.starting()
+    governor = Governor(control, args.deployment_id, job, redact)
+    governor.starting(secret_options=secrets.names())
 
     def on_sigterm(signum: int, frame: Any) -> None:
         governor.request_stop_from_signal()
@@ -83,12 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
         spec = load_submitted_spec(control, args)
-        run(spec, governor)
+        run(spec, governor, secrets)
     except SpecError as exc:
         governor.fail(str(exc))
-        print(f"airflow-async-stream: {exc}", file=sys.stderr)
+        print(f"airflow-async-stream: {redact(str(exc))}", file=sys.stderr)
         return EXIT_BAD_SPEC
-    except BaseException as exc:  # the status record must say why the driver died, whatever it was
+    except Exception as exc:  # the status record must say why the driver died, whatever it was
+        governor.fail(exc)
+        print(redact("".join(traceback.format_exception(exc))), file=sys.stderr)  # secrets masked
+        return EXIT_FAILED
+    except BaseException as exc:
         governor.fail(exc)
         raise
     return EXIT_FAILED if governor.failed else 0

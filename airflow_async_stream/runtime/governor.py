@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from airflow_async_stream.control import HEARTBEAT_INTERVAL_S, ControlArea, now
+from airflow_async_stream.secret_options import Redactor
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -77,9 +78,10 @@ class _ProgressListener(StreamingQueryListener):
 class Governor:
     """Owns the status record of one deployment and the query it runs."""
 
-    def __init__(self, control: ControlArea, deployment_id: str, job: str) -> None:
+    def __init__(self, control: ControlArea, deployment_id: str, job: str, redact: Redactor | None = None) -> None:
         self.control = control
         self.deployment_id = deployment_id
+        self.redact = redact or Redactor()
         self._lock = threading.Lock()
         self._query_id: str | None = None
         self._recorded: set[tuple[str, int]] = set()
@@ -109,7 +111,7 @@ class Governor:
             if heartbeat and self._stop_heartbeat.is_set():
                 return  # the final status is written (or about to be): a heartbeat must not overwrite it
             self._status.update(changes, heartbeat_at=now(), updated_at=now())
-            self.control.write_json(ControlArea.STATUS, dict(self._status))
+            self.control.write_json(ControlArea.STATUS, self.redact.json(dict(self._status)))
 
     def _beat(self) -> None:
         while not self._stop_heartbeat.wait(HEARTBEAT_INTERVAL_S):
@@ -119,8 +121,9 @@ class Governor:
     def failed(self) -> bool:
         return self._status["state"] == "failed"
 
-    def starting(self) -> None:
-        self._write(state="starting")
+    def starting(self, **facts: Any) -> None:
+        """First status write (``facts``: e.g. which options came from connections), then the heartbeat."""
+        self._write(state="starting", **facts)
         self._heartbeat.start()
 
     def fail(self, error: BaseException | str) -> None:
@@ -147,7 +150,7 @@ class Governor:
             first = self._status.get("first_batch_id") is None
             if first:
                 self._status["first_batch_id"] = record["batch_id"]
-        self.control.append_progress(record)
+        self.control.append_progress(self.redact.json(record))
         if first:  # the deploy waits for this: write it now, not at the next heartbeat
             self._write()
 

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
 __all__ = ["apply_spec_to_writer", "build_dataframe", "refuse_stateful_with_async"]
 
 
-def build_dataframe(spark: SparkSession, spec: JobSpec) -> DataFrame:
-    """source -> optional transform, as a streaming DataFrame."""
+def build_dataframe(spark: SparkSession, spec: JobSpec, secret_options: dict[str, str] | None = None) -> DataFrame:
+    """source -> optional transform, as a streaming DataFrame (``secret_options``: resolved from connections)."""
     assert spec.source is not None  # guaranteed by the spec rules when no application is given
-    reader = spark.readStream.format(spec.source.format).options(**spec.source.spark_options())
+    options = {**spec.source.spark_options(), **(secret_options or {})}
+    reader = spark.readStream.format(spec.source.format).options(**options)
     if spec.source.schema_ddl:
         reader = reader.schema(spec.source.schema_ddl)
     df = reader.load()
@@ -72,14 +73,24 @@ def refuse_stateful_with_async(df: DataFrame, spec: JobSpec) -> None:
         )
 
 
-def apply_spec_to_writer(writer: DataStreamWriter, spec: JobSpec, application_mode: bool) -> DataStreamWriter:
-    """Set what the spec owns: sink (unless the application chose it), checkpoint, trigger, async options."""
+def apply_spec_to_writer(
+    writer: DataStreamWriter,
+    spec: JobSpec,
+    application_mode: bool,
+    secret_options: dict[str, str] | None = None,
+) -> DataStreamWriter:
+    """Set what the spec owns: sink (unless the application chose it), checkpoint, trigger, async options.
+
+    ``secret_options`` are the sink options resolved from Airflow connections; they never pass through a file.
+    """
     if spec.sink is not None and not application_mode:
         writer = writer.format(spec.sink.format)
         if spec.sink.output_mode:
             writer = writer.outputMode(spec.sink.output_mode)
     writer = writer.queryName(spec.name.replace("-", "_"))
     writer = writer.options(**spec.writer_options())
+    if secret_options:
+        writer = writer.options(**secret_options)
     if not spec.async_progress.enabled:
         # An application may have set it on its own writer; the spec decides.
         writer = writer.option("asyncProgressTrackingEnabled", "false")

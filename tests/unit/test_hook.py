@@ -77,3 +77,48 @@ def test_old_java_is_refused_with_stub_java_11(monkeypatch: pytest.MonkeyPatch, 
     with pytest.raises(JavaNotFoundError, match="needs Java 17\\+, but .* is Java 11"):
         check_java()
     assert os.access(java, os.X_OK)
+
+
+def test_secret_options_are_resolved_from_connections_and_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk._shared.secrets_masker import redact  # the masker Airflow's task logs go through
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KAFKA_PROD",
+        '{"conn_type": "generic", "host": "b1", "port": 9093, "login": "app", "password": "kafka-pw-123"}',
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_TRUSTSTORE", '{"conn_type": "generic", "password": "ts-pw-456"}')
+    spec = parse_spec(
+        {
+            **SPEC.to_mapping(),
+            "async_progress": {"enabled": False},
+            "sink": {
+                "format": "kafka",
+                "connection": "kafka_prod",
+                "secret_options": {"kafka.ssl.truststore.password": "truststore"},
+            },
+        }
+    )
+    resolved = StreamingJobHook(conn_id="no_such_connection").resolve_secret_options(spec)
+
+    sink = resolved.options["sink"]
+    assert sink["kafka.bootstrap.servers"] == "b1:9093"
+    assert sink["kafka.ssl.truststore.password"] == "ts-pw-456"
+    assert 'password="kafka-pw-123"' in sink["kafka.sasl.jaas.config"]
+    assert resolved.secret_values == {"kafka-pw-123", "ts-pw-456", sink["kafka.sasl.jaas.config"]}
+    assert "kafka-pw-123" not in str(redact(f"log line with {sink['kafka.sasl.jaas.config']}"))
+
+
+def test_a_missing_secret_connection_is_named_by_its_spec_field() -> None:
+    from airflow_async_stream.exceptions import DeployError
+
+    spec = parse_spec(
+        {
+            **SPEC.to_mapping(),
+            "async_progress": {"enabled": False},
+            "sink": {"format": "kafka", "secret_options": {"kafka.ssl.key.password": "absent_conn"}},
+        }
+    )
+    with pytest.raises(
+        DeployError, match=r"sink.secret_options.kafka.ssl.key.password: .*'absent_conn' does not exist"
+    ):
+        StreamingJobHook(conn_id="no_such_connection").resolve_secret_options(spec)
