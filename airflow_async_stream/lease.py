@@ -86,6 +86,7 @@ def lease_state(lease: dict[str, Any] | None, run_state: RunState | None = None)
             state = run_state(str(lease["dag_id"]), str(lease["run_id"]))
         except Exception:  # noqa: BLE001 - an unreachable API must not free a lease: keep it
             state = None
+        state = getattr(state, "value", state)  # Airflow's DagRunState enum prints as "DagRunState.RUNNING"
         if state and str(state).lower() not in _LIVE_RUN_STATES:
             return f"holder run is {state}"
     return None

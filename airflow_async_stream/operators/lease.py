@@ -19,7 +19,9 @@ def dag_run_state(dag_id: str, run_id: str) -> str | None:
     """A DAG run's state as Airflow knows it, asked from inside a running task (None outside one)."""
     from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
-    return str(RuntimeTaskInstance.get_dagrun_state(dag_id=dag_id, run_id=run_id))
+    state = RuntimeTaskInstance.get_dagrun_state(dag_id=dag_id, run_id=run_id)
+    # An enum whose str() is "DagRunState.RUNNING": its value is the state's name.
+    return None if state is None else str(getattr(state, "value", state))
 
 
 class TakeJobLeaseOperator(BaseOperator):

@@ -10,6 +10,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_async_stream.commit_watch import check_commits
+from airflow_async_stream.exceptions import AsyncStreamError
 
 __all__ = ["CommittedBatchesTrigger"]
 
@@ -54,7 +55,11 @@ class CommittedBatchesTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         shown = None
         while True:
-            check = await asyncio.to_thread(check_commits, self.checkpoint, self.baseline, self.min_batches)
+            try:
+                check = await asyncio.to_thread(check_commits, self.checkpoint, self.baseline, self.min_batches)
+            except AsyncStreamError as exc:  # unreadable checkpoint or status: waiting longer will not help
+                yield TriggerEvent({"status": "error", "message": str(exc), "check": None})
+                return
             if check.progress() != shown:
                 shown = check.progress()
                 self.log.info("%s (%s)", shown, self.checkpoint)

@@ -18,6 +18,7 @@ import pytest
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, liveness, local_pid_alive
 from tests.integration.conftest import checkpoint_files, write_dag
+from tests.integration.migration_job import async_job, live_drivers, start_async_job
 
 pytestmark = pytest.mark.integration
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
@@ -25,21 +26,9 @@ Trigger = Callable[[ControlArea, str], "int | str | None"]
 AIRFLOW_RUN = "the airflow run"
 
 
-def _job(checkpoint: str, trigger: str) -> dict:
-    """The job under test: async on with a 5 s interval, so its logs have gaps."""
-    return {
-        "name": "fault-job",
-        "checkpoint": checkpoint,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": trigger},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
-    }
-
-
 def _dag(checkpoint: str, dag_id: str) -> Path:
     # Slow batches leave room to strike between the first and the second async batch.
-    spec = _job(checkpoint, "2 seconds")
+    spec = async_job(checkpoint, "2 seconds")
     return write_dag(
         dag_id,
         f"""
@@ -53,32 +42,6 @@ def _dag(checkpoint: str, dag_id: str) -> Path:
         {dag_id}()
         """,
     )
-
-
-def _start_async_job(checkpoint: str) -> None:
-    """The job as it runs before the migration: async on, interval 5 s (gaps), deployed by the provider."""
-    from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
-
-    spec = _job(checkpoint, "300 milliseconds")
-    DeployStreamingJobOperator(task_id="start", spec=spec).execute({})
-    deadline = time.monotonic() + 120
-    while len(batch_ids(checkpoint, "commits")) < 2:
-        assert time.monotonic() < deadline, "the async job committed too little"
-        time.sleep(0.2)
-
-
-def _drivers(control: ControlArea) -> list[int]:
-    """Pids of live runtime drivers (Python processes) serving this control area."""
-    out = subprocess.run(["pgrep", "-f", f"driver.py --control-area {control.url} "], capture_output=True, text=True)
-    pids = []
-    for pid in out.stdout.split():  # the spark-submit JVM carries the same arguments: keep the Python driver
-        try:
-            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-        except OSError:
-            continue
-        if "python" in Path(argv0).name:
-            pids.append(int(pid))
-    return pids
 
 
 def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[int, str | None]:
@@ -151,7 +114,7 @@ def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, stri
     dag_id = f"faults_{strike.__name__}"
     path = _dag(checkpoint_dir, dag_id)
     control = ControlArea.for_checkpoint(checkpoint_dir)
-    _start_async_job(checkpoint_dir)
+    start_async_job(checkpoint_dir)
     before = checkpoint_files(checkpoint_dir)
 
     code, struck = _run_dag(dag_id, strike, control)
@@ -163,7 +126,7 @@ def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, stri
     deployment = control.read_json("deployment.json")
     assert deployment["async_progress"]["enabled"] is False
     _check_invariants(control, checkpoint_dir, before)
-    assert len(_drivers(control)) == 1
+    assert len(live_drivers(control)) == 1
     assert path.exists()
 
 
@@ -173,7 +136,7 @@ def _check_invariants(control: ControlArea, checkpoint: str, before: dict[str, s
     assert not changed, f"checkpoint files deleted or rewritten: {changed}"
     log = Path(control.path("driver.log")).read_text(errors="replace")
     assert "doesn't exist" not in log and "not found in offset log" not in log, "a sync job ran on an unsafe checkpoint"
-    drivers = _drivers(control)
+    drivers = live_drivers(control)
     assert len(drivers) <= 1, f"two drivers on one checkpoint: {drivers}"
     status = control.read_json("status.json") or {}
     if drivers:
@@ -205,7 +168,7 @@ def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir
     dag_id = "faults_airflow_run_killed"
     _dag(checkpoint_dir, dag_id)
     control = ControlArea.for_checkpoint(checkpoint_dir)
-    _start_async_job(checkpoint_dir)
+    start_async_job(checkpoint_dir)
     before = checkpoint_files(checkpoint_dir)
 
     _, struck = _run_dag(dag_id, airflow_run_during_sync_deploy, control)
@@ -219,4 +182,4 @@ def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir
     assert code == 0, "the re-run did not complete the migration"
     assert control.read_json("deployment.json")["async_progress"]["enabled"] is False
     _check_invariants(control, checkpoint_dir, before)
-    assert len(_drivers(control)) == 1
+    assert len(live_drivers(control)) == 1

@@ -160,3 +160,38 @@ def test_release_needs_force_for_a_live_hold(tmp_path: Path) -> None:
     assert refused.returncode == 1 and "held by DAG run m/r1 (safe-disable good-job)" in refused.stdout
     forced = cli("release", "--force", str(tmp_path / "ck"))
     assert forced.returncode == 0 and control.read_json("lease.json") is None
+
+
+def _as_unprivileged(command: list[str]) -> list[str]:
+    """As root, drop the capabilities that bypass file permissions, so a closed folder is really closed."""
+    if os.geteuid() == 0:
+        return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *command]
+    return command
+
+
+def test_inspect_names_a_truncated_or_garbled_file(tmp_path: Path) -> None:
+    root = _gappy(tmp_path / "ck")
+    (root / "commits" / "7").write_text("v1\n")
+    (root / "offsets" / "7").write_bytes(b"\xff\xfe garbage")
+    result = cli("inspect", str(root))
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "commits/7 is truncated" in result.stdout and "offsets/7 is corrupt" in result.stdout
+    assert "UNSAFE" in result.stdout
+
+
+def test_unreadable_folder_and_garbled_status_are_one_line_errors(tmp_path: Path) -> None:
+    root = _gappy(tmp_path / "ck")
+    (root / "offsets").chmod(0)
+    try:
+        result = subprocess.run(_as_unprivileged([CLI, "inspect", str(root)]), capture_output=True, text=True)
+    finally:
+        (root / "offsets").chmod(0o755)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"airflow-async-stream: cannot list {root}/offsets: permission denied"
+
+    control = ControlArea.for_checkpoint(str(root))
+    control.ensure()
+    Path(control.path("status.json")).write_text("{not json")
+    result = cli("status", str(root))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "status.json is not valid JSON" in result.stderr

@@ -153,3 +153,14 @@ def test_sensor_fails_at_once_when_the_job_failed(tmp_path: Path) -> None:
     ck = checkpoint(tmp_path, [3], state="failed", error="boom")
     with pytest.raises(CommittedBatchesError, match="the job failed: boom"):
         CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3).execute({})
+
+
+def test_an_unreadable_status_record_fails_sensor_and_trigger_with_the_file_named(tmp_path: Path) -> None:
+    from airflow_async_stream.exceptions import ControlAreaError
+
+    ck = checkpoint(tmp_path, [3], state="running")
+    Path(ck + ".async-stream", "status.json").write_text('{"state": "runn')  # truncated mid-write by hand
+    with pytest.raises(ControlAreaError, match=r"status.json is not valid JSON"):
+        CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3).execute({})
+    event = asyncio.run(_first_event(CommittedBatchesTrigger(ck, 3, 2, time.time() + 30, time.time(), 0.05)))
+    assert event["status"] == "error" and "status.json is not valid JSON" in event["message"]

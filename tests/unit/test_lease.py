@@ -117,3 +117,15 @@ def test_an_unanswerable_run_state_keeps_the_lease(control: ControlArea) -> None
 
     with pytest.raises(JobHeldError):
         take(control, RUN_B, 60, unreachable)
+
+
+def test_airflows_dag_run_state_enum_is_read_by_value(control: ControlArea) -> None:
+    """The Task SDK answers with an enum whose str() is 'DagRunState.RUNNING': that run still holds the job."""
+    from airflow.sdk.api.datamodels._generated import DagRunState
+
+    take(control, Holder("DAG run m/a", "x", dag_id="m", run_id="a"), 3600)
+    with pytest.raises(JobHeldError, match="held by DAG run m/a"):
+        take(control, RUN_B, 60, lambda d, r: DagRunState.RUNNING)
+    with pytest.raises(JobHeldError):
+        take(control, RUN_B, 60, lambda d, r: DagRunState.QUEUED)
+    assert take(control, RUN_B, 60, lambda d, r: DagRunState.FAILED) is True

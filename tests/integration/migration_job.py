@@ -1,0 +1,48 @@
+"""The job the migration-under-adversity tests use, started the way users start it, and its drivers."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from airflow_async_stream.checkpoint import batch_ids
+from airflow_async_stream.control import ControlArea
+
+
+def async_job(checkpoint: str, trigger: str) -> dict:
+    """The job under test: async on with a 5 s interval, so its logs have gaps."""
+    return {
+        "name": "fault-job",
+        "checkpoint": checkpoint,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": trigger},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
+    }
+
+
+def start_async_job(checkpoint: str) -> None:
+    """The job as it runs before the migration: async on, interval 5 s (gaps), deployed by the provider."""
+    from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
+
+    spec = async_job(checkpoint, "300 milliseconds")
+    DeployStreamingJobOperator(task_id="start", spec=spec).execute({})
+    deadline = time.monotonic() + 120
+    while len(batch_ids(checkpoint, "commits")) < 2:
+        assert time.monotonic() < deadline, "the async job committed too little"
+        time.sleep(0.2)
+
+
+def live_drivers(control: ControlArea) -> list[int]:
+    """Pids of live runtime drivers (Python processes) serving this control area."""
+    out = subprocess.run(["pgrep", "-f", f"driver.py --control-area {control.url} "], capture_output=True, text=True)
+    pids = []
+    for pid in out.stdout.split():  # the spark-submit JVM carries the same arguments: keep the Python driver
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        except OSError:
+            continue
+        if "python" in Path(argv0).name:
+            pids.append(int(pid))
+    return pids
