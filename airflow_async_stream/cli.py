@@ -1,4 +1,4 @@
-"""``airflow-async-stream``: validate specs, inspect checkpoints, show and stop jobs, export the JSON Schema."""
+"""``airflow-async-stream``: validate specs, plan rollouts, inspect checkpoints, show and stop jobs, export the schema."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for, liveness
-from airflow_async_stream.exceptions import AsyncStreamError, SpecError
+from airflow_async_stream.exceptions import AsyncStreamError, DesiredStateError, SpecError
 from airflow_async_stream.lease import LEASE, lease_state
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, spec_json_schema
@@ -37,6 +37,29 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             state = "on" if spec.async_progress.enabled else "off"
             print(f"{name}: ok ({spec.name}, async progress {state})")
     return EXIT_INVALID if failed else EXIT_OK
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from airflow_async_stream.rollout.planner import plan_folder
+
+    try:
+        items = plan_folder(args.folder)
+    except DesiredStateError as exc:
+        for file, field, reason in exc.problems:
+            print(f"{Path(args.folder) / file if file != '(folder)' else args.folder}: {field}: {reason}")
+        return EXIT_INVALID
+    if args.json:
+        rows = [{k: i.to_json()[k] for k in ("job", "action", "reason", "diff")} for i in items]
+        print(json.dumps(rows, indent=2, sort_keys=True, default=str))
+        return EXIT_OK
+    for item in items:
+        print(f"{item.job:<24} {item.action:<13} {item.reason}")
+        for field, change in item.diff.items():
+            if item.action != "deploy":
+                print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")
+    counts = {a: sum(1 for i in items if i.action == a) for a in dict.fromkeys(i.action for i in items)}
+    print(f"{len(items)} jobs: " + ", ".join(f"{n} {a}" for a, n in counts.items()) if items else "no jobs")
+    return EXIT_OK
 
 
 def _control_for(target: str) -> ControlArea:
@@ -213,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     p.set_defaults(func=_cmd_validate)
+    p = sub.add_parser("plan", help="compare a folder of job specs with what runs, and say what a rollout would do")
+    p.add_argument("folder", metavar="DIR", help="desired state: one job spec file (.yaml, .yml, .json) per job")
+    p.add_argument("--json", action="store_true", help="machine-readable output: job, action, reason, diff")
+    p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("status", help="a job's status record and latest progress")
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help="job name, spec file, checkpoint or control area")
     p.add_argument("--json", action="store_true", help="machine-readable output")

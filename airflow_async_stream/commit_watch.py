@@ -7,13 +7,17 @@ can fail at once when the job failed or stopped, and explain a timeout on an idl
 from __future__ import annotations
 
 import bisect
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
 
-__all__ = ["CommitCheck", "check_commits"]
+__all__ = ["CommitCheck", "check_commits", "wait_for_commits"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +85,34 @@ def check_commits(checkpoint: str, baseline: int | None, needed: int) -> CommitC
         status and status.get("idle_at") and (status.get("idle_at") or 0) >= (status.get("last_progress_at") or 0)
     )
     return CommitCheck(baseline, needed, committed_after, ids[-1] if ids else None, error, idle)
+
+
+def wait_for_commits(
+    checkpoint: str,
+    baseline: int | None,
+    needed: int,
+    timeout_s: float,
+    log: logging.Logger,
+    poll_s: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> CommitCheck:
+    """Block until ``needed`` batches after ``baseline`` are committed (for steps inside one task).
+
+    Logs each change of progress; raises CommittedBatchesError when the job failed or stopped, and
+    CommittedBatchesTimeoutError (saying whether the source was idle) after ``timeout_s``.
+    """
+    started = time.monotonic()
+    shown = None
+    while True:
+        check = check_commits(checkpoint, baseline, needed)
+        if check.progress() != shown:
+            shown = check.progress()
+            log.info("%s (%s)", shown, checkpoint)
+        if check.done:
+            return check
+        if check.job_error:
+            raise CommittedBatchesError(check.job_error)
+        waited = time.monotonic() - started
+        if waited >= timeout_s:
+            raise CommittedBatchesTimeoutError(check.timeout_message(waited))
+        sleep(poll_s)

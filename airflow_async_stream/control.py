@@ -8,6 +8,9 @@ Layout of ``<checkpoint>.async-stream/``:
 ``progress.jsonl``     one JSON line per micro-batch, appended by the driver's listener
 ``stop-request.json``  present while a graceful stop is requested for one deployment
 ``driver.log``         spark-submit's output, for drivers launched on the Airflow host
+``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
+``lease.json``         the job's hold: which DAG run or process may change it now
+``rollout.json``       the latest rollout step's outcome for this job
 
 Both the driver and Airflow reach it through fsspec, so it works wherever the checkpoint lives.
 """
@@ -66,6 +69,8 @@ class ControlArea:
     PROGRESS = "progress.jsonl"
     STOP_REQUEST = "stop-request.json"
     DRIVER_LOG = "driver.log"
+    STABLE = "stable.json"
+    ROLLOUT = "rollout.json"
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")

@@ -18,6 +18,8 @@ __all__ = [
     "CommittedBatchesTimeoutError",
     "SafeDisableRolledBackError",
     "JobHeldError",
+    "DesiredStateError",
+    "RolloutError",
 ]
 
 
@@ -86,3 +88,17 @@ class SafeDisableRolledBackError(AsyncStreamError, RuntimeError):
 
 class JobHeldError(AsyncStreamError, RuntimeError):
     """Another holder (a DAG run or a process) is changing this job right now."""
+
+
+class DesiredStateError(AsyncStreamError, ValueError):
+    """A desired-state folder is not usable as a whole; ``problems`` lists ``(file, field, reason)``."""
+
+    def __init__(self, folder: str, problems: list[tuple[str, str, str]]) -> None:
+        self.folder = folder
+        self.problems = problems
+        lines = [f"{file}: {field}: {reason}" for file, field, reason in problems]
+        super().__init__(f"desired state {folder} is invalid:\n  " + "\n  ".join(lines))
+
+
+class RolloutError(AsyncStreamError, RuntimeError):
+    """A rollout left one or more jobs short of their desired state (each job's outcome is in the message)."""

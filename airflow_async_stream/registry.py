@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["lookup", "record", "registry_dir"]
+__all__ = ["entries", "lookup", "record", "registry_dir"]
 
 
 def registry_dir() -> Path:
@@ -34,3 +34,19 @@ def lookup(job: str) -> dict[str, Any] | None:
         return None
     data = json.loads(path.read_text())
     return data if isinstance(data, dict) else None
+
+
+def entries() -> list[dict[str, Any]]:
+    """Every job this host has deployed, by name."""
+    folder = registry_dir()
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a half-written or foreign file is not a job entry
+        if isinstance(data, dict) and data.get("job"):
+            found.append(data)
+    return found

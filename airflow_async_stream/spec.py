@@ -35,6 +35,7 @@ __all__ = [
     "Transform",
     "Trigger",
     "load_spec",
+    "read_spec_file",
     "parse_spec",
     "spec_json_schema",
     "resolve_spec",
@@ -397,6 +398,11 @@ def parse_spec(data: Any, source: str | None = None) -> JobSpec:
 
 def load_spec(path: str | Path) -> JobSpec:
     """Read a YAML or JSON spec file and validate it."""
+    return parse_spec(read_spec_file(path), str(path))
+
+
+def read_spec_file(path: str | Path) -> Any:
+    """The data of a YAML or JSON spec file, not yet validated; SpecError when it cannot be read or parsed."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -412,7 +418,7 @@ def load_spec(path: str | Path) -> JobSpec:
         ) from None
     if data is None:
         raise SpecError([("(file)", "is empty")], str(path))
-    return parse_spec(data, str(path))
+    return data
 
 
 def spec_json_schema() -> dict[str, Any]:

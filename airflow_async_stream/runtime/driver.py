@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
         spec = load_submitted_spec(control, args)
+        start_batch = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("start_batch")
+        governor.watch_stability(spec.checkpoint, start_batch, spec.to_mapping())
         run(spec, governor, secrets)
     except SpecError as exc:
         governor.fail(str(exc))

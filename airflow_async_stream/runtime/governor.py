@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import HEARTBEAT_INTERVAL_S, ControlArea, now
 from airflow_async_stream.secret_options import Redactor
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["Governor", "progress_record"]
 
 _STOP_POLL_S = 0.25
+#: Committed batches after its start that make a deployment's spec "stable" (a rollback target).
+STABLE_AFTER_COMMITS = 2
 _DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
 
 
@@ -100,6 +103,7 @@ class Governor:
             "run_id": None,
             "error": None,
         }
+        self._stability: tuple[str, int | None, dict[str, Any]] | None = None
         self._stop_heartbeat = threading.Event()
         self._heartbeat = threading.Thread(target=self._beat, name="async-stream-heartbeat", daemon=True)
 
@@ -126,6 +130,24 @@ class Governor:
         self._write(state="starting", **facts)
         self._heartbeat.start()
 
+    def watch_stability(self, checkpoint: str, start_batch: int | None, spec: dict[str, Any]) -> None:
+        """Record ``spec`` in stable.json once this deployment has committed batches after ``start_batch``."""
+        self._stability = (checkpoint, start_batch, spec)
+
+    def _check_stability(self) -> None:
+        if self._stability is None:
+            return
+        checkpoint, start_batch, spec = self._stability
+        ids = batch_ids(checkpoint, "commits")
+        after = [b for b in ids if start_batch is None or b > start_batch]
+        if len(after) < STABLE_AFTER_COMMITS:
+            return
+        self._stability = None
+        self.control.write_json(
+            ControlArea.STABLE,
+            {"deployment_id": self.deployment_id, "spec": spec, "stable_at": now(), "committed_batches": after[:3]},
+        )
+
     def fail(self, error: BaseException | str) -> None:
         text = error if isinstance(error, str) else "".join(traceback.format_exception_only(error)).strip()
         self._finish("failed", error=text)
@@ -151,6 +173,7 @@ class Governor:
             if first:
                 self._status["first_batch_id"] = record["batch_id"]
         self.control.append_progress(self.redact.json(record))
+        self._check_stability()
         if first:  # the deploy waits for this: write it now, not at the next heartbeat
             self._write()
 

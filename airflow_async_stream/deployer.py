@@ -1,0 +1,165 @@
+"""Deploy one job: make room on its checkpoint, submit detached, confirm its query runs.
+
+Shared by the deploy operator (one task per deploy) and rollouts (several steps in one mapped task).
+The caller's hold on the job is taken here for the deploy (renewed when the caller already holds it).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from airflow_async_stream import registry
+from airflow_async_stream.checkpoint import latest_batch
+from airflow_async_stream.control import ControlArea, liveness, now
+from airflow_async_stream.driver_args import driver_arguments
+from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyRunningError
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
+from airflow_async_stream.lease import Holder, RunState, held
+from airflow_async_stream.lifecycle import stop_driver, wait_until_running
+from airflow_async_stream.secret_options import SecretOptions
+from airflow_async_stream.spec import JobSpec
+
+__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "deploy_job"]
+
+_log = logging.getLogger(__name__)
+
+#: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
+DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
+
+
+@dataclass(frozen=True)
+class DeploySettings:
+    """How to deploy: target connection, takeover of a live driver, and the time limits of each wait."""
+
+    conn_id: str = StreamingJobHook.default_conn_name
+    redeploy: bool = False
+    startup_timeout_s: float = 300.0
+    stop_graceful_timeout_s: float = 60.0
+    stop_kill_after_s: float = 120.0
+    requested_by: str = "airflow-async-stream"
+    airflow: dict[str, Any] = field(default_factory=dict)  # dag_id, run_id, task_id, try_number
+
+    @property
+    def hold_ttl_s(self) -> float:
+        return self.startup_timeout_s + self.stop_kill_after_s + 60
+
+
+def deploy_job(
+    spec: JobSpec,
+    holder: Holder,
+    settings: DeploySettings,
+    run_state: RunState | None = None,
+    log: logging.Logger = _log,
+) -> dict[str, Any]:
+    """Submit ``spec`` and return its deployment record once the query reports its first micro-batch."""
+    control = ControlArea.for_checkpoint(spec.checkpoint)
+    spec_bytes = spec.model_dump_json(by_alias=True, exclude_none=True, indent=2).encode()
+    deployment_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+    hook = StreamingJobHook(
+        conn_id=settings.conn_id,
+        conf={**DEFAULT_SPARK_CONF, **spec.spark_conf_strings()},
+        name=f"async-stream-{spec.name}",
+        application_args=driver_arguments(control.url, deployment_id, spec, spec_bytes),
+    )
+    if hook.driver_on_this_host:
+        log.info("Java on this host: %s", check_java())
+    secrets = hook.resolve_secret_options(spec)  # a missing connection fails here, before any Spark work
+    control.ensure()
+    with held(control, holder, settings.hold_ttl_s, run_state):
+        _make_room(control, spec, settings, log)
+        record = _record(spec, hook, control, deployment_id, settings)
+        record["secret_options"] = secrets.names()  # which options came from connections; never their values
+        return _launch(spec, control, hook, record, spec_bytes, secrets, settings, log)
+
+
+def _launch(
+    spec: JobSpec,
+    control: ControlArea,
+    hook: StreamingJobHook,
+    record: dict[str, Any],
+    spec_bytes: bytes,
+    secrets: SecretOptions,
+    settings: DeploySettings,
+    log: logging.Logger,
+) -> dict[str, Any]:
+    deployment_id = record["deployment_id"]
+    control.write_bytes(ControlArea.SPEC, spec_bytes)
+    control.write_json(ControlArea.DEPLOYMENT, record)
+    control.remove(ControlArea.STOP_REQUEST)
+
+    log_path = control.path(ControlArea.DRIVER_LOG)
+    pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env())
+    record["driver"] = {"kind": "local-process", "host": socket.gethostname(), "launcher_pid": pid, "log": log_path}
+    control.write_json(ControlArea.DEPLOYMENT, record)
+    registry.record(spec.name, spec.checkpoint, control.url, deployment_id)
+    log.info("Submitted %s as deployment %s (spark-submit pid %s, log %s)", spec.name, deployment_id, pid, log_path)
+
+    try:
+        status = wait_until_running(control, deployment_id, pid, settings.startup_timeout_s, log=log)
+    except DriverStartTimeoutError:
+        stop_driver(control, "startup timed out", graceful_timeout_s=5, kill_after_s=30, log=log)
+        raise
+    record.update(
+        state="running",
+        first_batch_id=status.get("first_batch_id"),
+        query_id=status.get("query_id"),
+        run_id=status.get("run_id"),
+        confirmed_at=now(),
+    )
+    record["driver"]["driver_pid"] = status.get("pid")
+    control.write_json(ControlArea.DEPLOYMENT, record)
+    log.info(
+        "Job %s runs: query %s, first batch %s, async progress %s",
+        spec.name,
+        record["query_id"],
+        record["first_batch_id"],
+        record["async_progress"],
+    )
+    return record
+
+
+def _make_room(control: ControlArea, spec: JobSpec, settings: DeploySettings, log: logging.Logger) -> None:
+    """Never two drivers on one checkpoint: refuse, or on redeploy stop the live one first."""
+    status = control.read_json(ControlArea.STATUS)
+    judged = liveness(status)
+    if not judged.live:
+        return
+    assert status is not None
+    holder = f"deployment {status.get('deployment_id')} (pid {status.get('pid')} on {status.get('host')})"
+    if not settings.redeploy:
+        raise JobAlreadyRunningError(
+            f"job {spec.name!r}: checkpoint {spec.checkpoint} already has a live driver, {holder}; "
+            f"{judged.reason}. Stop it first, or deploy with redeploy=True to stop it and take over."
+        )
+    log.info("Redeploy: stopping %s first", holder)
+    outcome = stop_driver(
+        control,
+        f"redeploy by {settings.requested_by}",
+        graceful_timeout_s=settings.stop_graceful_timeout_s,
+        kill_after_s=settings.stop_kill_after_s,
+        log=log,
+    )
+    log.info("Previous deployment ended: %s", (outcome.status or {}).get("state"))
+
+
+def _record(
+    spec: JobSpec, hook: StreamingJobHook, control: ControlArea, deployment_id: str, settings: DeploySettings
+) -> dict[str, Any]:
+    return {
+        "job": spec.name,
+        "deployment_id": deployment_id,
+        "checkpoint": spec.checkpoint,
+        "control_area": control.url,
+        "master": hook.master,
+        "async_progress": spec.async_progress.model_dump(),
+        "trigger": spec.trigger.model_dump(exclude_none=True),
+        "start_batch": latest_batch(spec.checkpoint, "commits"),
+        "deployed_at": now(),
+        "state": "submitted",
+        "airflow": {k: settings.airflow.get(k) for k in ("dag_id", "run_id", "task_id", "try_number")},
+    }

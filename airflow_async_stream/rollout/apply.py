@@ -1,0 +1,224 @@
+"""Carry out one job's planned action, holding the job, judged by committed batches, rolled back on failure.
+
+A deploy or restart counts as done only when the new deployment commits batches after its start; if it
+does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
+what ran before the rollout when no stable spec is on record. A rollback never restarts synchronously
+over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0.
+Every outcome is written to the job's control area (``rollout.json``) before the step ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_async_stream.checkpoint import inspect_checkpoint
+from airflow_async_stream.commit_watch import wait_for_commits
+from airflow_async_stream.control import ControlArea, now
+from airflow_async_stream.deployer import DeploySettings, deploy_job
+from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError, UnsafeSyncRestartError
+from airflow_async_stream.lease import Holder, RunState, held
+from airflow_async_stream.lifecycle import stop_driver
+from airflow_async_stream.rollout.planner import PlanItem
+from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+
+__all__ = ["ApplySettings", "apply_item"]
+
+_log = logging.getLogger(__name__)
+_ASYNC_EVERY_BATCH: dict[str, Any] = {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}}
+_SYNCHRONOUS: dict[str, Any] = {"async_progress": {"enabled": False}}
+FAILED_OUTCOMES = frozenset({"rolled_back", "failed"})
+
+
+@dataclass(frozen=True)
+class ApplySettings:
+    """Where the plan came from, and the time limits of each step."""
+
+    folder: str
+    deploy: DeploySettings
+    wait_timeout_s: float = 300.0
+    confirm_batches: int = 2
+
+
+def apply_item(
+    item: PlanItem,
+    holder: Holder,
+    settings: ApplySettings,
+    run_state: RunState | None = None,
+    log: logging.Logger = _log,
+) -> dict[str, Any]:
+    """Apply ``item``; returns its outcome record, raises RolloutError (after recording it) when it failed."""
+    assert item.control_url, f"plan item for {item.job} has no control area"
+    control = ControlArea(item.control_url)
+    started = time.monotonic()
+    outcome: dict[str, Any] = {"job": item.job, "action": item.action, "reason": item.reason, "error": None}
+    ttl = 4 * (settings.deploy.hold_ttl_s + settings.wait_timeout_s)
+    control.ensure()
+    try:
+        with held(control, holder, ttl, run_state):
+            step = _Step(item, control, settings, holder, log)
+            before = _Before(control)
+            try:
+                outcome.update(_ACTIONS[item.action](step))
+            except AsyncStreamError as exc:
+                log.warning("%s: %s failed: %s", item.job, item.action, exc)
+                outcome.update(_roll_back(step, before, str(exc)))
+    except JobHeldError as exc:  # another run changes this job now: its record is not ours to overwrite
+        raise RolloutError(f"{item.job}: {item.action} not applied: {exc}") from exc
+    outcome["duration_s"] = round(time.monotonic() - started, 1)
+    _record(control, outcome, settings, holder)
+    if outcome["outcome"] in FAILED_OUTCOMES:
+        raise RolloutError(f"{item.job}: {item.action} {outcome['outcome']}: {outcome['error']}")
+    return outcome
+
+
+class _Before:
+    """What the job ran, and its last stable spec, before this step changed anything."""
+
+    def __init__(self, control: ControlArea) -> None:
+        status = control.read_json(ControlArea.STATUS) or {}
+        self.stable_spec = (control.read_json(ControlArea.STABLE) or {}).get("spec")
+        self.was_running = status.get("state") in ("starting", "running")
+        try:
+            self.deployed_spec = json.loads(control.read_bytes(ControlArea.SPEC))
+        except (FileNotFoundError, ValueError):
+            self.deployed_spec = None
+
+    def rollback_target(self) -> dict[str, Any] | None:
+        if self.stable_spec:
+            return dict(self.stable_spec)
+        return dict(self.deployed_spec) if self.was_running and self.deployed_spec else None
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One job's step: the plan item, its control area, the settings, who holds the job, where to log."""
+
+    item: PlanItem
+    control: ControlArea
+    settings: ApplySettings
+    holder: Holder
+    log: logging.Logger
+
+    def deploy_and_confirm(self, spec: JobSpec, redeploy: bool, batches: int) -> dict[str, Any]:
+        """Deploy, then wait for ``batches`` committed after the deploy's start: up is not enough."""
+        deploy = DeploySettings(**{**self.settings.deploy.__dict__, "redeploy": redeploy})
+        record = deploy_job(spec, self.holder, deploy, log=self.log)
+        wait_for_commits(spec.checkpoint, record.get("start_batch"), batches, self.settings.wait_timeout_s, self.log)
+        return record
+
+    def stop(self, reason: str) -> dict[str, Any]:
+        outcome = stop_driver(
+            self.control,
+            reason,
+            graceful_timeout_s=self.settings.deploy.stop_graceful_timeout_s,
+            kill_after_s=self.settings.deploy.stop_kill_after_s,
+            log=self.log,
+        )
+        return outcome.status or {}
+
+
+def _spec(item: PlanItem, overrides: dict[str, Any] | None = None) -> JobSpec:
+    assert item.desired_spec is not None
+    return parse_spec(deep_merge(item.desired_spec, overrides or {}))
+
+
+# -- the actions --------------------------------------------------------------------------------------
+
+
+def _unchanged(step: _Step) -> dict[str, Any]:
+    if not step.item.needs_confirmation:
+        return {"outcome": "unchanged"}
+    deployment = step.control.read_json(ControlArea.DEPLOYMENT) or {}
+    assert step.item.checkpoint is not None
+    settings = step.settings
+    wait_for_commits(
+        step.item.checkpoint, deployment.get("start_batch"), settings.confirm_batches, settings.wait_timeout_s, step.log
+    )
+    return {"outcome": "confirmed", "deployment_id": deployment.get("deployment_id")}
+
+
+def _deploy(step: _Step) -> dict[str, Any]:
+    record = step.deploy_and_confirm(_spec(step.item), False, step.settings.confirm_batches)
+    return {"outcome": "done", "deployment_id": record["deployment_id"]}
+
+
+def _restart(step: _Step) -> dict[str, Any]:
+    record = step.deploy_and_confirm(_spec(step.item), True, step.settings.confirm_batches)
+    return {"outcome": "done", "deployment_id": record["deployment_id"]}
+
+
+def _retire(step: _Step) -> dict[str, Any]:
+    status = step.stop(f"retired: gone from {step.settings.folder}")
+    return {"outcome": "done", "final_state": status.get("state")}
+
+
+def _refuse(step: _Step) -> dict[str, Any]:
+    step.log.warning("%s: change refused, the job is left as it runs: %s", step.item.job, step.item.reason)
+    return {"outcome": "refused"}
+
+
+def _safe_disable(step: _Step) -> dict[str, Any]:
+    """The documented cure, in one step; skips to the synchronous deploy when a crashed run got past the gate."""
+    item = step.item
+    assert item.checkpoint is not None
+    status = step.control.read_json(ControlArea.STATUS) or {}
+    stopped = status.get("state") not in ("starting", "running", "stopping")
+    if stopped and inspect_checkpoint(item.checkpoint).sync_restart_safe:
+        step.log.info("%s: stopped and its checkpoint is safe for a synchronous restart: deploying it so", item.job)
+    else:
+        step.deploy_and_confirm(_spec(item, _ASYNC_EVERY_BATCH), True, 2)
+        final = step.stop("safe-disable: stop after two batches at interval 0")
+        step.log.info("%s: the async job ended %s", item.job, final.get("state"))
+        inspection = inspect_checkpoint(item.checkpoint)
+        if not inspection.sync_restart_safe:
+            raise UnsafeSyncRestartError(f"a synchronous restart is not safe: {inspection.reason}")
+    record = step.deploy_and_confirm(_spec(item, _SYNCHRONOUS), False, 1)
+    return {"outcome": "done", "deployment_id": record["deployment_id"]}
+
+
+_ACTIONS = {
+    "unchanged": _unchanged,
+    "deploy": _deploy,
+    "restart": _restart,
+    "retire": _retire,
+    "refuse": _refuse,
+    "safe_disable": _safe_disable,
+}
+
+
+def _roll_back(step: _Step, before: _Before, error: str) -> dict[str, Any]:
+    """Back to the last stable spec (see the module docstring); outcome rolled_back, or failed if even that fails."""
+    item = step.item
+    target = before.rollback_target()
+    if item.action in ("retire", "refuse") or target is None:
+        if item.action == "deploy":
+            step.stop("rollout: the new job did not commit batches")
+        return {"outcome": "failed", "error": error}
+    spec = parse_spec(target)
+    if not spec.async_progress.enabled and not inspect_checkpoint(spec.checkpoint).sync_restart_safe:
+        spec = parse_spec(deep_merge(target, _ASYNC_EVERY_BATCH))
+        error += "; rolled back with async on at interval 0, because a synchronous restart is not safe"
+    step.log.warning("%s: rolling back to its last stable spec", item.job)
+    try:
+        record = step.deploy_and_confirm(spec, True, 1)
+    except AsyncStreamError as exc:
+        return {"outcome": "failed", "error": f"{error}; the rollback failed too: {exc}"}
+    return {"outcome": "rolled_back", "error": error, "deployment_id": record["deployment_id"]}
+
+
+def _record(control: ControlArea, outcome: dict[str, Any], settings: ApplySettings, holder: Holder) -> None:
+    control.write_json(
+        ControlArea.ROLLOUT,
+        {
+            **outcome,
+            "folder": str(Path(settings.folder).resolve()),
+            "dag_id": holder.dag_id,
+            "run_id": holder.run_id,
+            "finished_at": now(),
+        },
+    )

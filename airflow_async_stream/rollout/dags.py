@@ -1,0 +1,123 @@
+"""DAG factories: the scheduled rollout of a desired-state folder, and the fleet's async toggle-off.
+
+    plan -> apply (one mapped task per job, at most ``max_parallel`` at once) -> summary
+
+One job's failure does not stop the others: each mapped task rolls its own job back and fails alone; the
+summary runs whatever happened, prints per job its action, outcome and duration, and fails the run when
+any job missed its desired state. Two rollouts never change one job at once: each mapped task holds the
+job (``lease.json`` in its control area) for its DAG run, and a DAG runs one run at a time. A re-run after
+a crash plans again from what the control areas say, so a job already brought to its desired state is
+``unchanged`` (its commits confirmed, not redeployed).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+from typing import Any
+
+from airflow.sdk import DAG, get_current_context, task
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.deployer import DeploySettings
+from airflow_async_stream.exceptions import RolloutError
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.lease import Holder
+from airflow_async_stream.operators.lease import dag_run_state
+from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
+from airflow_async_stream.rollout.planner import PlanItem, plan_folder
+
+__all__ = ["rollout_dag", "toggle_off_dag", "summarize"]
+
+_log = logging.getLogger(__name__)
+
+
+def summarize(items: list[dict[str, Any]], run_id: str | None) -> list[dict[str, Any]]:
+    """Each planned job's outcome in this run, from its control area's rollout record."""
+    rows = []
+    for item in items:
+        record = ControlArea(item["control_url"]).read_json(ControlArea.ROLLOUT) if item.get("control_url") else None
+        if record and record.get("run_id") == run_id:
+            rows.append({k: record.get(k) for k in ("job", "action", "outcome", "duration_s", "error", "reason")})
+        else:
+            rows.append({**{k: item.get(k) for k in ("job", "action", "reason")}, "outcome": "not applied"})
+    return rows
+
+
+def rollout_dag(
+    folder: str,
+    *,
+    dag_id: str = "rollout_desired_state",
+    schedule: Any = None,
+    max_parallel: int = 2,
+    actions: Collection[str] | None = None,
+    conn_id: str = StreamingJobHook.default_conn_name,
+    startup_timeout_s: float = 300.0,
+    wait_timeout_s: float = 300.0,
+    **dag_kwargs: Any,
+) -> DAG:
+    """Build the rollout DAG for ``folder`` (``actions``: apply only these, e.g. ``{"safe_disable"}``)."""
+    settings = ApplySettings(
+        folder=folder,
+        deploy=DeploySettings(conn_id=conn_id, startup_timeout_s=startup_timeout_s, requested_by=f"rollout {dag_id}"),
+        wait_timeout_s=wait_timeout_s,
+    )
+    only = frozenset(actions) if actions is not None else None
+    dag_kwargs.setdefault("catchup", False)
+    dag_kwargs.setdefault("max_active_runs", 1)
+    dag_kwargs.setdefault("tags", ["airflow-async-stream", "rollout"])
+
+    with DAG(dag_id=dag_id, schedule=schedule, **dag_kwargs) as dag:
+
+        @task(task_id="plan")
+        def plan_changes() -> list[dict[str, Any]]:
+            items = plan_folder(folder)
+            for item in items:
+                _log.info("%-24s %-13s %s", item.job, item.action, item.reason)
+            chosen = [i for i in items if only is None or i.action in only]
+            _log.info("%d jobs planned, %d to apply", len(items), len(chosen))
+            return [item.to_json() for item in chosen]
+
+        @task(task_id="apply", max_active_tis_per_dagrun=max_parallel, map_index_template="{{ job_name }}")
+        def apply_change(item: dict[str, Any]) -> dict[str, Any]:
+            context = get_current_context()
+            context["job_name"] = f"{item['job']}: {item['action']}"  # type: ignore[typeddict-unknown-key]
+            holder = Holder.for_task(context, f"rollout {item['job']}")
+            step_settings = ApplySettings(
+                folder=settings.folder,
+                deploy=DeploySettings(
+                    **{**settings.deploy.__dict__, "airflow": {"dag_id": dag_id, "run_id": holder.run_id}}
+                ),
+                wait_timeout_s=settings.wait_timeout_s,
+                confirm_batches=settings.confirm_batches,
+            )
+            return apply_item(PlanItem.from_json(item), holder, step_settings, dag_run_state, _log)
+
+        @task(task_id="summary", trigger_rule="all_done")
+        def summary(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            run_id = get_current_context()["run_id"]
+            rows = summarize(items, run_id)
+            _log.info("%-24s %-13s %-12s %9s  %s", "job", "action", "outcome", "duration", "detail")
+            for row in rows:
+                duration = f"{row['duration_s']:.1f} s" if row.get("duration_s") is not None else "-"
+                detail = row.get("error") or row.get("reason") or ""
+                _log.info("%-24s %-13s %-12s %9s  %s", row["job"], row["action"], row["outcome"], duration, detail)
+            missed = [r for r in rows if r["outcome"] in FAILED_OUTCOMES | {"refused", "not applied"}]
+            if missed:
+                raise RolloutError(
+                    "jobs short of their desired state: "
+                    + "; ".join(f"{r['job']} ({r['action']}: {r['outcome']})" for r in missed)
+                )
+            return rows
+
+        planned = plan_changes()
+        apply_change.expand(item=planned) >> summary(planned)
+    return dag
+
+
+def toggle_off_dag(
+    folder: str, *, dag_id: str = "toggle_off_async_progress", max_parallel: int = 2, **kwargs: Any
+) -> DAG:
+    """Migrate every job whose desired spec turns async off (or asks for a trigger or sink async cannot run
+    with) through the safe-disable path, ``max_parallel`` at a time; nothing else is changed."""
+    return rollout_dag(folder, dag_id=dag_id, max_parallel=max_parallel, actions={"safe_disable"}, **kwargs)

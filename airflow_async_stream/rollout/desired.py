@@ -1,0 +1,73 @@
+"""Desired state: a folder of job spec files, one job per file, validated as a whole."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_async_stream.exceptions import DesiredStateError, SpecError
+from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec, read_spec_file
+
+__all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "spec_files"]
+
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+#: Fields whose rules refuse async progress tracking: a file breaking only these wants async off.
+ASYNC_RULE_FIELDS = frozenset(
+    {"trigger.once", "trigger.available_now", "trigger.continuous", "sink.format", "stateful"}
+)
+
+
+@dataclass(frozen=True)
+class DesiredJob:
+    """One job as its file describes it; ``async_forced_off`` says why async was turned off for it."""
+
+    spec: JobSpec
+    file: str
+    async_forced_off: tuple[str, ...] = ()
+
+
+def spec_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in SPEC_SUFFIXES and p.name[0] != ".")
+
+
+def load_desired(folder: str | Path) -> dict[str, DesiredJob]:
+    """Every job of the folder by name; DesiredStateError listing every problem of every file."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise DesiredStateError(str(root), [("(folder)", "(folder)", "does not exist or is not a folder")])
+    problems: list[tuple[str, str, str]] = []
+    jobs: dict[str, DesiredJob] = {}
+    checkpoints: dict[str, str] = {}
+    for path in spec_files(root):
+        try:
+            job = _load_one(path)
+        except SpecError as exc:
+            problems += [(path.name, field, reason) for field, reason in exc.problems]
+            continue
+        name, checkpoint = job.spec.name, job.spec.checkpoint.rstrip("/")
+        if name in jobs:
+            problems.append((path.name, "name", f"{name!r} is also the job of {jobs[name].file}: one job per name"))
+            continue
+        if checkpoint in checkpoints:
+            problems.append(
+                (path.name, "checkpoint", f"{checkpoint} is also the checkpoint of {checkpoints[checkpoint]}")
+            )
+            continue
+        jobs[name] = job
+        checkpoints[checkpoint] = path.name
+    if problems:
+        raise DesiredStateError(str(root), problems)
+    return jobs
+
+
+def _load_one(path: Path) -> DesiredJob:
+    data: Any = read_spec_file(path)
+    try:
+        return DesiredJob(parse_spec(data, str(path)), path.name)
+    except SpecError as exc:
+        if not exc.problems or not all(field in ASYNC_RULE_FIELDS for field, _ in exc.problems):
+            raise
+        # Only async's own rules fail: the file wants a trigger or sink async cannot run with, so async goes off.
+        spec = parse_spec(deep_merge(data, {"async_progress": {"enabled": False}}), str(path))
+        return DesiredJob(spec, path.name, tuple(f"{field}: {reason}" for field, reason in exc.problems))

@@ -1,0 +1,90 @@
+"""Deployed state: what each job's control area says about it (nothing is asked of Spark)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_async_stream import registry
+from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.exceptions import ControlAreaError
+
+__all__ = ["ObservedJob", "observe", "observe_retired"]
+
+
+@dataclass(frozen=True)
+class ObservedJob:
+    """A job's deployed spec (the latest submitted), its last stable spec, and whether a driver is live."""
+
+    name: str
+    control_url: str
+    spec: dict[str, Any] | None
+    stable: dict[str, Any] | None
+    deployment: dict[str, Any] | None
+    state: str | None
+    live: bool
+    rollout: dict[str, Any] | None
+
+    @property
+    def stable_spec(self) -> dict[str, Any] | None:
+        return (self.stable or {}).get("spec")
+
+    @property
+    def confirmed(self) -> bool:
+        """The deployed spec ran stably: its deployment committed batches after its start."""
+        stable, deployment = self.stable or {}, self.deployment or {}
+        return bool(stable) and stable.get("deployment_id") == deployment.get("deployment_id")
+
+
+def read_job(name: str, control: ControlArea) -> ObservedJob:
+    try:
+        raw = control.read_bytes(ControlArea.SPEC)
+        spec = json.loads(raw)
+    except FileNotFoundError:
+        spec = None
+    except ValueError as exc:
+        raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
+    status = control.read_json(ControlArea.STATUS)
+    return ObservedJob(
+        name=name,
+        control_url=control.url,
+        spec=spec if isinstance(spec, dict) else None,
+        stable=control.read_json(ControlArea.STABLE),
+        deployment=control.read_json(ControlArea.DEPLOYMENT),
+        state=(status or {}).get("state"),
+        live=liveness(status).live,
+        rollout=control.read_json(ControlArea.ROLLOUT),
+    )
+
+
+def observe(checkpoints: dict[str, str]) -> dict[str, ObservedJob]:
+    """The deployed state of each named job, found beside its checkpoint, or where the job registry says
+    the job ran before (so a changed checkpoint location shows as a change, not as a second job)."""
+    found = {}
+    for name, checkpoint in checkpoints.items():
+        job = read_job(name, ControlArea.for_checkpoint(checkpoint))
+        entry = registry.lookup(name) if job.spec is None else None
+        if entry and entry.get("control_area") and entry.get("checkpoint") != checkpoint:
+            elsewhere = read_job(name, ControlArea(str(entry["control_area"])))
+            job = elsewhere if elsewhere.spec is not None else job
+        found[name] = job
+    return found
+
+
+def observe_retired(folder: str | Path, desired_names: Iterable[str]) -> dict[str, ObservedJob]:
+    """Jobs a rollout of ``folder`` deployed whose file is gone from it (found through the job registry)."""
+    folder_key = str(Path(folder).resolve())
+    keep = set(desired_names)
+    found = {}
+    for entry in registry.entries():
+        name = entry["job"]
+        if name in keep or not entry.get("control_area"):
+            continue
+        control = ControlArea(str(entry["control_area"]))
+        rollout = control.read_json(ControlArea.ROLLOUT) or {}
+        if rollout.get("folder") == folder_key:
+            found[name] = read_job(name, control)
+    return found

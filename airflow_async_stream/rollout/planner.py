@@ -1,0 +1,185 @@
+"""Compare desired and deployed state job by job; classify each difference, with the reason in words.
+
+Actions: ``unchanged``, ``deploy`` (new job), ``retire`` (gone from the folder: graceful stop, checkpoint
+kept), ``restart`` (graceful stop and redeploy), ``safe_disable`` (async turned off: the safe-disable
+migration), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as it runs).
+
+What counts as ``refuse`` follows Spark's "Recovery Semantics after Changes in a Streaming Query": a
+different source, a source's subscription or path, a changed checkpoint, a file sink's directory, a change
+into a file sink (or out of one to anything but Kafka), and any change to a stateful query's operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_async_stream.control import control_url_for
+from airflow_async_stream.rollout.desired import DesiredJob, load_desired
+from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
+
+__all__ = ["ACTIONS", "PlanItem", "changes_between", "plan", "plan_folder", "plan_job"]
+
+ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse")
+
+#: Source options that say *what* is read: changing them leaves the checkpoint's offsets meaningless.
+SOURCE_IDENTITY_OPTIONS = frozenset({"subscribe", "subscribepattern", "assign", "path", "kafka.bootstrap.servers"})
+#: Spark's file sinks: they keep their own log of written files in the output directory.
+FILE_SINKS = frozenset({"parquet", "json", "csv", "orc", "text"})
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """One job's action, why, and what changed (``field -> {"from": old, "to": new}``)."""
+
+    job: str
+    action: str
+    reason: str
+    diff: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checkpoint: str | None = None
+    control_url: str | None = None
+    desired_spec: dict[str, Any] | None = None
+    needs_confirmation: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanItem:
+        return cls(**data)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaf fields by dotted path; an empty mapping has no leaves (so ``{}`` and absent compare equal)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def changes_between(deployed: dict[str, Any], desired: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every leaf field that differs, as ``{"from": ..., "to": ...}`` (absent on one side is None)."""
+    old, new = _flatten(deployed), _flatten(desired)
+    return {
+        key: {"from": old.get(key), "to": new.get(key)}
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    }
+
+
+def _part(spec: dict[str, Any], *path: str) -> Any:
+    for key in path:
+        spec = (spec or {}).get(key) if isinstance(spec, dict) else None
+    return spec
+
+
+def _lower_keys(options: dict[str, Any] | None) -> dict[str, Any]:
+    return {str(k).lower(): v for k, v in (options or {}).items()}
+
+
+def refusals(deployed: dict[str, Any], desired: dict[str, Any]) -> list[str]:
+    """Why Spark could not restart ``desired`` from the checkpoint ``deployed`` wrote (empty: it can)."""
+    why = []
+    if deployed.get("checkpoint") != desired.get("checkpoint"):
+        why.append(
+            "the checkpoint location changed: a new location starts the query over (offsets, commits and "
+            "state stay behind); deploy it as a new job name and retire this one"
+        )
+    old_source, new_source = _part(deployed, "source", "format"), _part(desired, "source", "format")
+    if old_source != new_source:
+        why.append(f"the source changed ({old_source} -> {new_source}): Spark does not allow a different source")
+    else:
+        old_opts, new_opts = (
+            _lower_keys(_part(deployed, "source", "options")),
+            _lower_keys(_part(desired, "source", "options")),
+        )
+        for key in sorted(SOURCE_IDENTITY_OPTIONS):
+            if old_opts.get(key) != new_opts.get(key):
+                why.append(
+                    f"source option {key} changed: what the query reads changed, and Spark's checkpointed "
+                    "offsets would not match it"
+                )
+    old_sink, new_sink = (str(_part(s, "sink", "format") or "").lower() for s in (deployed, desired))
+    if old_sink != new_sink and (new_sink in FILE_SINKS or (old_sink in FILE_SINKS and new_sink != "kafka")):
+        why.append(
+            f"the sink changed from {old_sink} to {new_sink}: Spark allows only a few sink changes "
+            "(a file sink to Kafka, Kafka to foreach), never into a file sink"
+        )
+    if old_sink == new_sink and new_sink in FILE_SINKS:
+        if _lower_keys(_part(deployed, "sink", "options")).get("path") != _lower_keys(
+            _part(desired, "sink", "options")
+        ).get("path"):
+            why.append("the file sink's output directory changed: Spark does not allow it")
+    stateful = bool(deployed.get("stateful") or desired.get("stateful"))
+    if stateful and (deployed.get("transform") != desired.get("transform") or _stateful_changed(deployed, desired)):
+        why.append(
+            "the query is stateful and its operations changed: Spark does not allow changes to stateful "
+            "operations (the state's schema must stay)"
+        )
+    return why
+
+
+def _stateful_changed(deployed: dict[str, Any], desired: dict[str, Any]) -> bool:
+    return bool(deployed.get("stateful")) != bool(desired.get("stateful"))
+
+
+def _async_on(spec: dict[str, Any] | None) -> bool:
+    return bool(_part(spec or {}, "async_progress", "enabled"))
+
+
+def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None) -> PlanItem:
+    """Classify one job (see the module docstring)."""
+    if desired is None:
+        assert observed is not None
+        where = {"control_url": observed.control_url}
+        if observed.live:
+            return PlanItem(name, "retire", "gone from the folder: a graceful stop; its checkpoint is kept", **where)
+        return PlanItem(name, "unchanged", f"gone from the folder and not running (state {observed.state})", **where)
+    target = desired.spec.to_mapping()
+    # The control area the job has now (before a refused checkpoint move, the old one), else the new one's.
+    control_url = observed.control_url if observed and observed.spec else control_url_for(desired.spec.checkpoint)
+    item = {"checkpoint": desired.spec.checkpoint, "control_url": control_url, "desired_spec": target}
+    if observed is None or observed.spec is None:
+        return PlanItem(name, "deploy", "a new job: never deployed", changes_between({}, target), **item)
+    diff = changes_between(observed.spec, target)
+    refused = refusals(observed.spec, target)
+    if refused:
+        return PlanItem(name, "refuse", "; ".join(refused) + "; the job is left as it runs", diff, **item)
+    if _async_on(observed.spec) and not _async_on(target):
+        reason = "async progress tracking is turned off"
+        if desired.async_forced_off:
+            reason += (
+                " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
+            )
+        return PlanItem(name, "safe_disable", reason + ": through the safe-disable migration", diff, **item)
+    if diff:
+        fields = ", ".join(sorted({key.split(".")[0] if key.startswith("spark_conf") else key for key in diff}))
+        turned_on = " (async progress tracking turned on)" if _async_on(target) and not _async_on(observed.spec) else ""
+        return PlanItem(name, "restart", f"changed: {fields}{turned_on}; a graceful stop and redeploy", diff, **item)
+    if not observed.live:
+        return PlanItem(name, "restart", f"runs nothing (state {observed.state}): redeploy the desired spec", **item)
+    if not observed.confirmed:
+        return PlanItem(
+            name,
+            "unchanged",
+            "runs the desired spec, not yet confirmed stable: its committed batches are checked",
+            needs_confirmation=True,
+            **item,
+        )
+    return PlanItem(name, "unchanged", "runs the desired spec", **item)
+
+
+def plan(desired: dict[str, DesiredJob], observed: dict[str, ObservedJob]) -> list[PlanItem]:
+    """One item per job, desired or deployed, in name order."""
+    return [plan_job(name, desired.get(name), observed.get(name)) for name in sorted(set(desired) | set(observed))]
+
+
+def plan_folder(folder: str | Path) -> list[PlanItem]:
+    """Read the folder and every job's control area, and plan (DesiredStateError when the folder is invalid)."""
+    desired = load_desired(folder)
+    observed = observe({name: job.spec.checkpoint for name, job in desired.items()})
+    observed.update(observe_retired(folder, desired))
+    return plan(desired, observed)

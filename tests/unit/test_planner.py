@@ -1,0 +1,267 @@
+"""The rollout planner and the desired-state folder: every action and its reason, no JVM."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_async_stream import registry
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.exceptions import DesiredStateError
+from airflow_async_stream.rollout.desired import DesiredJob, load_desired
+from airflow_async_stream.rollout.observed import ObservedJob
+from airflow_async_stream.rollout.planner import plan_folder, plan_job
+from airflow_async_stream.spec import deep_merge, parse_spec
+
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+BASE: dict[str, Any] = {
+    "name": "job",
+    "checkpoint": "/ck/job",
+    "source": {"format": "rate", "options": {"rowsPerSecond": 10}},
+    "sink": {"format": "noop"},
+    "trigger": {"processing_time": "1 second"},
+    "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
+}
+
+
+def desired(**changes: Any) -> DesiredJob:
+    return DesiredJob(parse_spec(deep_merge(BASE, changes)), "job.yaml")
+
+
+def observed(live: bool = True, confirmed: bool = True, **changes: Any) -> ObservedJob:
+    spec = parse_spec(deep_merge(BASE, changes)).to_mapping()
+    return ObservedJob(
+        name="job",
+        control_url="/ck/job.async-stream",
+        spec=spec,
+        stable={"deployment_id": "d1" if confirmed else "d0", "spec": spec},
+        deployment={"deployment_id": "d1"},
+        state="running" if live else "stopped",
+        live=live,
+        rollout=None,
+    )
+
+
+def test_a_new_job_is_deployed() -> None:
+    item = plan_job("job", desired(), None)
+    assert (item.action, item.reason) == ("deploy", "a new job: never deployed")
+    assert item.desired_spec and item.control_url == "/ck/job.async-stream"
+
+
+def test_the_same_spec_running_and_confirmed_is_unchanged() -> None:
+    item = plan_job("job", desired(), observed())
+    assert (item.action, item.diff, item.needs_confirmation) == ("unchanged", {}, False)
+
+
+def test_the_same_spec_not_yet_confirmed_is_checked_not_redeployed() -> None:
+    item = plan_job("job", desired(), observed(confirmed=False))
+    assert item.action == "unchanged" and item.needs_confirmation
+    assert "not yet confirmed stable" in item.reason
+
+
+def test_the_same_spec_not_running_is_restarted() -> None:
+    item = plan_job("job", desired(), observed(live=False))
+    assert item.action == "restart" and "runs nothing (state stopped)" in item.reason
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"trigger": {"processing_time": "5 seconds"}}, "trigger.processing_time"),
+        ({"spark_conf": {"spark.sql.shuffle.partitions": 4}}, "spark_conf.spark.sql.shuffle.partitions"),
+        ({"async_progress": {"checkpoint_interval_ms": 0}}, "async_progress.checkpoint_interval_ms"),
+        ({"source": {"options": {"rowsPerSecond": 50}}}, "source.options.rowsPerSecond"),
+        ({"transform": {"sql": "SELECT value FROM source"}}, "transform.sql"),
+        ({"sink": {"format": "console"}}, "sink.format"),
+    ],
+)
+def test_changes_that_need_only_a_restart(change: dict[str, Any], field: str) -> None:
+    item = plan_job("job", desired(**change), observed())
+    assert item.action == "restart", item.reason
+    assert field in item.diff and "a graceful stop and redeploy" in item.reason
+
+
+def test_turning_async_on_is_a_restart() -> None:
+    item = plan_job("job", desired(), observed(async_progress={"enabled": False}))
+    assert item.action == "restart" and "async progress tracking turned on" in item.reason
+
+
+def test_turning_async_off_goes_through_safe_disable() -> None:
+    item = plan_job("job", desired(async_progress={"enabled": False}), observed())
+    assert item.action == "safe_disable"
+    assert item.diff["async_progress.enabled"] == {"from": True, "to": False}
+
+
+@pytest.mark.parametrize(
+    ("deployed", "wanted", "needle"),
+    [
+        ({}, {"checkpoint": "/ck/elsewhere"}, "the checkpoint location changed"),
+        ({}, {"source": {"format": "kafka", "options": {"subscribe": "t"}}}, "the source changed (rate -> kafka)"),
+        (
+            {"source": {"format": "kafka", "options": {"subscribe": "a"}}},
+            {"source": {"format": "kafka", "options": {"subscribe": "b"}}},
+            "source option subscribe changed",
+        ),
+        (
+            {"async_progress": {"enabled": False}},
+            {"async_progress": {"enabled": False}, "sink": {"format": "parquet", "options": {"path": "/o"}}},
+            "the sink changed from noop to parquet",
+        ),
+        (
+            {"async_progress": {"enabled": False}, "sink": {"format": "parquet", "options": {"path": "/a"}}},
+            {"async_progress": {"enabled": False}, "sink": {"format": "parquet", "options": {"path": "/b"}}},
+            "output directory changed",
+        ),
+        (
+            {
+                "async_progress": {"enabled": False},
+                "stateful": True,
+                "transform": {"sql": "SELECT count(*) FROM source"},
+            },
+            {
+                "async_progress": {"enabled": False},
+                "stateful": True,
+                "transform": {"sql": "SELECT max(value) FROM source"},
+            },
+            "stateful operations",
+        ),
+    ],
+)
+def test_changes_spark_cannot_restart_from_are_refused(deployed: dict, wanted: dict, needle: str) -> None:
+    item = plan_job("job", desired(**wanted), observed(**deployed))
+    assert item.action == "refuse" and needle in item.reason, item.reason
+    assert item.reason.endswith("the job is left as it runs")
+    assert item.control_url == "/ck/job.async-stream", "a refused job is reported where it runs"
+
+
+def test_a_file_sink_may_become_kafka() -> None:
+    deployed = {"async_progress": {"enabled": False}, "sink": {"format": "parquet", "options": {"path": "/a"}}}
+    wanted = {"async_progress": {"enabled": False}, "sink": {"format": "kafka", "options": {"topic": "t"}}}
+    assert plan_job("job", desired(**wanted), observed(**deployed)).action == "restart"
+
+
+def test_a_job_gone_from_the_folder_is_retired_if_it_runs() -> None:
+    assert plan_job("job", None, observed()).action == "retire"
+    stopped = plan_job("job", None, observed(live=False))
+    assert stopped.action == "unchanged" and "not running" in stopped.reason
+
+
+# -- the folder ---------------------------------------------------------------------------------------
+
+
+def _write(folder: Path, name: str, spec: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(yaml.safe_dump(spec))
+
+
+def test_the_folder_is_validated_as_a_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "desired"
+    _write(folder, "a.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a"})
+    _write(folder, "a-again.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a2"})
+    _write(folder, "b.yaml", {**BASE, "name": "b", "checkpoint": "/ck/a2/"})
+    _write(
+        folder, "c.yml", {**BASE, "name": "c", "checkpoint": "/ck/c", "async_progress": {"checkpoint_interval_ms": -1}}
+    )
+    (folder / "notes.txt").write_text("not a spec")
+    (folder / ".hidden.yaml").write_text("::")
+
+    with pytest.raises(DesiredStateError) as caught:
+        load_desired(folder)
+    problems = {(file, field) for file, field, _ in caught.value.problems}
+    assert problems == {
+        ("a.yaml", "name"),
+        ("b.yaml", "checkpoint"),
+        ("c.yml", "async_progress.checkpoint_interval_ms"),
+    }
+    assert "is also the job of a-again.yaml" in str(caught.value)
+
+
+def test_a_file_asking_for_what_async_cannot_run_with_turns_async_off(tmp_path: Path) -> None:
+    folder = tmp_path / "desired"
+    _write(folder, "a.yaml", {**BASE, "name": "a", "trigger": {"available_now": True}})
+    job = load_desired(folder)["a"]
+    assert job.spec.async_progress.enabled is False and job.spec.trigger.available_now
+    assert job.async_forced_off and job.async_forced_off[0].startswith("trigger.available_now")
+
+    item = plan_job("a", job, observed())
+    assert item.action == "safe_disable" and "because the file asks for" in item.reason
+
+
+def _deployed(checkpoint: str, spec: dict[str, Any], folder: Path | None = None, live: bool = True) -> None:
+    control = ControlArea.for_checkpoint(checkpoint)
+    control.ensure()
+    control.write_bytes("spec.json", json.dumps(spec).encode())
+    control.write_json("deployment.json", {"deployment_id": "d1", "start_batch": None})
+    status = {"deployment_id": "d1", "state": "running" if live else "stopped", "heartbeat_at": time.time()}
+    control.write_json("status.json", {**status, "pid": os.getpid(), "host": socket.gethostname()})
+    control.write_json("stable.json", {"deployment_id": "d1", "spec": spec})
+    if folder is not None:
+        control.write_json("rollout.json", {"folder": str(folder.resolve()), "outcome": "done"})
+    registry.record(spec["name"], checkpoint, control.url, "d1")
+
+
+def test_plan_folder_reads_control_areas_and_the_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    specs = {n: parse_spec({**BASE, "name": n, "checkpoint": str(ck / n)}).to_mapping() for n in "abcdef"}
+    for name in "bcdf":
+        _deployed(str(ck / name), specs[name], folder)
+    _deployed(str(ck / "e"), specs["e"], folder)  # e's file is removed below: retire
+    moved = {**specs["f"], "checkpoint": str(ck / "f-new")}
+    _write(folder, "a.yaml", specs["a"])
+    _write(folder, "b.yaml", specs["b"])
+    _write(folder, "c.yaml", deep_merge(specs["c"], {"trigger": {"processing_time": "2 seconds"}}))
+    _write(folder, "d.yaml", deep_merge(specs["d"], {"async_progress": {"enabled": False}}))
+    _write(folder, "f.yaml", moved)
+
+    actions = {item.job: item.action for item in plan_folder(folder)}
+
+    assert actions == {
+        "a": "deploy",
+        "b": "unchanged",
+        "c": "restart",
+        "d": "safe_disable",
+        "e": "retire",
+        "f": "refuse",
+    }
+
+
+def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {**os.environ, "AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
+    folder = tmp_path / "desired"
+    spec = parse_spec({**BASE, "checkpoint": str(tmp_path / "ck" / "job")}).to_mapping()
+    monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", env["AIRFLOW_ASYNC_STREAM_HOME"])
+    _deployed(spec["checkpoint"], spec, folder)
+    _write(folder, "job.yaml", deep_merge(spec, {"async_progress": {"enabled": False}}))
+
+    people = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
+    assert people.returncode == 0, people.stderr
+    assert "job                      safe_disable  async progress tracking is turned off" in people.stdout
+    assert "async_progress.enabled: True -> False" in people.stdout
+
+    machines = json.loads(
+        subprocess.run([CLI, "plan", "--json", str(folder)], capture_output=True, text=True, env=env).stdout
+    )
+    assert machines == [
+        {
+            "job": "job",
+            "action": "safe_disable",
+            "reason": "async progress tracking is turned off: through the safe-disable migration",
+            "diff": {
+                "async_progress.enabled": {"from": True, "to": False},
+            },
+        }
+    ]
+
+    _write(folder, "broken.yaml", {"name": "Bad Name"})
+    bad = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and f"{folder}/broken.yaml: name:" in bad.stdout
