@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,7 @@ class _Step:
 
     def deploy_and_confirm(self, spec: JobSpec, redeploy: bool, batches: int) -> dict[str, Any]:
         """Deploy, then wait for ``batches`` committed after the deploy's start: up is not enough."""
-        deploy = DeploySettings(**{**self.settings.deploy.__dict__, "redeploy": redeploy})
+        deploy = replace(self.settings.deploy, redeploy=redeploy)
         record = deploy_job(spec, self.holder, deploy, log=self.log)
         wait_for_commits(spec.checkpoint, record.get("start_batch"), batches, self.settings.wait_timeout_s, self.log)
         return record

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
@@ -83,14 +84,9 @@ def rollout_dag(
             context = get_current_context()
             context["job_name"] = f"{item['job']}: {item['action']}"  # type: ignore[typeddict-unknown-key]
             holder = Holder.for_task(context, f"rollout {item['job']}")
-            step_settings = ApplySettings(
-                folder=settings.folder,
-                deploy=DeploySettings(
-                    **{**settings.deploy.__dict__, "airflow": {"dag_id": dag_id, "run_id": holder.run_id}}
-                ),
-                wait_timeout_s=settings.wait_timeout_s,
-                confirm_batches=settings.confirm_batches,
-            )
+            ti = context["ti"]
+            airflow_ids = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id, "try_number": ti.try_number}
+            step_settings = replace(settings, deploy=replace(settings.deploy, airflow=airflow_ids))
             return apply_item(PlanItem.from_json(item), holder, step_settings, dag_run_state, _log)
 
         @task(task_id="summary", trigger_rule="all_done")

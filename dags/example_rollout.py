@@ -1,0 +1,20 @@
+"""Keep the fleet where its spec files say: a scheduled rollout, and the scheduled async toggle-off.
+
+`example_rollout` plans every job of the desired-state folder against what runs (deploy, restart,
+safe-disable, retire, refuse or leave unchanged) and applies the plan, two jobs at a time; a job whose
+new spec does not commit batches is rolled back to its last stable spec. `example_toggle_off` applies
+only the safe-disable migrations, for fleets that turn async progress tracking off job by job.
+Try `airflow-async-stream plan dags/desired` to see the plan without applying it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from airflow_async_stream.rollout.dags import rollout_dag, toggle_off_dag
+
+DESIRED = os.environ.get("ASYNC_STREAM_DESIRED_DIR", str(Path(__file__).parent / "desired"))
+
+rollout_dag(DESIRED, dag_id="example_rollout", schedule="@hourly", max_parallel=2)
+toggle_off_dag(DESIRED, dag_id="example_toggle_off", schedule="@daily", max_parallel=2)

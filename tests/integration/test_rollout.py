@@ -1,0 +1,142 @@
+"""Rollouts of a desired-state folder through Airflow on the embedded local Spark.
+
+One fleet, four rounds:
+1. the rollout deploys five jobs from nothing;
+2. the toggle-off DAG migrates only the job whose file turns async off;
+3. the rollout brings the rest to a changed folder: a new job deployed, a trigger change restarted, the
+   migrated job left alone, a broken spec rolled back to its last stable spec, a source change refused
+   and left running untouched, an unchanged job untouched;
+4. a re-run of the same folder deploys nothing a second time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_async_stream.checkpoint import inspect_checkpoint
+from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.spec import deep_merge, parse_spec
+from tests.integration.conftest import run_dag, task_states, write_dag
+
+pytestmark = pytest.mark.integration
+
+
+def _job(root: Path, name: str, **changes: Any) -> dict[str, Any]:
+    spec = {
+        "name": name,
+        "checkpoint": str(root / name),
+        "source": {"format": "rate", "options": {"rowsPerSecond": 20}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "500 milliseconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
+    }
+    return parse_spec(deep_merge(spec, changes)).to_mapping()
+
+
+def _write_folder(folder: Path, specs: dict[str, dict[str, Any]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.yaml"):
+        old.unlink()
+    for name, spec in specs.items():
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
+
+
+def _control(spec: dict[str, Any]) -> ControlArea:
+    return ControlArea.for_checkpoint(spec["checkpoint"])
+
+
+def _deployment_id(spec: dict[str, Any]) -> str:
+    return str(_control(spec).read_json("deployment.json")["deployment_id"])
+
+
+def _running_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    control = _control(spec)
+    status = control.read_json("status.json")
+    assert liveness(status).live, f"{spec['name']} is not running: {status}"
+    return json.loads(control.read_bytes("spec.json"))
+
+
+def _outcomes(specs: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Each job's latest rollout (action, outcome); "confirmed" (unchanged, its commits checked) reads "unchanged"."""
+    return {
+        name: (record["action"], record["outcome"].replace("confirmed", "unchanged"))
+        for name, spec in specs.items()
+        if (record := _control(spec).read_json("rollout.json"))
+    }
+
+
+def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path) -> None:
+    root, folder = tmp_path / "checkpoints", tmp_path / "desired"
+    v1 = {name: _job(root, name) for name in ("steady", "retrigger", "toggle", "broken", "resourced")}
+    _write_folder(folder, v1)
+    path = write_dag(
+        "fleet",
+        f"""
+        from airflow_async_stream.rollout.dags import rollout_dag, toggle_off_dag
+
+        rollout_dag({str(folder)!r}, dag_id="fleet_rollout", max_parallel=2, startup_timeout_s=240, wait_timeout_s=120)
+        toggle_off_dag({str(folder)!r}, dag_id="fleet_toggle_off", startup_timeout_s=240, wait_timeout_s=120)
+        """,
+    )
+
+    # 1. From nothing: every job deployed and confirmed by committed batches.
+    run = run_dag(path, "fleet_rollout")
+    assert str(run.state) == "success", task_states(run)
+    assert _outcomes(v1) == {name: ("deploy", "done") for name in v1}
+    first = {name: _deployment_id(spec) for name, spec in v1.items()}
+    for name, spec in v1.items():
+        assert _control(spec).read_json("stable.json")["deployment_id"] == first[name], name
+
+    # 2. The folder changes; the toggle-off DAG migrates only the job that turns async off.
+    v2 = {
+        "newcomer": _job(root, "newcomer"),
+        "steady": v1["steady"],
+        "retrigger": _job(root, "retrigger", trigger={"processing_time": "1 second"}),
+        "toggle": _job(root, "toggle", async_progress={"enabled": False}),
+        "broken": _job(root, "broken", transform={"sql": "SELECT no_such_column FROM source"}),
+        "resourced": _job(root, "resourced", source={"format": "rate-micro-batch", "options": {"rowsPerBatch": 10}}),
+    }
+    _write_folder(folder, v2)
+    run = run_dag(path, "fleet_toggle_off")
+    assert str(run.state) == "success", task_states(run)
+    assert _running_spec(v2["toggle"])["async_progress"]["enabled"] is False
+    assert inspect_checkpoint(v2["toggle"]["checkpoint"]).sync_restart_safe
+    assert _deployment_id(v2["retrigger"]) == first["retrigger"], "the toggle-off DAG touched another job"
+    assert not ControlArea.for_checkpoint(v2["newcomer"]["checkpoint"]).read_json("deployment.json")
+    migrated = _deployment_id(v2["toggle"])
+
+    # 3. The rollout: each job to its desired state, the broken one rolled back, the refused one untouched.
+    run = run_dag(path, "fleet_rollout")
+    states = task_states(run)
+    assert str(run.state) == "failed" and states["summary"] == "failed", states
+    assert _outcomes(v2) == {
+        "newcomer": ("deploy", "done"),
+        "steady": ("unchanged", "unchanged"),
+        "retrigger": ("restart", "done"),
+        "toggle": ("unchanged", "unchanged"),
+        "broken": ("restart", "rolled_back"),
+        "resourced": ("refuse", "refused"),
+    }
+    for name in ("newcomer", "retrigger", "toggle"):
+        assert _running_spec(v2[name]) == v2[name], name
+    assert _deployment_id(v2["steady"]) == first["steady"]
+    assert _deployment_id(v2["toggle"]) == migrated
+    assert _running_spec(v2["broken"]) == v1["broken"], "not rolled back to its last stable spec"
+    broken = _control(v2["broken"]).read_json("rollout.json")
+    assert "no_such_column" in broken["error"]
+    assert _deployment_id(v2["resourced"]) == first["resourced"], "a refused change touched the job"
+    assert _running_spec(v2["resourced"]) == v1["resourced"]
+
+    # 4. The same folder, less the two changes that cannot be made: nothing is deployed a second time.
+    v3 = {**v2, "broken": v1["broken"], "resourced": v1["resourced"]}
+    _write_folder(folder, v3)
+    before = {name: _deployment_id(spec) for name, spec in v3.items()}
+    run = run_dag(path, "fleet_rollout")
+    assert str(run.state) == "success", task_states(run)
+    assert {name: _deployment_id(spec) for name, spec in v3.items()} == before
+    assert {outcome for _, outcome in _outcomes(v3).values()} == {"unchanged"}
