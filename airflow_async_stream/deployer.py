@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -21,10 +22,11 @@ from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyR
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
 from airflow_async_stream.lease import Holder, RunState, held
 from airflow_async_stream.lifecycle import stop_driver, wait_until_running
+from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
-__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "deploy_job"]
+__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "cluster_killer", "deploy_job"]
 
 _log = logging.getLogger(__name__)
 
@@ -49,6 +51,15 @@ class DeploySettings:
         return self.startup_timeout_s + self.stop_kill_after_s + 60
 
 
+def cluster_killer(conn_id: str) -> Callable[[dict[str, Any]], None]:
+    """A ``kill_remote`` for stop_driver: kills a cluster-mode driver through the connection's hook."""
+
+    def kill(driver: dict[str, Any]) -> None:
+        StreamingJobHook(conn_id=conn_id).kill_cluster_driver(driver)
+
+    return kill
+
+
 def deploy_job(
     spec: JobSpec,
     holder: Holder,
@@ -62,16 +73,18 @@ def deploy_job(
     deployment_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     hook = StreamingJobHook(
         conn_id=settings.conn_id,
-        conf={**DEFAULT_SPARK_CONF, **spec.spark_conf_strings()},
+        conf=dict(DEFAULT_SPARK_CONF),
         name=f"async-stream-{spec.name}",
         application_args=driver_arguments(control.url, deployment_id, spec, spec_bytes),
     )
+    hook.add_conf({**packages_conf(spec, hook.extra), **spec.spark_conf_strings()})
+    hook.check_target(spec)
     if hook.driver_on_this_host:
         log.info("Java on this host: %s", check_java())
     secrets = hook.resolve_secret_options(spec)  # a missing connection fails here, before any Spark work
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, run_state):
-        _make_room(control, spec, settings, log)
+        _make_room(control, spec, hook, settings, log)
         record = _record(spec, hook, control, deployment_id, settings)
         record["secret_options"] = secrets.names()  # which options came from connections; never their values
         return _launch(spec, control, hook, record, spec_bytes, secrets, settings, log)
@@ -93,16 +106,28 @@ def _launch(
     control.remove(ControlArea.STOP_REQUEST)
 
     log_path = control.path(ControlArea.DRIVER_LOG)
-    pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env())
-    record["driver"] = {"kind": "local-process", "host": socket.gethostname(), "launcher_pid": pid, "log": log_path}
+    pid: int | None = None
+    if hook.driver_on_this_host:
+        pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env())
+        record["driver"] = {"kind": "local-process", "host": socket.gethostname(), "launcher_pid": pid}
+    else:
+        record["driver"] = hook.submit_to_cluster(runtime_driver_path(), log_path)
+    record["driver"]["log"] = log_path
     control.write_json(ControlArea.DEPLOYMENT, record)
     registry.record(spec.name, spec.checkpoint, control.url, deployment_id)
-    log.info("Submitted %s as deployment %s (spark-submit pid %s, log %s)", spec.name, deployment_id, pid, log_path)
+    log.info("Submitted %s as deployment %s (driver %s, log %s)", spec.name, deployment_id, record["driver"], log_path)
 
     try:
         status = wait_until_running(control, deployment_id, pid, settings.startup_timeout_s, log=log)
     except DriverStartTimeoutError:
-        stop_driver(control, "startup timed out", graceful_timeout_s=5, kill_after_s=30, log=log)
+        stop_driver(
+            control,
+            "startup timed out",
+            graceful_timeout_s=5,
+            kill_after_s=30,
+            log=log,
+            kill_remote=hook.kill_cluster_driver,
+        )
         raise
     record.update(
         state="running",
@@ -123,7 +148,9 @@ def _launch(
     return record
 
 
-def _make_room(control: ControlArea, spec: JobSpec, settings: DeploySettings, log: logging.Logger) -> None:
+def _make_room(
+    control: ControlArea, spec: JobSpec, hook: StreamingJobHook, settings: DeploySettings, log: logging.Logger
+) -> None:
     """Never two drivers on one checkpoint: refuse, or on redeploy stop the live one first."""
     status = control.read_json(ControlArea.STATUS)
     judged = liveness(status)
@@ -143,6 +170,7 @@ def _make_room(control: ControlArea, spec: JobSpec, settings: DeploySettings, lo
         graceful_timeout_s=settings.stop_graceful_timeout_s,
         kill_after_s=settings.stop_kill_after_s,
         log=log,
+        kill_remote=hook.kill_cluster_driver,
     )
     log.info("Previous deployment ended: %s", (outcome.status or {}).get("state"))
 

@@ -93,11 +93,13 @@ def stop_driver(
     kill_after_s: float = 120.0,
     log: logging.Logger = _log,
     sleep: Callable[[float], None] = time.sleep,
+    kill_remote: Callable[[dict[str, Any]], None] | None = None,
 ) -> StopOutcome:
     """Ask the live driver to stop between micro-batches and wait for its final status.
 
-    A driver that has not stopped ``kill_after_s`` seconds after the request, and was launched from
-    this host, is killed and its status rewritten to say so; any other raises StopTimeoutError.
+    A driver that has not stopped ``kill_after_s`` seconds after the request is killed, if it was
+    launched from this host or ``kill_remote`` can kill it on its cluster (the hook's YARN/Kubernetes
+    calls), and its status is rewritten to say so; any other raises StopTimeoutError.
     """
     status = control.read_json(ControlArea.STATUS)
     judged = liveness(status)
@@ -121,7 +123,7 @@ def stop_driver(
             return StopOutcome(True, _record_lost(control, status, why))
         elapsed = time.monotonic() - start
         if elapsed > kill_after_s:
-            return StopOutcome(True, _kill(control, status, kill_after_s))
+            return StopOutcome(True, _kill(control, status, kill_after_s, kill_remote))
         if time.monotonic() >= next_report:
             log.info(
                 "Waiting for deployment %s to stop: state %s, %.0f s elapsed",
@@ -139,10 +141,21 @@ def _record_lost(control: ControlArea, status: dict[str, Any], why: str) -> dict
     return final
 
 
-def _kill(control: ControlArea, status: dict[str, Any], waited_s: float) -> dict[str, Any]:
+def _kill(
+    control: ControlArea,
+    status: dict[str, Any],
+    waited_s: float,
+    kill_remote: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     deployment = control.read_json(ControlArea.DEPLOYMENT) or {}
     driver = deployment.get("driver") or {}
-    if deployment.get("deployment_id") != status.get("deployment_id") or not driver.get("launcher_pid"):
+    ours = deployment.get("deployment_id") == status.get("deployment_id")
+    if ours and kill_remote is not None and driver.get("kind") not in (None, "local-process"):
+        kill_remote(driver)
+        return _record_lost(
+            control, status, f"killed on the cluster: no final status {waited_s:.0f} s after the stop request"
+        )
+    if not ours or not driver.get("launcher_pid"):
         raise StopTimeoutError(
             f"deployment {status.get('deployment_id')} did not stop within {waited_s:.0f} s and is not "
             "a driver this host launched; stop it with the cluster's tools"

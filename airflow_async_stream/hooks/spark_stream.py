@@ -1,7 +1,14 @@
-"""Hook that submits the runtime through the apache-spark provider's SparkSubmitHook, detached.
+"""Hook that submits the runtime through the apache-spark provider's SparkSubmitHook.
 
 The Airflow Spark connection chooses the target. With no connection of that id, jobs run on the
 embedded local Spark (``local[*]``) from the pyspark package, which needs only Java 17+ on the host.
+
+- local and Spark standalone (client mode): the driver runs detached on this host, executors where the
+  master puts them;
+- YARN and Kubernetes in cluster mode: spark-submit returns at once (Spark's wait-for-completion settings
+  off); the driver runs on the cluster, and killing it goes through the provider hook's YARN/Kubernetes
+  calls. Its control area must then be on storage both sides reach (a checkpoint URL such as hdfs://,
+  s3a://, abfs://), so a local checkpoint path is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ __all__ = ["EMBEDDED_MASTER", "StreamingJobHook", "check_java", "runtime_driver_
 
 EMBEDDED_MASTER = "local[*]"
 MIN_JAVA = 17
+#: spark-submit settings that make it return once the application is submitted, per cluster manager.
+NO_WAIT_CONF = {
+    "yarn": {"spark.yarn.submit.waitAppCompletion": "false"},
+    "kubernetes": {"spark.kubernetes.submission.waitAppCompletion": "false"},
+}
+SUBMIT_TIMEOUT_S = 300.0
 _JAVA_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
@@ -68,11 +81,20 @@ class StreamingJobHook(SparkSubmitHook):
 
     def __init__(self, conn_id: str = default_conn_name, **kwargs: Any) -> None:
         self._embedded = False
-        super().__init__(conn_id=conn_id, **kwargs)
+        self.extra: dict[str, Any] = {}
+        try:
+            super().__init__(conn_id=conn_id, **kwargs)
+        except NameError as exc:  # the apache-spark hook needs the cncf-kubernetes provider for k8s:// masters
+            if "kube_client" not in str(exc):
+                raise
+            raise DeployError(
+                f"connection {conn_id!r} names a Kubernetes master; install apache-airflow-providers-cncf-kubernetes "
+                "(this package's `kubernetes` extra) on the Airflow workers"
+            ) from exc
 
     def _resolve_connection(self) -> dict[str, Any]:
         try:
-            self.get_connection(self._conn_id)
+            self.extra = dict(self.get_connection(self._conn_id).extra_dejson or {})
         except AirflowException:
             self._embedded = True
         data = super()._resolve_connection()
@@ -93,6 +115,41 @@ class StreamingJobHook(SparkSubmitHook):
     def driver_on_this_host(self) -> bool:
         return self._connection["deploy_mode"] != "cluster"
 
+    @property
+    def cluster_manager(self) -> str:
+        """local, standalone, yarn, kubernetes or other, from the master URL."""
+        master = self.master
+        if master.startswith("local"):
+            return "local"
+        if master.startswith("spark://"):
+            return "standalone"
+        if master.startswith("yarn"):
+            return "yarn"
+        if master.startswith("k8s://"):
+            return "kubernetes"
+        return "other"
+
+    def check_target(self, spec: JobSpec) -> None:
+        """Refuse, before anything is submitted, what cannot work on this target."""
+        if self.driver_on_this_host:
+            return
+        if self.cluster_manager not in NO_WAIT_CONF:
+            raise DeployError(
+                f"deploy mode 'cluster' on {self.master}: Spark runs Python applications in cluster mode only "
+                "on YARN and Kubernetes; use client mode here (the driver runs detached on the Airflow host)"
+            )
+        if "://" not in spec.checkpoint or spec.checkpoint.startswith("file://"):
+            raise DeployError(
+                f"checkpoint: {spec.checkpoint} is a path on this host, but in cluster mode the driver runs on "
+                f"the {self.cluster_manager} cluster and cannot reach it (nor its control area beside it); "
+                "use storage both reach, e.g. hdfs://, s3a:// or abfs://"
+            )
+        if any(endpoint and (endpoint.connection or endpoint.secret_options) for endpoint in (spec.source, spec.sink)):
+            raise DeployError(
+                "source/sink secrets from Airflow connections reach a driver on this host only; in cluster mode "
+                "give the cluster its Kafka credentials (e.g. a Kubernetes secret or a YARN credential provider)"
+            )
+
     def _get_spark_binary_path(self) -> list[str]:
         """The configured binary from PATH, else the spark-submit shipped in the pyspark package."""
         binary = self._connection["spark_binary"]
@@ -105,6 +162,10 @@ class StreamingJobHook(SparkSubmitHook):
             if bundled.exists():
                 return [str(bundled)]
         raise DeployError(f"{binary} was not found on PATH nor in the installed pyspark package")
+
+    def add_conf(self, conf: dict[str, str]) -> None:
+        """Further --conf entries (settings the spec does not set itself take their defaults from here)."""
+        self._conf = {**self._conf, **conf}
 
     def build_command(self, application: str) -> list[str]:
         """The exact spark-submit argument list (no shell ever sees it)."""
@@ -187,3 +248,51 @@ class StreamingJobHook(SparkSubmitHook):
         # Reap it when it ends, so a long-lived Airflow process never keeps a zombie that looks alive.
         threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
         return process.pid
+
+    def submit_to_cluster(self, application: str, log_path: str) -> dict[str, Any]:
+        """Cluster mode: submit and return once the cluster accepted it, naming the driver it runs.
+
+        Returns ``{"kind": "yarn-application", "application_id": ...}`` or
+        ``{"kind": "kubernetes-pod", "pod": ..., "namespace": ...}``.
+        """
+        manager = self.cluster_manager
+        self.add_conf(NO_WAIT_CONF[manager])
+        command = self.build_command(application)
+        env = {**os.environ, **(self._env or {})}
+        with open(log_path, "ab") as log:
+            result = subprocess.run(
+                command, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=SUBMIT_TIMEOUT_S, check=False
+            )
+            log.write(result.stdout + result.stderr)
+        lines = (result.stdout + result.stderr).decode("utf-8", "replace").splitlines()
+        self._process_spark_submit_log(iter(lines))
+        if result.returncode != 0:
+            raise DeployError(
+                f"spark-submit to {self.master} failed (exit {result.returncode}): " + "\n".join(lines[-15:])
+            )
+        if manager == "yarn" and self._yarn_application_id:
+            return {"kind": "yarn-application", "application_id": self._yarn_application_id}
+        if manager == "kubernetes" and self._kubernetes_driver_pod:
+            namespace = self._connection.get("namespace") or "default"
+            return {"kind": "kubernetes-pod", "pod": self._kubernetes_driver_pod, "namespace": namespace}
+        raise DeployError(
+            f"spark-submit to {self.master} named no {manager} driver; its output:\n" + "\n".join(lines[-15:])
+        )
+
+    def kill_cluster_driver(self, driver: dict[str, Any]) -> None:
+        """Kill a driver running on the cluster, through the apache-spark provider hook's own calls."""
+        kind = driver.get("kind")
+        if kind == "yarn-application":
+            self._yarn_application_id = str(driver["application_id"])
+            if self._yarn_track_via_rm_api:
+                self._kill_yarn_application(self._yarn_application_id)
+                return
+            env = {**os.environ, **(self._env or {})}
+            done = subprocess.run(["yarn", "application", "-kill", self._yarn_application_id], env=env, check=False)
+            self.log.info("yarn application -kill %s: exit %s", self._yarn_application_id, done.returncode)
+        elif kind == "kubernetes-pod":
+            self._kubernetes_driver_pod = str(driver["pod"])
+            self._connection["namespace"] = driver.get("namespace") or self._connection.get("namespace")
+            self._delete_driver_pod()
+        else:
+            raise DeployError(f"cannot kill a driver of kind {kind!r} through the cluster manager")

@@ -150,6 +150,7 @@ def safe_disable_async_progress(
         stop = StopStreamingJobOperator(
             task_id="stop_async",
             spec=spec_data,
+            conn_id=conn_id,
             graceful_timeout_s=graceful_timeout_s,
             on_failure_callback=recorder,
         )

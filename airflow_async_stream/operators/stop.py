@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_async_stream.control import ControlArea
+from airflow_async_stream.deployer import cluster_killer
 from airflow_async_stream.exceptions import DriverFailedError
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.operators.lease import dag_run_state
@@ -24,7 +26,9 @@ class StopStreamingJobOperator(BaseOperator):
 
     :param spec: the job spec (mapping, ``JobSpec`` or file path); only its checkpoint is used.
     :param graceful_timeout_s: how long the driver may take to finish the micro-batch in flight.
-    :param kill_after_s: when a driver launched from this host that has not stopped is killed.
+    :param kill_after_s: when a driver that has not stopped is killed (on this host, or on its YARN or
+        Kubernetes cluster through ``conn_id``'s hook).
+    :param conn_id: the Airflow Spark connection the job was deployed with (for cluster-mode kills).
 
     Stopping a job that is not running succeeds and says so. Returns the final status record; fails
     when the driver ended in failure instead of stopping.
@@ -39,9 +43,11 @@ class StopStreamingJobOperator(BaseOperator):
         spec: SpecInput,
         graceful_timeout_s: float = 60.0,
         kill_after_s: float = 120.0,
+        conn_id: str = StreamingJobHook.default_conn_name,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.conn_id = conn_id
         self.spec = spec_operand(spec)
         self.graceful_timeout_s = graceful_timeout_s
         self.kill_after_s = kill_after_s
@@ -58,6 +64,7 @@ class StopStreamingJobOperator(BaseOperator):
                 graceful_timeout_s=self.graceful_timeout_s,
                 kill_after_s=self.kill_after_s,
                 log=self.log,
+                kill_remote=cluster_killer(self.conn_id),
             )
         status = outcome.status
         if outcome.was_live and status and status.get("state") == "failed":

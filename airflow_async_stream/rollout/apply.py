@@ -19,7 +19,7 @@ from typing import Any
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.commit_watch import wait_for_commits
 from airflow_async_stream.control import ControlArea, now
-from airflow_async_stream.deployer import DeploySettings, deploy_job
+from airflow_async_stream.deployer import DeploySettings, cluster_killer, deploy_job
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError, UnsafeSyncRestartError
 from airflow_async_stream.lease import Holder, RunState, held
 from airflow_async_stream.lifecycle import stop_driver
@@ -118,6 +118,7 @@ class _Step:
             graceful_timeout_s=self.settings.deploy.stop_graceful_timeout_s,
             kill_after_s=self.settings.deploy.stop_kill_after_s,
             log=self.log,
+            kill_remote=cluster_killer(self.settings.deploy.conn_id),
         )
         return outcome.status or {}
 

@@ -87,6 +87,8 @@ def test_secret_options_reach_the_sink_and_appear_nowhere_else(
         "sink": {"format": "kafka", "options": {"topic": "alerts"}, "connection": "kafka_test"},
         "trigger": {"processing_time": "1 second"},
         "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
+        # No Maven here: skip the Kafka connector package, so the driver starts and fails at `start()`.
+        "spark_conf": {"spark.jars.packages": ""},
     }
     path = write_dag(
         "secrets_everywhere",

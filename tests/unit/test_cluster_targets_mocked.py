@@ -1,0 +1,201 @@
+"""Targets chosen by the Airflow Spark connection: command lines, refusals, status and kill calls.
+
+There is no YARN or Kubernetes cluster on these machines: the YARN and Kubernetes tests here run a stub
+`spark-submit` (and a stub `yarn` CLI, a fake Kubernetes client) that record what they were called with,
+and print what the real ones print on submission. The standalone target runs for real in
+tests/integration/test_standalone_cluster.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.exceptions import DeployError
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook, runtime_driver_path
+from airflow_async_stream.lifecycle import stop_driver
+from airflow_async_stream.packages import packages_conf
+from airflow_async_stream.spec import parse_spec
+
+SPEC = {
+    "name": "clicks",
+    "checkpoint": "hdfs://nn:8020/ck/clicks",
+    "source": {"format": "rate"},
+    "sink": {"format": "noop"},
+    "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+}
+
+
+def _connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, host: str, **extra: Any) -> None:
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "spark", "host": host, "extra": extra})
+    )
+
+
+def _stub(folder: Path, name: str, output: str) -> Path:
+    """An executable that appends its arguments (one JSON list per call) to <name>.calls and prints ``output``."""
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"open({str(folder / (name + '.calls'))!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        f"print({output!r}, file=sys.stderr)\n"
+    )
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def _calls(folder: Path, name: str) -> list[list[str]]:
+    return [json.loads(line) for line in (folder / f"{name}.calls").read_text().splitlines()]
+
+
+def test_standalone_client_mode_runs_the_driver_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", "spark://10.0.0.5:7077")
+    hook = StreamingJobHook(conn_id="spark_standalone", name="async-stream-clicks")
+    assert (hook.cluster_manager, hook.driver_on_this_host) == ("standalone", True)
+    command = hook.build_command(runtime_driver_path())
+    assert command[1:3] == ["--master", "spark://10.0.0.5:7077"] and "--deploy-mode" not in command
+    hook.check_target(parse_spec({**SPEC, "checkpoint": "/ck/clicks"}))  # a driver here reaches a local path
+
+
+def test_standalone_cluster_mode_is_refused_for_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    _connection(monkeypatch, "spark_sa", "spark://10.0.0.5:7077", **{"deploy-mode": "cluster"})
+    with pytest.raises(DeployError, match="cluster mode only on YARN and Kubernetes"):
+        StreamingJobHook(conn_id="spark_sa").check_target(parse_spec(SPEC))
+
+
+def test_cluster_mode_refuses_a_local_checkpoint_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster"})
+    hook = StreamingJobHook(conn_id="spark_yarn")
+    with pytest.raises(DeployError, match=r"^checkpoint: /ck/clicks is a path on this host.*hdfs://"):
+        hook.check_target(parse_spec({**SPEC, "checkpoint": "/ck/clicks"}))
+    with pytest.raises(DeployError, match="secrets from Airflow connections"):
+        hook.check_target(parse_spec({**SPEC, "sink": {"format": "kafka", "connection": "kafka_default"}}))
+    hook.check_target(parse_spec(SPEC))
+
+
+def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    _stub(bin_dir, "spark-submit", "INFO Client: Submitted application application_1700000000000_0042")
+    _stub(bin_dir, "yarn", "Killed application application_1700000000000_0042")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster", "queue": "streaming"})
+    hook = StreamingJobHook(conn_id="spark_yarn", name="async-stream-clicks", application_args=["--x", "1"])
+
+    driver = hook.submit_to_cluster(runtime_driver_path(), str(tmp_path / "driver.log"))
+
+    assert driver == {"kind": "yarn-application", "application_id": "application_1700000000000_0042"}
+    [submitted] = _calls(bin_dir, "spark-submit")
+    assert submitted == [
+        "--master", "yarn",
+        "--conf", "spark.yarn.submit.waitAppCompletion=false",
+        "--name", "async-stream-clicks",
+        "--queue", "streaming",
+        "--deploy-mode", "cluster",
+        runtime_driver_path(), "--x", "1",
+    ]  # fmt: skip
+    assert "Submitted application" in (tmp_path / "driver.log").read_text()
+
+    hook.kill_cluster_driver(driver)
+    assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_1700000000000_0042"]]
+
+
+def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from airflow.providers.apache.spark.hooks import spark_submit
+
+    deleted: list[tuple[str, str]] = []
+
+    class FakeCoreV1:
+        def delete_namespaced_pod(self, name: str, namespace: str, body: Any = None, pretty: bool = False) -> None:
+            deleted.append((name, namespace))
+
+    fake_kube_client = types.SimpleNamespace(get_kube_client=FakeCoreV1, ApiException=RuntimeError)
+    fake_kubernetes = types.ModuleType("kubernetes")
+    fake_kubernetes.client = types.SimpleNamespace(V1DeleteOptions=lambda: None)  # type: ignore[attr-defined]
+    monkeypatch.setattr(spark_submit, "kube_client", fake_kube_client, raising=False)
+    monkeypatch.setitem(sys.modules, "kubernetes", fake_kubernetes)
+    bin_dir = tmp_path / "bin"
+    _stub(bin_dir, "spark-submit", "\t pod name: async-stream-clicks-9f1c2b-driver")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _connection(
+        monkeypatch,
+        "spark_k8s",
+        "k8s://https://k8s.example:6443",
+        **{"deploy-mode": "cluster", "namespace": "streaming"},
+    )
+    hook = StreamingJobHook(conn_id="spark_k8s", name="async-stream-clicks")
+
+    driver = hook.submit_to_cluster(runtime_driver_path(), str(tmp_path / "driver.log"))
+
+    assert driver == {"kind": "kubernetes-pod", "pod": "async-stream-clicks-9f1c2b-driver", "namespace": "streaming"}
+    [submitted] = _calls(bin_dir, "spark-submit")
+    assert submitted == [
+        "--master", "k8s://https://k8s.example:6443",
+        "--conf", "spark.kubernetes.submission.waitAppCompletion=false",
+        "--conf", "spark.kubernetes.namespace=streaming",
+        "--name", "async-stream-clicks",
+        "--deploy-mode", "cluster",
+        runtime_driver_path(),
+    ]  # fmt: skip
+    hook.kill_cluster_driver(driver)
+    assert deleted == [("async-stream-clicks-9f1c2b-driver", "streaming")]
+
+
+def test_kubernetes_without_the_cncf_provider_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.providers.apache.spark.hooks import spark_submit
+
+    if hasattr(spark_submit, "kube_client"):
+        pytest.skip("the cncf-kubernetes provider is installed here")
+    _connection(monkeypatch, "spark_k8s", "k8s://https://k8s.example:6443", **{"deploy-mode": "cluster"})
+    with pytest.raises(DeployError, match="install apache-airflow-providers-cncf-kubernetes"):
+        StreamingJobHook(conn_id="spark_k8s")
+
+
+def test_a_cluster_driver_that_will_not_stop_is_killed_through_its_cluster(tmp_path: Path) -> None:
+    import socket
+    import time
+
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    driver = {"kind": "yarn-application", "application_id": "application_1_0001"}
+    control.write_json("deployment.json", {"deployment_id": "d1", "driver": driver})
+    control.write_json(
+        "status.json",
+        {
+            "deployment_id": "d1",
+            "state": "running",
+            "heartbeat_at": time.time() + 3600,
+            "host": socket.gethostname() + "-cluster",
+        },
+    )
+    killed: list[dict[str, Any]] = []
+    outcome = stop_driver(
+        control, "test", graceful_timeout_s=0, kill_after_s=0, sleep=lambda s: None, kill_remote=killed.append
+    )
+    assert killed == [driver]
+    assert outcome.status and outcome.status["state"] == "failed" and "killed on the cluster" in outcome.status["error"]
+
+
+def test_kafka_jobs_get_the_connector_matching_spark_and_scala() -> None:
+    kafka = parse_spec({**SPEC, "sink": {"format": "kafka", "options": {"topic": "t"}}})
+    assert packages_conf(kafka, {}) == {"spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"}
+    assert packages_conf(kafka, {"spark_version": "4.1.1"}) == {
+        "spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
+    }
+    assert packages_conf(kafka, {"kafka_package": ""}) == {}  # the cluster ships the jar
+    own = parse_spec({**SPEC, "sink": {"format": "kafka"}, "spark_conf": {"spark.jars.packages": "x:y:1"}})
+    assert packages_conf(own, {}) == {}
+    assert packages_conf(parse_spec(SPEC), {}) == {}
