@@ -16,6 +16,7 @@ import pytest
 from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.lifecycle import stop_driver
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
+from tests.integration.standalone_cluster import standalone_cluster  # noqa: F401 (a fixture for the cluster tests)
 
 USER_CODE = Path(__file__).resolve().parent / "user_code"
 

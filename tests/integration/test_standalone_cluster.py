@@ -1,0 +1,72 @@
+"""A job on a real Spark standalone cluster (master + worker on 127.0.0.1), chosen by the Airflow Spark
+connection: deployed with async on, migrated by the safe-disable DAG, stopped; the master's and the
+worker's JSON status show every application's executors ran on the worker."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_async_stream.checkpoint import inspect_checkpoint
+from airflow_async_stream.control import ControlArea
+from tests.integration.conftest import run_dag, task_states, write_dag
+from tests.integration.standalone_cluster import StandaloneCluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_safe_disable_on_a_standalone_cluster(
+    airflow_db: None,
+    checkpoint_dir: str,
+    standalone_cluster: StandaloneCluster,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", standalone_cluster.master_url)
+    spec = {
+        "name": "cluster-job",
+        "checkpoint": checkpoint_dir,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 50}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "500 milliseconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
+        "spark_conf": {"spark.cores.max": 1, "spark.executor.cores": 1, "spark.executor.memory": "512m"},
+    }
+    path = write_dag(
+        "on_standalone_cluster",
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
+        from airflow_async_stream.sensors import CommittedBatchesSensor
+
+        SPEC = {spec!r}
+        ON_CLUSTER = {{"conn_id": "spark_standalone", "startup_timeout_s": 240}}
+
+        @dag(schedule=None)
+        def on_standalone_cluster():
+            start = DeployStreamingJobOperator(task_id="start_async", spec=SPEC, **ON_CLUSTER)
+            running = CommittedBatchesSensor(task_id="async_batches", checkpoint=SPEC["checkpoint"], min_batches=3,
+                                             baseline_batch=start.output, wait_timeout_s=180, deferrable=False)
+            migrate = safe_disable_async_progress(SPEC, wait_timeout_s=180, deferrable=False, **ON_CLUSTER)
+            stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, conn_id="spark_standalone")
+            start >> running >> migrate >> stop
+
+        on_standalone_cluster()
+        """,
+    )
+    run = run_dag(path, "on_standalone_cluster")
+
+    assert str(run.state) == "success", task_states(run)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deployment = control.read_json("deployment.json")
+    assert deployment["master"] == standalone_cluster.master_url
+    assert deployment["async_progress"]["enabled"] is False
+    assert control.read_json("status.json")["state"] == "stopped"
+    assert inspect_checkpoint(checkpoint_dir).sync_restart_safe
+
+    master = standalone_cluster.master_status()
+    apps = [app for app in master["activeapps"] + master["completedapps"] if app["name"] == "async-stream-cluster-job"]
+    # start (async), redeploy (async, interval 0), synchronous deploy: three applications, all finished.
+    assert len(apps) == 3 and {app["state"] for app in apps} == {"FINISHED"}, apps
+    worker = standalone_cluster.worker_status()
+    ran_on_worker = {e["appid"] for e in worker["executors"] + worker["finishedexecutors"]}
+    assert {app["id"] for app in apps} <= ran_on_worker, (apps, ran_on_worker)
