@@ -5,7 +5,9 @@ Layout of ``<checkpoint>.async-stream/``:
 ``spec.json``          the validated spec the latest deploy submitted
 ``deployment.json``    the deployment record (who deployed what, where the driver runs)
 ``status.json``        the driver's status record with heartbeat, rewritten atomically
-``progress.jsonl``     one JSON line per micro-batch, appended by the driver's listener
+``progress.jsonl``     one JSON line per micro-batch, appended by the driver's listener (local, HDFS)
+``progress/``          the same lines on object stores, which cannot append: whole segment files
+                       ``<deployment_id>-<n>.jsonl`` of at most 200 lines, each rewritten as it grows
 ``stop-request.json``  present while a graceful stop is requested for one deployment
 ``driver.log``         spark-submit's output, for drivers launched on the Airflow host
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
@@ -72,9 +74,16 @@ class ControlArea:
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
 
+    PROGRESS_SEGMENTS = "progress"
+    #: Protocols whose files can be appended to; anything else (s3, gs, abfs, memory...) gets segments.
+    APPENDABLE = frozenset({"file", "local", "hdfs", "viewfs"})
+    SEGMENT_LINES = 200
+
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
         self.fs, self.root = fsspec.core.url_to_fs(self.url)
+        self._segment: tuple[str, int] | None = None  # (deployment id, segment number) being written
+        self._segment_lines: list[bytes] = []
 
     @classmethod
     def for_checkpoint(cls, checkpoint: str) -> ControlArea:
@@ -135,19 +144,45 @@ class ControlArea:
 
     # -- progress log ---------------------------------------------------------------------------------
 
+    @property
+    def appendable(self) -> bool:
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        return bool(self.APPENDABLE & set(protocols))
+
     def append_progress(self, event: dict[str, Any]) -> None:
         line = (json.dumps(event, sort_keys=True) + "\n").encode()
-        with self.fs.open(self.path(self.PROGRESS), "ab") as fh:
-            fh.write(line)
+        if self.appendable:
+            with self.fs.open(self.path(self.PROGRESS), "ab") as fh:
+                fh.write(line)
+            return
+        deployment = str(event.get("deployment_id") or "unknown")
+        if self._segment is None or self._segment[0] != deployment or len(self._segment_lines) >= self.SEGMENT_LINES:
+            number = self._segment[1] + 1 if self._segment and self._segment[0] == deployment else 0
+            self._segment, self._segment_lines = (deployment, number), []
+        self._segment_lines.append(line)
+        name = f"{self.PROGRESS_SEGMENTS}/{deployment}-{self._segment[1]:06d}.jsonl"
+        self.fs.pipe_file(self.path(name), b"".join(self._segment_lines))
+
+    def _progress_texts(self) -> list[str]:
+        """The progress log file, then every segment in name order (deployment ids start with their time)."""
+        names = [self.PROGRESS]
+        try:
+            segments = self.fs.ls(self.path(self.PROGRESS_SEGMENTS), detail=False)
+        except FileNotFoundError:
+            segments = []
+        names += [f"{self.PROGRESS_SEGMENTS}/{posixpath.basename(str(p))}" for p in sorted(segments)]
+        texts = []
+        for name in names:
+            try:
+                texts.append(self.fs.cat_file(self.path(name)).decode("utf-8", errors="replace"))
+            except FileNotFoundError:
+                continue
+        return texts
 
     def read_progress(self, deployment_id: str | None = None) -> list[dict[str, Any]]:
         """Progress events in the order written, optionally only one deployment's; a torn last line is skipped."""
-        try:
-            raw = self.fs.cat_file(self.path(self.PROGRESS)).decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return []
         events = []
-        for line in raw.splitlines():
+        for line in "\n".join(self._progress_texts()).splitlines():
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:

@@ -105,14 +105,22 @@ def _launch(
     control.write_json(ControlArea.DEPLOYMENT, record)
     control.remove(ControlArea.STOP_REQUEST)
 
-    log_path = control.path(ControlArea.DRIVER_LOG)
     pid: int | None = None
     if hook.driver_on_this_host:
+        # spark-submit's output goes to a file of this host: the control area's when it is local.
+        on_host = not control.is_local
+        log_path = (
+            registry.local_log_path(spec.name, deployment_id) if on_host else control.path(ControlArea.DRIVER_LOG)
+        )
         pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env())
         record["driver"] = {"kind": "local-process", "host": socket.gethostname(), "launcher_pid": pid}
+        record["driver"].update(log=log_path, log_on_host=on_host)
     else:
-        record["driver"] = hook.submit_to_cluster(runtime_driver_path(), log_path)
-    record["driver"]["log"] = log_path
+        record["driver"] = hook.submit_to_cluster(
+            runtime_driver_path(), lambda output: control.write_bytes(ControlArea.DRIVER_LOG, output)
+        )
+        record["driver"]["log"] = control.path(ControlArea.DRIVER_LOG)
+        log_path = record["driver"]["log"]
     control.write_json(ControlArea.DEPLOYMENT, record)
     registry.record(spec.name, spec.checkpoint, control.url, deployment_id)
     log.info("Submitted %s as deployment %s (driver %s, log %s)", spec.name, deployment_id, record["driver"], log_path)

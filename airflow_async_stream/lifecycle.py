@@ -24,11 +24,22 @@ REPORT_EVERY_S = 10.0
 
 
 def log_tail(control: ControlArea, lines: int = 30) -> str:
-    """The end of the driver log, for error messages (empty when there is none)."""
+    """The end of the driver log, for error messages (empty when there is none).
+
+    The log is in the control area, or, for a driver of this host whose control area is remote, on
+    this host where the deployment record says.
+    """
+    driver = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("driver") or {}
+    local_log = driver.get("log") if driver.get("log_on_host") else None
     try:
-        text = control.read_bytes(ControlArea.DRIVER_LOG).decode("utf-8", errors="replace")
+        if local_log:
+            with open(local_log, "rb") as fh:
+                raw = fh.read()
+        else:
+            raw = control.read_bytes(ControlArea.DRIVER_LOG)
     except FileNotFoundError:
         return ""
+    text = raw.decode("utf-8", errors="replace")
     return "\n".join(text.splitlines()[-lines:])
 
 

@@ -11,12 +11,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["entries", "lookup", "record", "registry_dir"]
+__all__ = ["entries", "local_log_path", "lookup", "record", "registry_dir"]
 
 
 def registry_dir() -> Path:
     home = os.environ.get("AIRFLOW_ASYNC_STREAM_HOME") or str(Path.home() / ".airflow-async-stream")
     return Path(home) / "jobs"
+
+
+def local_log_path(job: str, deployment_id: str) -> str:
+    """Where a driver of this host writes its output when its control area is on remote storage."""
+    folder = registry_dir().parent / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / f"{job}-{deployment_id}.log")
 
 
 def record(job: str, checkpoint: str, control_area: str, deployment_id: str) -> None:

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -249,8 +250,10 @@ class StreamingJobHook(SparkSubmitHook):
         threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
         return process.pid
 
-    def submit_to_cluster(self, application: str, log_path: str) -> dict[str, Any]:
+    def submit_to_cluster(self, application: str, write_log: Callable[[bytes], None]) -> dict[str, Any]:
         """Cluster mode: submit and return once the cluster accepted it, naming the driver it runs.
+
+        spark-submit's output is handed to ``write_log`` (the control area's driver.log).
 
         Returns ``{"kind": "yarn-application", "application_id": ...}`` or
         ``{"kind": "kubernetes-pod", "pod": ..., "namespace": ...}``.
@@ -259,11 +262,10 @@ class StreamingJobHook(SparkSubmitHook):
         self.add_conf(NO_WAIT_CONF[manager])
         command = self.build_command(application)
         env = {**os.environ, **(self._env or {})}
-        with open(log_path, "ab") as log:
-            result = subprocess.run(
-                command, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=SUBMIT_TIMEOUT_S, check=False
-            )
-            log.write(result.stdout + result.stderr)
+        result = subprocess.run(
+            command, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=SUBMIT_TIMEOUT_S, check=False
+        )
+        write_log(result.stdout + result.stderr)
         lines = (result.stdout + result.stderr).decode("utf-8", "replace").splitlines()
         self._process_spark_submit_log(iter(lines))
         if result.returncode != 0:
