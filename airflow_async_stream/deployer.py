@@ -126,7 +126,11 @@ def _launch(
     log.info("Submitted %s as deployment %s (driver %s, log %s)", spec.name, deployment_id, record["driver"], log_path)
 
     try:
-        status = wait_until_running(control, deployment_id, pid, settings.startup_timeout_s, log=log)
+        driver = record["driver"]
+        cluster_state = None if hook.driver_on_this_host else (lambda: hook.cluster_driver_state(driver))
+        status = wait_until_running(
+            control, deployment_id, pid, settings.startup_timeout_s, log=log, cluster_state=cluster_state
+        )
     except DriverStartTimeoutError:
         stop_driver(
             control,

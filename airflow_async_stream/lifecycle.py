@@ -21,6 +21,9 @@ __all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_until_running"]
 _log = logging.getLogger(__name__)
 POLL_S = 0.5
 REPORT_EVERY_S = 10.0
+CLUSTER_CHECK_EVERY_S = 5.0
+#: YARN application states and Kubernetes pod phases of a driver that is no more.
+CLUSTER_ENDED_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "SUCCEEDED"})
 
 
 def log_tail(control: ControlArea, lines: int = 30) -> str:
@@ -57,10 +60,16 @@ def wait_until_running(
     timeout_s: float,
     log: logging.Logger = _log,
     sleep: Callable[[float], None] = time.sleep,
+    cluster_state: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
-    """Wait for the query's first progress (or idle) event; fail fast with the driver's own error."""
+    """Wait for the query's first progress (or idle) event; fail fast with the driver's own error.
+
+    ``cluster_state`` (a cluster-mode driver) is asked every few seconds, so a driver its cluster
+    manager already ended fails the wait at once instead of at the timeout.
+    """
     start = time.monotonic()
     next_report = start + REPORT_EVERY_S
+    next_cluster_check = start
     while True:
         status = _status_of(control, deployment_id)
         state = status.get("state") if status else "submitted"
@@ -77,6 +86,16 @@ def wait_until_running(
             raise DriverFailedError(
                 f"spark-submit (pid {launcher_pid}) exited before the query ran; end of its log:\n{log_tail(control)}"
             )
+        if cluster_state is not None and time.monotonic() >= next_cluster_check:
+            next_cluster_check = time.monotonic() + CLUSTER_CHECK_EVERY_S
+            state_there = cluster_state()
+            if state_there and state_there.upper() in CLUSTER_ENDED_STATES:
+                status = _status_of(control, deployment_id)
+                error = (status or {}).get("error")
+                raise DriverFailedError(
+                    f"the driver ended on its cluster ({state_there}) before its query ran"
+                    + (f": {error}" if error else "")
+                )
         elapsed = time.monotonic() - start
         if elapsed > timeout_s:
             raise DriverStartTimeoutError(

@@ -281,6 +281,30 @@ class StreamingJobHook(SparkSubmitHook):
             f"spark-submit to {self.master} named no {manager} driver; its output:\n" + "\n".join(lines[-15:])
         )
 
+    def cluster_driver_state(self, driver: dict[str, Any]) -> str | None:
+        """The cluster manager's word on a cluster-mode driver (YARN application state, Kubernetes pod phase).
+
+        YARN goes through the provider hook's ResourceManager REST call when the connection names
+        ``yarn_resourcemanager_webapp_address``, else through ``yarn application -status``.
+        """
+        kind = driver.get("kind")
+        if kind == "yarn-application":
+            app_id = str(driver["application_id"])
+            if self.extra.get(self._YARN_RM_WEBAPP_ADDRESS_EXTRA_KEY):
+                return str(self.query_yarn_application_status(app_id))
+            env = {**os.environ, **(self._env or {})}
+            out = subprocess.run(
+                ["yarn", "application", "-status", app_id], capture_output=True, text=True, env=env, check=False
+            )
+            match = re.search(r"^\s*State\s*:\s*(\w+)", out.stdout, re.MULTILINE)
+            return match.group(1) if match else None
+        if kind == "kubernetes-pod":
+            from airflow.providers.apache.spark.hooks import spark_submit
+
+            pod = spark_submit.kube_client.get_kube_client().read_namespaced_pod(driver["pod"], driver.get("namespace"))
+            return str(pod.status.phase)
+        return None
+
     def kill_cluster_driver(self, driver: dict[str, Any]) -> None:
         """Kill a driver running on the cluster, through the apache-spark provider hook's own calls."""
         kind = driver.get("kind")

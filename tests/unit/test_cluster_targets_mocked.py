@@ -48,7 +48,7 @@ def _stub(folder: Path, name: str, output: str) -> Path:
         f"#!{sys.executable}\n"
         "import json, sys\n"
         f"open({str(folder / (name + '.calls'))!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
-        f"print({output!r}, file=sys.stderr)\n"
+        f"print({output!r})\n"
     )
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return path
@@ -111,6 +111,41 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
     hook.kill_cluster_driver(driver)
     assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_1700000000000_0042"]]
 
+    _stub(
+        bin_dir, "yarn", "Application Report : \n\tApplication-Id : application_1700000000000_0042\n\tState : RUNNING"
+    )
+    assert hook.cluster_driver_state(driver) == "RUNNING"
+    assert _calls(bin_dir, "yarn")[-1] == ["application", "-status", "application_1700000000000_0042"]
+
+
+def test_yarn_status_mocked_goes_through_the_provider_hooks_rest_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    _connection(
+        monkeypatch,
+        "spark_yarn",
+        "yarn",
+        **{"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": "rm:8088"},
+    )
+    asked: list[str] = []
+
+    def query(self: StreamingJobHook, application_id: str) -> str:
+        asked.append(application_id)
+        return "FAILED"
+
+    monkeypatch.setattr(StreamingJobHook, "query_yarn_application_status", query)
+    hook = StreamingJobHook(conn_id="spark_yarn")
+    assert hook.cluster_driver_state({"kind": "yarn-application", "application_id": "application_9_0001"}) == "FAILED"
+    assert asked == ["application_9_0001"]
+
+
+def test_a_driver_its_cluster_ended_fails_the_startup_wait_at_once(tmp_path: Path) -> None:
+    from airflow_async_stream.exceptions import DriverFailedError
+    from airflow_async_stream.lifecycle import wait_until_running
+
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    with pytest.raises(DriverFailedError, match=r"ended on its cluster \(FAILED\)"):
+        wait_until_running(control, "d1", None, timeout_s=3600, sleep=lambda s: None, cluster_state=lambda: "FAILED")
+
 
 def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -122,6 +157,9 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
     class FakeCoreV1:
         def delete_namespaced_pod(self, name: str, namespace: str, body: Any = None, pretty: bool = False) -> None:
             deleted.append((name, namespace))
+
+        def read_namespaced_pod(self, name: str, namespace: str) -> Any:
+            return types.SimpleNamespace(status=types.SimpleNamespace(phase="Running" if not deleted else "Failed"))
 
     fake_kube_client = types.SimpleNamespace(get_kube_client=FakeCoreV1, ApiException=RuntimeError)
     fake_kubernetes = types.ModuleType("kubernetes")
@@ -151,8 +189,10 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
         "--deploy-mode", "cluster",
         runtime_driver_path(),
     ]  # fmt: skip
+    assert hook.cluster_driver_state(driver) == "Running"
     hook.kill_cluster_driver(driver)
     assert deleted == [("async-stream-clicks-9f1c2b-driver", "streaming")]
+    assert hook.cluster_driver_state(driver) == "Failed"
 
 
 def test_kubernetes_without_the_cncf_provider_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
