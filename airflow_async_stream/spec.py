@@ -73,6 +73,14 @@ def _stringify(options: dict[str, OptionValue]) -> dict[str, str]:
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items()}
 
 
+def _refuse_secret_keys(mapping: dict[str, OptionValue], remedy: str, what: str = "") -> dict[str, OptionValue]:
+    """Secrets never live in a spec file: refuse keys that look like one (naming the key, never the value)."""
+    for key in mapping:
+        if looks_secret(key):
+            raise ValueError(f"{what}{key!r} looks secret and may not be written in a spec: {remedy}")
+    return mapping
+
+
 class _Endpoint(_Model):
     """What sources and sinks share: plain options, and secrets named by Airflow connection, never given."""
 
@@ -91,13 +99,12 @@ class _Endpoint(_Model):
     @field_validator("options")
     @classmethod
     def _no_secret_values(cls, options: dict[str, OptionValue]) -> dict[str, OptionValue]:
-        for key in options:
-            if looks_secret(key):
-                raise ValueError(
-                    f"option {key!r} looks secret and may not be written in a spec: name the Airflow connection "
-                    "that holds it in `secret_options` (or `connection` for Kafka security settings)"
-                )
-        return options
+        return _refuse_secret_keys(
+            options,
+            "name the Airflow connection that holds it in `secret_options` (or `connection` for Kafka security "
+            "settings)",
+            "option ",
+        )
 
     @field_validator("secret_options")
     @classmethod
@@ -251,13 +258,11 @@ class JobSpec(_Model):
     @field_validator("spark_conf")
     @classmethod
     def _no_secret_conf(cls, conf: dict[str, OptionValue]) -> dict[str, OptionValue]:
-        for key in conf:
-            if looks_secret(key):
-                raise ValueError(
-                    f"{key!r} looks secret and may not be written in a spec (it would reach spark-submit's "
-                    "command line): keep it in the cluster's spark-defaults.conf or a Hadoop credential provider"
-                )
-        return conf
+        return _refuse_secret_keys(
+            conf,
+            "it would reach spark-submit's command line; keep it in the cluster's spark-defaults.conf or a "
+            "Hadoop credential provider",
+        )
 
     @field_validator("name")
     @classmethod

@@ -46,3 +46,23 @@ def live_drivers(control: ControlArea) -> list[int]:
         if "python" in Path(argv0).name:
             pids.append(int(pid))
     return pids
+
+
+def migration_dag(checkpoint: str, dag_id: str, trigger: str) -> Path:
+    """A DAG file running the safe-disable migration of the job at ``checkpoint`` (batches every ``trigger``)."""
+    from tests.integration.conftest import write_dag
+
+    spec = async_job(checkpoint, trigger)
+    return write_dag(
+        dag_id,
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.migrations import safe_disable_async_progress
+
+        @dag(schedule=None)
+        def {dag_id}():
+            safe_disable_async_progress({spec!r}, startup_timeout_s=180, wait_timeout_s=120, deferrable=False)
+
+        {dag_id}()
+        """,
+    )

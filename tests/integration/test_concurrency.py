@@ -11,34 +11,16 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.control import ControlArea
-from tests.integration.conftest import write_dag
-from tests.integration.migration_job import async_job, live_drivers, start_async_job
+from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
 
-def _migration_dag(checkpoint: str, dag_id: str) -> None:
-    spec = async_job(checkpoint, "300 milliseconds")
-    write_dag(
-        dag_id,
-        f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
-
-        @dag(schedule=None)
-        def {dag_id}():
-            safe_disable_async_progress({spec!r}, startup_timeout_s=180, wait_timeout_s=120, deferrable=False)
-
-        {dag_id}()
-        """,
-    )
-
-
 def test_two_migrations_at_once_exactly_one_proceeds(airflow_db: None, checkpoint_dir: str) -> None:
     dag_ids = ("concurrent_migration_a", "concurrent_migration_b")
     for dag_id in dag_ids:
-        _migration_dag(checkpoint_dir, dag_id)
+        migration_dag(checkpoint_dir, dag_id, "300 milliseconds")
     control = ControlArea.for_checkpoint(checkpoint_dir)
     start_async_job(checkpoint_dir)
     # Register the DAGs once beforehand: two `dags test` processes would otherwise both insert them.

@@ -17,8 +17,8 @@ import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, liveness, local_pid_alive
-from tests.integration.conftest import checkpoint_files, write_dag
-from tests.integration.migration_job import async_job, live_drivers, start_async_job
+from tests.integration.conftest import checkpoint_files
+from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
@@ -28,20 +28,7 @@ AIRFLOW_RUN = "the airflow run"
 
 def _dag(checkpoint: str, dag_id: str) -> Path:
     # Slow batches leave room to strike between the first and the second async batch.
-    spec = async_job(checkpoint, "2 seconds")
-    return write_dag(
-        dag_id,
-        f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
-
-        @dag(schedule=None)
-        def {dag_id}():
-            safe_disable_async_progress({spec!r}, startup_timeout_s=180, wait_timeout_s=120, deferrable=False)
-
-        {dag_id}()
-        """,
-    )
+    return migration_dag(checkpoint, dag_id, "2 seconds")
 
 
 def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[int, str | None]:
