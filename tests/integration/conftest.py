@@ -87,6 +87,17 @@ def checkpoint_files(checkpoint: str) -> dict[str, str]:
     }
 
 
+def fail_running_dag_runs(dag_id: str) -> None:
+    """What the scheduler does with a run whose worker died: its tasks become zombies, the run fails."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+
+    with create_session() as session:
+        for run in session.query(DagRun).filter(DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING):
+            run.state = DagRunState.FAILED
+
+
 def task_states(dag_run: Any) -> dict[str, str]:
     return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
 

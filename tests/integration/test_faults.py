@@ -17,7 +17,7 @@ import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, liveness, local_pid_alive
-from tests.integration.conftest import checkpoint_files
+from tests.integration.conftest import checkpoint_files, fail_running_dag_runs
 from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration
@@ -140,17 +140,6 @@ def airflow_run_during_sync_deploy(control: ControlArea, dag_id: str) -> str | N
     return None
 
 
-def _scheduler_fails_dead_runs(dag_id: str) -> None:
-    """What the scheduler does with a run whose worker died: its tasks become zombies, the run fails."""
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
-    from airflow.utils.state import DagRunState
-
-    with create_session() as session:
-        for run in session.query(DagRun).filter(DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING):
-            run.state = DagRunState.FAILED
-
-
 def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir: str) -> None:
     dag_id = "faults_airflow_run_killed"
     _dag(checkpoint_dir, dag_id)
@@ -164,7 +153,7 @@ def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir
     assert lease and lease["dag_id"] == dag_id, "the dead run should still hold the job"
     _check_invariants(control, checkpoint_dir, before)
 
-    _scheduler_fails_dead_runs(dag_id)
+    fail_running_dag_runs(dag_id)
     code, _ = _run_dag(dag_id, None, control)
     assert code == 0, "the re-run did not complete the migration"
     assert control.read_json("deployment.json")["async_progress"]["enabled"] is False

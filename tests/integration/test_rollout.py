@@ -7,11 +7,18 @@ One fleet, four rounds:
    migrated job left alone, a broken spec rolled back to its last stable spec, a source change refused
    and left running untouched, an unchanged job untouched;
 4. a re-run of the same folder deploys nothing a second time.
+
+And a rollout killed right after it submitted a job is picked up by the next run without a second deploy.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +28,7 @@ import yaml
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.spec import deep_merge, parse_spec
-from tests.integration.conftest import run_dag, task_states, write_dag
+from tests.integration.conftest import fail_running_dag_runs, run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
 
@@ -140,3 +147,43 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
     assert str(run.state) == "success", task_states(run)
     assert {name: _deployment_id(spec) for name, spec in v3.items()} == before
     assert {outcome for _, outcome in _outcomes(v3).values()} == {"unchanged"}
+
+
+def test_a_rollout_killed_after_submitting_is_picked_up_without_a_second_deploy(
+    airflow_db: None, tmp_path: Path
+) -> None:
+    root, folder = tmp_path / "checkpoints", tmp_path / "desired"
+    spec = _job(root, "crashy")
+    _write_folder(folder, {"crashy": spec})
+    path = write_dag(
+        "crash_rollout",
+        f"""
+        from airflow_async_stream.rollout.dags import rollout_dag
+
+        rollout_dag({str(folder)!r}, dag_id="crash_rollout", startup_timeout_s=240, wait_timeout_s=120)
+        """,
+    )
+    control = _control(spec)
+    run = subprocess.Popen(
+        [str(Path(sys.executable).parent / "airflow"), "dags", "test", "crash_rollout"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while not (control.read_json("deployment.json") or {}).get("driver"):  # spark-submit has been launched
+        assert run.poll() is None and time.monotonic() < deadline, "the rollout ended before it submitted"
+        time.sleep(0.02)
+    os.killpg(run.pid, signal.SIGKILL)  # the Airflow run dies; the driver, in its own session, lives on
+    run.wait()
+    submitted = _deployment_id(spec)
+    assert control.read_json("rollout.json") is None, "the killed run got to record an outcome"
+
+    fail_running_dag_runs("crash_rollout")
+    rerun = run_dag(path, "crash_rollout")
+
+    assert str(rerun.state) == "success", task_states(rerun)
+    assert _deployment_id(spec) == submitted, "the re-run deployed the job a second time"
+    record = control.read_json("rollout.json")
+    assert (record["action"], record["outcome"]) in {("unchanged", "confirmed"), ("unchanged", "unchanged")}
+    assert _running_spec(spec) == spec
