@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,9 +33,14 @@ def _dag(checkpoint: str, dag_id: str) -> Path:
 
 
 def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[int, str | None]:
-    """`airflow dags test` in a subprocess; ``strike`` is polled and returns a process group to SIGKILL."""
-    proc = subprocess.Popen([AIRFLOW, "dags", "test", dag_id], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)  # fmt: skip
+    """`airflow dags test` in a subprocess; ``strike`` is polled and returns a process group to SIGKILL.
+
+    Its output goes to a file, not a pipe: nobody reads a pipe while the run goes on, and a full pipe
+    would block the run at its next log line.
+    """
+    out_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen([AIRFLOW, "dags", "test", dag_id], stdout=out_file, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # fmt: skip
     struck = None
     deadline = time.monotonic() + 600
     while proc.poll() is None:
@@ -47,7 +53,9 @@ def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple
                 os.killpg(int(target), signal.SIGKILL)
                 struck = f"killed process group {target}"
         time.sleep(0.02)
-    out = proc.stdout.read() if proc.stdout else ""
+    out_file.seek(0)
+    out = out_file.read()
+    out_file.close()
     return proc.returncode, struck if struck else None if strike is None else out[-3000:]
 
 
