@@ -40,7 +40,7 @@ def checkpoint_dir() -> str:
 def no_driver_left_behind() -> Iterator[None]:
     """After each test, stop (and if need be kill) any driver still live on a test checkpoint."""
     yield
-    for control_dir in CHECKPOINT_ROOT.glob("*.async-stream"):
+    for control_dir in CHECKPOINT_ROOT.rglob("*.async-stream"):
         control = ControlArea(str(control_dir))
         if liveness(control.read_json(ControlArea.STATUS)).live:
             stop_driver(control, "test clean-up", graceful_timeout_s=5, kill_after_s=30)

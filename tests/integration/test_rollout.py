@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import yaml
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.spec import deep_merge, parse_spec
+from tests.conftest import CHECKPOINT_ROOT
 from tests.integration.conftest import fail_running_dag_runs, run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
@@ -78,7 +80,10 @@ def _outcomes(specs: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
 
 
 def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path) -> None:
-    root, folder = tmp_path / "checkpoints", tmp_path / "desired"
+    root, folder = (
+        CHECKPOINT_ROOT / f"fleet-{uuid.uuid4().hex[:8]}",
+        tmp_path / "desired",
+    )  # root: drivers stopped after
     v1 = {name: _job(root, name) for name in ("steady", "retrigger", "toggle", "broken", "resourced")}
     _write_folder(folder, v1)
     path = write_dag(
@@ -152,7 +157,7 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
 def test_a_rollout_killed_after_submitting_is_picked_up_without_a_second_deploy(
     airflow_db: None, tmp_path: Path
 ) -> None:
-    root, folder = tmp_path / "checkpoints", tmp_path / "desired"
+    root, folder = CHECKPOINT_ROOT / f"crash-{uuid.uuid4().hex[:8]}", tmp_path / "desired"
     spec = _job(root, "crashy")
     _write_folder(folder, {"crashy": spec})
     path = write_dag(
