@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from airflow_async_stream.control import ControlArea, now
 from airflow_async_stream.deployer import DeploySettings, cluster_killer, deploy_job
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError, UnsafeSyncRestartError
 from airflow_async_stream.lease import Holder, RunState, held
-from airflow_async_stream.lifecycle import stop_driver
+from airflow_async_stream.lifecycle import stop_driver, wait_until_running
 from airflow_async_stream.rollout.planner import PlanItem
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 
@@ -137,6 +138,12 @@ def _unchanged(step: _Step) -> dict[str, Any]:
     deployment = step.control.read_json(ControlArea.DEPLOYMENT) or {}
     assert step.item.checkpoint is not None
     settings = step.settings
+    # A deploy whose task died before its driver reported (a crashed run): wait for it, never redeploy.
+    driver = deployment.get("driver") or {}
+    launcher = driver.get("launcher_pid") if driver.get("host") == socket.gethostname() else None
+    wait_until_running(
+        step.control, str(deployment.get("deployment_id")), launcher, settings.deploy.startup_timeout_s, step.log
+    )
     wait_for_commits(
         step.item.checkpoint, deployment.get("start_batch"), settings.confirm_batches, settings.wait_timeout_s, step.log
     )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.control import ControlArea, liveness, local_pid_alive, now
 from airflow_async_stream.exceptions import ControlAreaError
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
@@ -39,6 +40,23 @@ class ObservedJob:
         return bool(stable) and stable.get("deployment_id") == deployment.get("deployment_id")
 
 
+#: How long a submitted driver on another host may take to write its first status record.
+SUBMITTED_GRACE_S = 300.0
+
+
+def _still_starting(deployment: dict[str, Any] | None, status: dict[str, Any] | None) -> bool:
+    """A deployment submitted but not yet reporting (its status record is older or absent) counts as live
+    while its spark-submit still runs on this host, or, elsewhere, for a grace period after submit."""
+    if not deployment or not deployment.get("driver"):
+        return False
+    if (status or {}).get("deployment_id") == deployment.get("deployment_id"):
+        return False  # it reports: its own status decides
+    driver = deployment["driver"]
+    if driver.get("kind") == "local-process" and driver.get("host") == socket.gethostname():
+        return local_pid_alive(int(driver["launcher_pid"]))
+    return now() - float(deployment.get("deployed_at") or 0) < SUBMITTED_GRACE_S
+
+
 def read_job(name: str, control: ControlArea) -> ObservedJob:
     try:
         raw = control.read_bytes(ControlArea.SPEC)
@@ -48,14 +66,15 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
     except ValueError as exc:
         raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
     status = control.read_json(ControlArea.STATUS)
+    deployment = control.read_json(ControlArea.DEPLOYMENT)
     return ObservedJob(
         name=name,
         control_url=control.url,
         spec=spec if isinstance(spec, dict) else None,
         stable=control.read_json(ControlArea.STABLE),
-        deployment=control.read_json(ControlArea.DEPLOYMENT),
+        deployment=deployment,
         state=(status or {}).get("state"),
-        live=liveness(status).live,
+        live=liveness(status).live or _still_starting(deployment, status),
         rollout=control.read_json(ControlArea.ROLLOUT),
     )
 

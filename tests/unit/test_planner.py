@@ -265,3 +265,21 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
     _write(folder, "broken.yaml", {"name": "Bad Name"})
     bad = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
     assert bad.returncode == 1 and f"{folder}/broken.yaml: name:" in bad.stdout
+
+
+def test_a_submitted_deployment_not_yet_reporting_counts_as_running(tmp_path: Path) -> None:
+    """A run that died right after spark-submit: the driver still starts, so the next plan must not redeploy."""
+    from airflow_async_stream.rollout.observed import read_job
+
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    control.write_json("status.json", {"deployment_id": "old", "state": "stopped", "heartbeat_at": time.time()})
+    driver = {"kind": "local-process", "host": socket.gethostname(), "launcher_pid": os.getpid()}
+    control.write_json("deployment.json", {"deployment_id": "new", "driver": driver, "deployed_at": time.time()})
+    assert read_job("job", control).live
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    control.write_json(
+        "deployment.json", {"deployment_id": "new", "driver": {**driver, "launcher_pid": int(gone.stdout)}}
+    )
+    assert not read_job("job", control).live
