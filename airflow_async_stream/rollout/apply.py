@@ -9,7 +9,6 @@ Every outcome is written to the job's control area (``rollout.json``) before the
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import time
@@ -24,14 +23,14 @@ from airflow_async_stream.deployer import DeploySettings, cluster_killer, deploy
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError, UnsafeSyncRestartError
 from airflow_async_stream.lease import Holder, RunState, held
 from airflow_async_stream.lifecycle import stop_driver, wait_until_running
+from airflow_async_stream.migrations.safe_disable import ASYNC_EVERY_BATCH, SYNCHRONOUS
+from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import PlanItem
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 
 __all__ = ["ApplySettings", "apply_item"]
 
 _log = logging.getLogger(__name__)
-_ASYNC_EVERY_BATCH: dict[str, Any] = {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}}
-_SYNCHRONOUS: dict[str, Any] = {"async_progress": {"enabled": False}}
 FAILED_OUTCOMES = frozenset({"rolled_back", "failed"})
 
 
@@ -62,7 +61,7 @@ def apply_item(
     try:
         with held(control, holder, ttl, run_state):
             step = _Step(item, control, settings, holder, log)
-            before = _Before(control)
+            before = _Before(control, item.job)
             try:
                 outcome.update(_ACTIONS[item.action](step))
             except AsyncStreamError as exc:
@@ -80,14 +79,11 @@ def apply_item(
 class _Before:
     """What the job ran, and its last stable spec, before this step changed anything."""
 
-    def __init__(self, control: ControlArea) -> None:
-        status = control.read_json(ControlArea.STATUS) or {}
-        self.stable_spec = (control.read_json(ControlArea.STABLE) or {}).get("spec")
-        self.was_running = status.get("state") in ("starting", "running")
-        try:
-            self.deployed_spec = json.loads(control.read_bytes(ControlArea.SPEC))
-        except (FileNotFoundError, ValueError):
-            self.deployed_spec = None
+    def __init__(self, control: ControlArea, name: str) -> None:
+        job = read_job(name, control)
+        self.stable_spec = job.stable_spec
+        self.was_running = job.state in ("starting", "running")
+        self.deployed_spec = job.spec
 
     def rollback_target(self) -> dict[str, Any] | None:
         if self.stable_spec:
@@ -179,13 +175,13 @@ def _safe_disable(step: _Step) -> dict[str, Any]:
     if stopped and inspect_checkpoint(item.checkpoint).sync_restart_safe:
         step.log.info("%s: stopped and its checkpoint is safe for a synchronous restart: deploying it so", item.job)
     else:
-        step.deploy_and_confirm(_spec(item, _ASYNC_EVERY_BATCH), True, 2)
+        step.deploy_and_confirm(_spec(item, ASYNC_EVERY_BATCH), True, 2)
         final = step.stop("safe-disable: stop after two batches at interval 0")
         step.log.info("%s: the async job ended %s", item.job, final.get("state"))
         inspection = inspect_checkpoint(item.checkpoint)
         if not inspection.sync_restart_safe:
             raise UnsafeSyncRestartError(f"a synchronous restart is not safe: {inspection.reason}")
-    record = step.deploy_and_confirm(_spec(item, _SYNCHRONOUS), False, 1)
+    record = step.deploy_and_confirm(_spec(item, SYNCHRONOUS), False, 1)
     return {"outcome": "done", "deployment_id": record["deployment_id"]}
 
 
@@ -209,7 +205,7 @@ def _roll_back(step: _Step, before: _Before, error: str) -> dict[str, Any]:
         return {"outcome": "failed", "error": error}
     spec = parse_spec(target)
     if not spec.async_progress.enabled and not inspect_checkpoint(spec.checkpoint).sync_restart_safe:
-        spec = parse_spec(deep_merge(target, _ASYNC_EVERY_BATCH))
+        spec = parse_spec(deep_merge(target, ASYNC_EVERY_BATCH))
         error += "; rolled back with async on at interval 0, because a synchronous restart is not safe"
     step.log.warning("%s: rolling back to its last stable spec", item.job)
     try:
