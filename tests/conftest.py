@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="async-stream-tests-"))
@@ -32,3 +33,20 @@ os.environ.update(
 )
 if not os.environ["PYSPARK_PYTHON"]:
     del os.environ["PYSPARK_PYTHON"]
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """Every test belongs to a tier: tests/unit are quick; tests/integration must say `integration`.
+
+    The quick tier (`scripts/test.sh --quick`, ``-m quick``) is every unit test plus the integration tests
+    also marked ``quick``; the full tier is every test.
+    """
+    import pytest
+
+    unit, integration = REPO / "tests" / "unit", REPO / "tests" / "integration"
+    for item in items:
+        path = Path(str(item.path))
+        if path.is_relative_to(unit):
+            item.add_marker(pytest.mark.quick)
+        elif path.is_relative_to(integration) and item.get_closest_marker("integration") is None:
+            raise pytest.UsageError(f"{item.nodeid}: an integration test must carry pytest.mark.integration")

@@ -12,7 +12,7 @@ from airflow_async_stream.control import ControlArea
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.conftest import run_dag, task_states, xcom
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.quick]  # the quick tier's real-Spark smoke test
 
 
 def test_example_dag_deploys_async_job_and_stops_it_gracefully(airflow_db: None) -> None:
