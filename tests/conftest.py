@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.spark_class_archive import CONF_DIR, SUBMIT_OPTS
+
 REPO = Path(__file__).resolve().parent.parent
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="async-stream-tests-"))
 DAGS_FOLDER = _SESSION_DIR / "dags"
@@ -19,15 +21,9 @@ CHECKPOINT_ROOT = _SESSION_DIR / "checkpoints"
 
 shutil.copytree(REPO / "dags", DAGS_FOLDER, ignore=shutil.ignore_patterns("__pycache__"))
 CHECKPOINT_ROOT.mkdir()
-# Spark settings for every driver the tests start (spark-submit reads $SPARK_CONF_DIR/spark-defaults.conf;
-# a spec's spark_conf still wins). The tests start over 100 short-lived drivers: no web UI, and the JVM's
-# quick C1 compiler only, which cut a driver start (deploy to first micro-batch) by about 15 % here.
-SPARK_CONF_DIR = _SESSION_DIR / "spark-conf"
-SPARK_CONF_DIR.mkdir()
-(SPARK_CONF_DIR / "spark-defaults.conf").write_text(
-    "spark.ui.enabled false\n"
-    "spark.driver.extraJavaOptions -XX:TieredStopAtLevel=1 -XX:+UseSerialGC\n"
-)
+# Spark settings for every driver the tests start: see tests/spark_class_archive.py. The integration tests
+# add a class-data-sharing archive of Spark to them (tests/integration/conftest.py).
+CONF_DIR.mkdir(parents=True, exist_ok=True)
 os.environ.update(
     {
         "AIRFLOW_HOME": str(_SESSION_DIR / "airflow-home"),
@@ -37,7 +33,8 @@ os.environ.update(
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         "ASYNC_STREAM_DEMO_ROOT": str(CHECKPOINT_ROOT),
         "AIRFLOW_ASYNC_STREAM_HOME": str(_SESSION_DIR / "registry"),
-        "SPARK_CONF_DIR": str(SPARK_CONF_DIR),
+        "SPARK_CONF_DIR": str(CONF_DIR),
+        "SPARK_SUBMIT_OPTS": SUBMIT_OPTS,
         "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", ""),
     }
 )

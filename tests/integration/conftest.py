@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -17,8 +18,17 @@ from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.lifecycle import stop_driver
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.standalone_cluster import standalone_cluster  # noqa: F401 (a fixture for the cluster tests)
+from tests.spark_class_archive import ensure_archive, submit_opts
 
 USER_CODE = Path(__file__).resolve().parent / "user_code"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark_class_archive() -> Path | None:
+    """Every driver of the session maps Spark's classes from one archive (see tests/spark_class_archive.py)."""
+    archive = ensure_archive()
+    os.environ["SPARK_SUBMIT_OPTS"] = submit_opts(archive)
+    return archive
 
 
 @pytest.fixture(scope="session")
