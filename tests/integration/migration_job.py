@@ -11,19 +11,19 @@ from airflow_async_stream.control import ControlArea
 
 
 def async_job(checkpoint: str, trigger: str) -> dict:
-    """The job under test: async on with a 5 s interval, so its logs have gaps."""
+    """The job under test: async on with a 2 s interval, so its logs have gaps."""
     return {
         "name": "fault-job",
         "checkpoint": checkpoint,
         "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
         "sink": {"format": "noop"},
         "trigger": {"processing_time": trigger},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
     }
 
 
 def start_async_job(checkpoint: str) -> None:
-    """The job as it runs before the migration: async on, interval 5 s (gaps), deployed by the provider."""
+    """The job as it runs before the migration: async on, interval 2 s (gaps), deployed by the provider."""
     from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 
     spec = async_job(checkpoint, "300 milliseconds")
