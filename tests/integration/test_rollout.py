@@ -41,7 +41,7 @@ def _job(root: Path, name: str, **changes: Any) -> dict[str, Any]:
         "checkpoint": str(root / name),
         "source": {"format": "rate", "options": {"rowsPerSecond": 20}},
         "sink": {"format": "noop"},
-        "trigger": {"processing_time": "500 milliseconds"},
+        "trigger": {"processing_time": "2 seconds"},  # six drivers run at once: each batch costs CPU
         "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
     }
     return parse_spec(deep_merge(spec, changes)).to_mapping()
