@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, liveness, local_pid_alive
-from tests.integration.conftest import checkpoint_files, fail_running_dag_runs
+from tests.integration.conftest import checkpoint_files, fail_running_dag_runs, run_dag
 from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration
@@ -31,8 +32,9 @@ def _dag(checkpoint: str, dag_id: str, trigger: str = "300 milliseconds") -> Pat
     return migration_dag(checkpoint, dag_id, trigger)
 
 
-def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[int, str | None]:
-    """`airflow dags test` in a subprocess; ``strike`` is polled and returns a process group to SIGKILL.
+def _run_dag_process(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[int, str | None]:
+    """`airflow dags test` in a subprocess, so the Airflow run itself can be killed; ``strike`` is polled and
+    returns a process group to SIGKILL (``AIRFLOW_RUN``: the run's own).
 
     Its output goes to a file, not a pipe: nobody reads a pipe while the run goes on, and a full pipe
     would block the run at its next log line.
@@ -56,6 +58,31 @@ def _run_dag(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple
     out = out_file.read()
     out_file.close()
     return proc.returncode, struck if struck else None if strike is None else out[-3000:]
+
+
+def _run_dag(path: Path, dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[str, str | None]:
+    """The DAG run through ``dag.test()`` in this process, ``strike`` polled from a thread: it returns a
+    driver's process group to SIGKILL. (In this process, not `airflow dags test`: a new process spends
+    about 8 s starting Airflow and its in-process execution API before the first task runs.)"""
+    struck: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while strike and not struck and not done.is_set():
+            target = strike(control, dag_id)
+            if target:
+                os.killpg(int(target), signal.SIGKILL)
+                struck.append(f"killed process group {target}")
+            done.wait(0.02)
+
+    watcher = threading.Thread(target=watch, name="fault-injector", daemon=True)
+    watcher.start()
+    try:
+        dag_run = run_dag(path, dag_id)
+    finally:
+        done.set()
+        watcher.join()
+    return str(dag_run.state), struck[0] if struck else None
 
 
 def _deployment(control: ControlArea, async_enabled: bool, interval: int | None = None) -> dict | None:
@@ -115,12 +142,12 @@ def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, stri
     start_async_job(checkpoint_dir)
     before = checkpoint_files(checkpoint_dir)
 
-    code, struck = _run_dag(dag_id, strike, control)
+    _, struck = _run_dag(path, dag_id, strike, control)
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
     _check_invariants(control, checkpoint_dir, before)
 
-    code, _ = _run_dag(dag_id, None, control)
-    assert code == 0, "the re-run did not complete the migration"
+    state, _ = _run_dag(path, dag_id, None, control)
+    assert state == "success", "the re-run did not complete the migration"
     deployment = control.read_json("deployment.json")
     assert deployment["async_progress"]["enabled"] is False
     _check_invariants(control, checkpoint_dir, before)
@@ -153,20 +180,20 @@ def airflow_run_during_sync_deploy(control: ControlArea, dag_id: str) -> str | N
 
 def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir: str) -> None:
     dag_id = "faults_airflow_run_killed"
-    _dag(checkpoint_dir, dag_id)
+    path = _dag(checkpoint_dir, dag_id)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     start_async_job(checkpoint_dir)
     before = checkpoint_files(checkpoint_dir)
 
-    _, struck = _run_dag(dag_id, airflow_run_during_sync_deploy, control)
+    _, struck = _run_dag_process(dag_id, airflow_run_during_sync_deploy, control)
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
     lease = control.read_json("lease.json")
     assert lease and lease["dag_id"] == dag_id, "the dead run should still hold the job"
     _check_invariants(control, checkpoint_dir, before)
 
     fail_running_dag_runs(dag_id)
-    code, _ = _run_dag(dag_id, None, control)
-    assert code == 0, "the re-run did not complete the migration"
+    state, _ = _run_dag(path, dag_id, None, control)
+    assert state == "success", "the re-run did not complete the migration"
     assert control.read_json("deployment.json")["async_progress"]["enabled"] is False
     _check_invariants(control, checkpoint_dir, before)
     assert len(live_drivers(control)) == 1
