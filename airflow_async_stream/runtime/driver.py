@@ -9,11 +9,17 @@ that they, and the digest, match the spec it reads, so a spec swapped after subm
 
 from __future__ import annotations
 
+import sys
+
+from airflow_async_stream.runtime.python_path import without_installed_copies
+
+sys.path[:] = without_installed_copies(sys.path)  # first: before anything imports pyspark
+
 import argparse
 import json
+import os
 import runpy
 import signal
-import sys
 import traceback
 from typing import Any
 
@@ -82,6 +88,13 @@ def _run_query(spec: JobSpec, governor: Governor, spark: Any, secrets: SecretOpt
     governor.run(writer, spark)
 
 
+def _pyspark_in_use() -> dict[str, str]:
+    """Which PySpark this driver imported, for its status record (see runtime/python_path.py)."""
+    import pyspark
+
+    return {"version": pyspark.__version__, "from": os.path.dirname(pyspark.__file__)}
+
+
 def main(argv: list[str] | None = None) -> int:
     secrets = take_from_environment()  # first, so nothing this driver starts inherits them
     redact = Redactor(secrets.secret_values)
@@ -89,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     control = ControlArea(args.control_area)
     job = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("job", "?")
     governor = Governor(control, args.deployment_id, job, redact)
-    governor.starting(secret_options=secrets.names())
+    governor.starting(secret_options=secrets.names(), pyspark=_pyspark_in_use())
 
     def on_sigterm(signum: int, frame: Any) -> None:
         governor.request_stop_from_signal()

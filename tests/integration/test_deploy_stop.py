@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
@@ -33,6 +34,8 @@ def test_example_dag_deploys_async_job_and_stops_it_gracefully(airflow_db: None)
     assert status["state"] == "stopped"
     assert status["deployment_id"] == record["deployment_id"]
     assert status["forced_stop"] is False
+    # The driver imported the installed PySpark (bytecode cached), not spark-submit's zipped copy of it.
+    assert status["pyspark"] == {"version": pyspark.__version__, "from": str(Path(pyspark.__file__).parent)}
     assert xcom(dag_run, "stop")["state"] == "stopped"
 
     progress = control.read_progress(record["deployment_id"])
