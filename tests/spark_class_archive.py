@@ -38,7 +38,9 @@ def _spark_home() -> Path:
 
 def _archive_name() -> str:
     """Named by what the archive must match: the Java runtime, Spark's jars and the classpath."""
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True).stderr
+    java_home = os.environ.get("JAVA_HOME")  # the Java spark-submit runs, as bin/spark-class picks it
+    runner = os.path.join(java_home, "bin", "java") if java_home else "java"
+    java = subprocess.run([runner, "-version"], capture_output=True, text=True, check=True).stderr
     jars = sorted((p.name, p.stat().st_size) for p in (_spark_home() / "jars").glob("*.jar"))
     key = repr((java, str(_spark_home()), str(CONF_DIR), jars)).encode()
     return f"spark-{hashlib.sha256(key).hexdigest()[:16]}.jsa"
