@@ -1,6 +1,6 @@
 """Faster Spark driver starts for the tests: Java options, and a class-data-sharing archive of Spark.
 
-The integration tests start over 100 short-lived Spark drivers, and a driver spends most of its start
+The integration tests start about 90 short-lived Spark drivers, and a driver spends most of its start
 loading Spark's classes. Java's application class-data sharing maps them from an archive written once by
 a training run (``spark_scripts/class_archive_training.py``): measured here, spark-submit to the first
 micro-batch about 45 % shorter. The archive is kept in the virtual environment, named by the Java and
@@ -19,6 +19,8 @@ import os
 import subprocess
 import sys
 import time
+import warnings
+from importlib.util import find_spec
 from pathlib import Path
 
 #: No web UI; the JVM's quick C1 compiler only (a short-lived driver never profits from C2).
@@ -30,10 +32,11 @@ TRAINING = Path(__file__).resolve().parent / "integration" / "spark_scripts" / "
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def _spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
+def spark_home() -> Path:
+    """The installed pyspark package, a Spark distribution (bin/, jars/), as the deploy hook finds it."""
+    spec = find_spec("pyspark")
+    assert spec and spec.submodule_search_locations, "pyspark is not installed"
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _archive_name() -> str:
@@ -41,8 +44,8 @@ def _archive_name() -> str:
     java_home = os.environ.get("JAVA_HOME")  # the Java spark-submit runs, as bin/spark-class picks it
     runner = os.path.join(java_home, "bin", "java") if java_home else "java"
     java = subprocess.run([runner, "-version"], capture_output=True, text=True, check=True).stderr
-    jars = sorted((p.name, p.stat().st_size) for p in (_spark_home() / "jars").glob("*.jar"))
-    key = repr((java, str(_spark_home()), str(CONF_DIR), jars)).encode()
+    jars = sorted((p.name, p.stat().st_size) for p in (spark_home() / "jars").glob("*.jar"))
+    key = repr((java, str(spark_home()), str(CONF_DIR), jars)).encode()
     return f"spark-{hashlib.sha256(key).hexdigest()[:16]}.jsa"
 
 
@@ -56,7 +59,7 @@ def _train(archive: Path) -> None:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
     done = subprocess.run(
-        [str(_spark_home() / "bin" / "spark-submit"), "--master", "local[2]", str(TRAINING)],
+        [str(spark_home() / "bin" / "spark-submit"), "--master", "local[2]", str(TRAINING)],
         env=env,
         capture_output=True,
         text=True,
@@ -73,7 +76,7 @@ def _train(archive: Path) -> None:
 
 
 def ensure_archive() -> Path | None:
-    """The archive for this venv, written now if missing; None (and a line saying why) if it cannot be."""
+    """The archive for this venv, written now if missing; None (and a warning saying why) if it cannot be."""
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     try:
         archive = CACHE / _archive_name()
@@ -83,7 +86,7 @@ def ensure_archive() -> Path | None:
             print(f"\nspark class archive: written in {time.monotonic() - start:.0f} s to {archive}")
         return archive
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        print(f"\nspark class archive: none, drivers start without it ({exc})")
+        warnings.warn(f"spark class archive: none, drivers start without it ({exc})", stacklevel=2)
         return None
 
 

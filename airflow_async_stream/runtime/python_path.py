@@ -13,15 +13,14 @@ from pathlib import Path
 
 __all__ = ["without_installed_copies"]
 
-#: What spark-submit zips, and the package each zip holds.
-_ZIPPED = {"pyspark": "pyspark", "py4j": "py4j"}
+#: The packages spark-submit puts on the path as zips: ``pyspark.zip``, ``py4j-<version>-src.zip``.
+_ZIPPED = ("pyspark", "py4j")
 
 
 def _package_zipped(zip_path: Path) -> str | None:
-    for prefix, package in _ZIPPED.items():
-        if zip_path.name == f"{prefix}.zip" or (zip_path.name.startswith(f"{prefix}-") and zip_path.suffix == ".zip"):
-            return package
-    return None
+    if zip_path.suffix != ".zip":
+        return None
+    return next((p for p in _ZIPPED if zip_path.stem == p or zip_path.stem.startswith(f"{p}-")), None)
 
 
 def without_installed_copies(path: list[str]) -> list[str]:

@@ -11,11 +11,12 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.spark_class_archive import spark_home
 
 WORKER_CORES = 2
 WORKER_MEMORY = "2g"
@@ -25,12 +26,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _spark_home() -> Path:
-    spec = find_spec("pyspark")
-    assert spec and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @dataclass
@@ -52,10 +47,10 @@ class StandaloneCluster:
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SPARK_HOME": str(_spark_home()), "SPARK_NO_DAEMONIZE": "1"}
+    env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_NO_DAEMONIZE": "1"}
     with open(log, "wb") as out:
         return subprocess.Popen(
-            [str(_spark_home() / "bin" / "spark-class"), *args],
+            [str(spark_home() / "bin" / "spark-class"), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
