@@ -204,6 +204,9 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         control, "stop from the command line", graceful_timeout_s=args.graceful_timeout, kill_after_s=args.kill_after
     )
     state = (outcome.status or {}).get("state", "never deployed")
+    if outcome.exiting_pid:
+        print(f"stopping: state {state}, but driver process {outcome.exiting_pid} on this host is still exiting")
+        return EXIT_INVALID
     print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
     return EXIT_INVALID if outcome.was_live and state == "failed" else EXIT_OK
 

@@ -7,7 +7,6 @@ The caller's hold on the job is taken here for the deploy (renewed when the call
 from __future__ import annotations
 
 import logging
-import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,10 +17,11 @@ from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import latest_batch
 from airflow_async_stream.control import ControlArea, liveness, now
 from airflow_async_stream.driver_args import driver_arguments
+from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyRunningError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
 from airflow_async_stream.lease import Holder, RunState, held
-from airflow_async_stream.lifecycle import stop_driver, wait_until_running
+from airflow_async_stream.lifecycle import stop_driver, wait_for_driver_exit, wait_until_running
 from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
@@ -113,7 +113,7 @@ def _launch(
             registry.local_log_path(spec.name, deployment_id) if on_host else control.path(ControlArea.DRIVER_LOG)
         )
         pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env())
-        record["driver"] = {"kind": "local-process", "host": socket.gethostname(), "launcher_pid": pid}
+        record["driver"] = {"kind": "local-process", **identify(pid)}
         record["driver"].update(log=log_path, log_on_host=on_host)
     else:
         record["driver"] = hook.submit_to_cluster(
@@ -167,6 +167,13 @@ def _make_room(
     status = control.read_json(ControlArea.STATUS)
     judged = liveness(status)
     if not judged.live:
+        # Its status is final (or stale), but a driver process of this host may still be on its way out.
+        exiting = wait_for_driver_exit(control, settings.stop_kill_after_s, log)
+        if exiting:
+            raise JobAlreadyRunningError(
+                f"job {spec.name!r}: the previous driver's process (pid {exiting}) on this host has not exited "
+                f"{settings.stop_kill_after_s:.0f} s after its query ended ({judged.reason}); not deploying beside it"
+            )
         return
     assert status is not None
     holder = f"deployment {status.get('deployment_id')} (pid {status.get('pid')} on {status.get('host')})"
@@ -184,6 +191,12 @@ def _make_room(
         log=log,
         kill_remote=hook.kill_cluster_driver,
     )
+    if outcome.exiting_pid:
+        raise JobAlreadyRunningError(
+            f"job {spec.name!r}: the previous driver stopped its query, but its process (pid "
+            f"{outcome.exiting_pid}) is still exiting {settings.stop_kill_after_s:.0f} s after the stop request; "
+            "not deploying beside it"
+        )
     log.info("Previous deployment ended: %s", (outcome.status or {}).get("state"))
 
 

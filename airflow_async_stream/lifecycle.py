@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.control import FINAL_STATES, ControlArea, liveness, local_pid_alive, now
+from airflow_async_stream.driver_process import DriverProcess
 from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, StopTimeoutError
 
-__all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_until_running"]
+__all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_for_driver_exit", "wait_until_running"]
 
 _log = logging.getLogger(__name__)
 #: How often a wait reads the status record: often on a local disk (a read costs microseconds, and a
@@ -25,6 +26,8 @@ POLL_S = 0.1
 REMOTE_POLL_S = 0.5
 REPORT_EVERY_S = 10.0
 CLUSTER_CHECK_EVERY_S = 5.0
+#: How long a killed driver process may take to vanish before the stop reports.
+KILLED_EXIT_S = 10.0
 #: YARN application states and Kubernetes pod phases of a driver that is no more.
 CLUSTER_ENDED_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "SUCCEEDED"})
 
@@ -117,10 +120,12 @@ def wait_until_running(
 
 @dataclass(frozen=True)
 class StopOutcome:
-    """How a stop went: whether a driver was live when asked, and its final status record."""
+    """How a stop went: whether a driver was live when asked, its final status record, and, when its
+    process on this host had not exited by the stop's time limit, that process's pid."""
 
     was_live: bool
     status: dict[str, Any] | None
+    exiting_pid: int | None = None
 
 
 def stop_driver(
@@ -134,9 +139,12 @@ def stop_driver(
 ) -> StopOutcome:
     """Ask the live driver to stop between micro-batches and wait for its final status.
 
-    A driver that has not stopped ``kill_after_s`` seconds after the request is killed, if it was
-    launched from this host or ``kill_remote`` can kill it on its cluster (the hook's YARN/Kubernetes
-    calls), and its status is rewritten to say so; any other raises StopTimeoutError.
+    A driver process this host launched is then awaited until it has exited, so a deploy right after
+    never overlaps it (still there ``kill_after_s`` after the request: the outcome names its pid).
+    A driver that has not stopped ``kill_after_s`` seconds after the request is killed, if it provably
+    is a process this host launched or ``kill_remote`` can kill it on its cluster (the hook's
+    YARN/Kubernetes calls), and its status is rewritten to say so; any other raises StopTimeoutError
+    naming where to stop it from.
     """
     status = control.read_json(ControlArea.STATUS)
     judged = liveness(status)
@@ -153,7 +161,9 @@ def stop_driver(
         status = _status_of(control, deployment_id) or status
         if status.get("state") in FINAL_STATES:
             log.info("Deployment %s is %s", deployment_id, status["state"])
-            return StopOutcome(True, status)
+            left_s = max(0.0, start + kill_after_s - time.monotonic())
+            exiting = wait_for_driver_exit(control, left_s, log, sleep, deployment_id)
+            return StopOutcome(True, status, exiting)
         judged = liveness(status)
         if not judged.live:
             why = f"the driver disappeared while stopping ({judged.reason})"
@@ -178,27 +188,63 @@ def _record_lost(control: ControlArea, status: dict[str, Any], why: str) -> dict
     return final
 
 
+def _driver_of(control: ControlArea, deployment_id: str | None = None) -> dict[str, Any] | None:
+    """The driver entry of the deployment record (when given, only if the record is that deployment's)."""
+    deployment = control.read_json(ControlArea.DEPLOYMENT) or {}
+    if deployment_id is not None and deployment.get("deployment_id") != deployment_id:
+        return None
+    return deployment.get("driver")
+
+
+def wait_for_driver_exit(
+    control: ControlArea,
+    timeout_s: float,
+    log: logging.Logger = _log,
+    sleep: Callable[[float], None] = time.sleep,
+    deployment_id: str | None = None,
+) -> int | None:
+    """Wait until the latest deployment's driver process on this host has exited; its pid if it is
+    still there after ``timeout_s``. Drivers of other hosts and clusters are not waited for here."""
+    process = DriverProcess.of(_driver_of(control, deployment_id))
+    if process.refusal is not None or not process.alive:
+        return None
+    deadline = time.monotonic() + timeout_s
+    log.info("Waiting for the driver process (pid %s) to exit", process.pid)
+    while DriverProcess.of(_driver_of(control, deployment_id)).alive:
+        if time.monotonic() >= deadline:
+            log.warning("The driver process (pid %s) is still exiting after %.0f s", process.pid, timeout_s)
+            return process.pid
+        sleep(POLL_S)
+    return None
+
+
 def _kill(
     control: ControlArea,
     status: dict[str, Any],
     waited_s: float,
     kill_remote: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    deployment = control.read_json(ControlArea.DEPLOYMENT) or {}
-    driver = deployment.get("driver") or {}
-    ours = deployment.get("deployment_id") == status.get("deployment_id")
-    if ours and kill_remote is not None and driver.get("kind") not in (None, "local-process"):
+    deployment_id = str(status.get("deployment_id"))
+    driver = _driver_of(control, deployment_id)
+    if driver is not None and kill_remote is not None and driver.get("kind") not in (None, "local-process"):
         kill_remote(driver)
         return _record_lost(
             control, status, f"killed on the cluster: no final status {waited_s:.0f} s after the stop request"
         )
-    if not ours or not driver.get("launcher_pid"):
+    process = DriverProcess.of(driver)
+    if driver is None or process.refusal is not None:
+        why = process.refusal if driver is not None else "its deployment record names another deployment"
         raise StopTimeoutError(
-            f"deployment {status.get('deployment_id')} did not stop within {waited_s:.0f} s and is not "
-            "a driver this host launched; stop it with the cluster's tools"
+            f"deployment {deployment_id} did not stop within {waited_s:.0f} s and is not signalled from here: {why}"
         )
+    if not process.alive:
+        return _record_lost(control, status, f"the driver process (pid {process.pid}) exited without a final status")
+    assert process.pid is not None
     try:
-        os.killpg(int(driver["launcher_pid"]), signal.SIGKILL)  # launched as its own process group
+        os.killpg(process.pid, signal.SIGKILL)  # launched as its own process group
     except ProcessLookupError:
         pass
+    deadline = time.monotonic() + KILLED_EXIT_S
+    while DriverProcess.of(driver).alive and time.monotonic() < deadline:
+        time.sleep(POLL_S)
     return _record_lost(control, status, f"killed: no final status {waited_s:.0f} s after the stop request")

@@ -8,7 +8,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.deployer import cluster_killer
-from airflow_async_stream.exceptions import DriverFailedError
+from airflow_async_stream.exceptions import DriverFailedError, StopTimeoutError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, held
 from airflow_async_stream.lifecycle import stop_driver
@@ -67,6 +67,11 @@ class StopStreamingJobOperator(BaseOperator):
                 kill_remote=cluster_killer(self.conn_id),
             )
         status = outcome.status
+        if outcome.exiting_pid:
+            raise StopTimeoutError(
+                f"job {spec.name!r} stopped its query, but its driver process (pid {outcome.exiting_pid}) is "
+                f"still exiting {self.kill_after_s:.0f} s after the stop request"
+            )
         if outcome.was_live and status and status.get("state") == "failed":
             raise DriverFailedError(f"job {spec.name!r} did not stop cleanly: {status.get('error')}")
         return status

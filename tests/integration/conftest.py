@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,3 +116,44 @@ def task_states(dag_run: Any) -> dict[str, str]:
 def xcom(dag_run: Any, task_id: str) -> Any:
     ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == task_id)
     return ti.xcom_pull(task_ids=task_id)
+
+
+class DriverWatch:
+    """Samples this host's processes every 20 ms and counts the spark-submit process groups whose command
+    line names ``marker`` (a checkpoint): two at once would be two drivers overlapping on one checkpoint."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker.encode()
+        self.most_at_once = 0
+        self.groups_seen: set[int] = set()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="driver-watch", daemon=True)
+
+    def _groups(self) -> set[int]:
+        groups = set()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if self.marker not in (entry / "cmdline").read_bytes():
+                    continue
+                stat = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if stat[0] != "Z":
+                groups.add(int(stat[2]))  # field 5: the process group (spark-submit leads its own)
+        return groups
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            groups = self._groups()
+            self.groups_seen |= groups
+            self.most_at_once = max(self.most_at_once, len(groups))
+
+    def __enter__(self) -> DriverWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()

@@ -9,7 +9,7 @@ import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, local_pid_alive
-from tests.integration.conftest import run_dag, task_states, write_dag, xcom
+from tests.integration.conftest import DriverWatch, run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +59,8 @@ def test_second_deploy_on_live_checkpoint_is_refused_and_redeploy_takes_over(
         one_driver_per_checkpoint()
         """,
     )
-    dag_run = run_dag(path, "one_driver_per_checkpoint")
+    with DriverWatch(checkpoint_dir) as watch:
+        dag_run = run_dag(path, "one_driver_per_checkpoint")
     out = capfd.readouterr()
 
     states = task_states(dag_run)
@@ -76,6 +77,8 @@ def test_second_deploy_on_live_checkpoint_is_refused_and_redeploy_takes_over(
     first, takeover = xcom(dag_run, "first"), xcom(dag_run, "takeover")
     assert first["deployment_id"] != takeover["deployment_id"]
     assert not local_pid_alive(first["driver"]["launcher_pid"]), "the first driver outlived the redeploy"
+    # The takeover launched its driver only once the first one's process had exited: never two at once.
+    assert len(watch.groups_seen) == 2 and watch.most_at_once == 1, (watch.groups_seen, watch.most_at_once)
     # The takeover resumed from the first driver's checkpoint instead of starting over.
     assert takeover["start_batch"] is not None and takeover["first_batch_id"] > takeover["start_batch"]
     assert ControlArea.for_checkpoint(checkpoint_dir).read_json("status.json")["state"] == "stopped"

@@ -9,7 +9,7 @@ import pyspark
 import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.control import ControlArea, local_pid_alive
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.conftest import run_dag, task_states, xcom
 
@@ -18,12 +18,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.quick]  # the quick tier's re
 
 def test_example_dag_deploys_async_job_and_stops_it_gracefully(airflow_db: None) -> None:
     dag_run = run_dag(DAGS_FOLDER / "example_deploy_stop.py", "example_deploy_stop")
+    record = xcom(dag_run, "deploy")
+    # The stop returned once the driver process had exited, not just its query.
+    assert not local_pid_alive(record["driver"]["launcher_pid"]), "stop returned before the driver exited"
 
     assert task_states(dag_run) == {"deploy": "success", "committed_batch": "success", "stop": "success"}
     checkpoint = str(CHECKPOINT_ROOT / "rate-to-noop")
     assert batch_ids(checkpoint, "commits"), "no committed batch in commits/"
 
-    record = xcom(dag_run, "deploy")
     assert record["job"] == "rate-to-noop"
     assert record["async_progress"] == {"enabled": True, "checkpoint_interval_ms": 1000}
     assert record["first_batch_id"] is not None and record["query_id"]

@@ -1,0 +1,99 @@
+"""Which process a deployment launched on this host, and whether it is still that process.
+
+A driver launched on an Airflow host is recorded with the host's name, the kernel's boot id, the pid
+namespace and spark-submit's pid with its start time (in clock ticks after boot, from ``/proc``). A
+process is signalled only when all of them match here: another host, a reboot, another container's pid
+space or a pid reused by another program all mean "not ours", and such a process is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DriverProcess", "identify", "this_host"]
+
+_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def _boot_id() -> str:
+    with open(_BOOT_ID, encoding="ascii") as fh:
+        return fh.read().strip()
+
+
+def _pid_namespace() -> str:
+    return os.readlink("/proc/self/ns/pid")
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks after boot; None when no such process (or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+    if fields[0] == "Z":  # exited, waiting to be reaped: gone for every purpose here
+        return None
+    return int(fields[19])  # field 22 of stat; fields[0] is field 3 (the state)
+
+
+def identify(pid: int) -> dict[str, Any]:
+    """The identity fields of a process of this host, for its deployment's driver record."""
+    return {
+        "host": this_host(),
+        "launcher_pid": pid,
+        "launcher_started": _start_ticks(pid),
+        "boot_id": _boot_id(),
+        "pid_namespace": _pid_namespace(),
+    }
+
+
+@dataclass(frozen=True)
+class DriverProcess:
+    """The process a driver record names, judged from this host."""
+
+    pid: int | None
+    host: str | None
+    #: None when that process provably runs here; else why it may not be signalled from here.
+    refusal: str | None
+    #: True while the process runs here (only known for a provable process of this host).
+    alive: bool
+
+    @classmethod
+    def of(cls, driver: dict[str, Any] | None) -> DriverProcess:
+        driver = driver or {}
+        pid = int(driver["launcher_pid"]) if driver.get("launcher_pid") else None
+        host = driver.get("host")
+        if driver.get("kind", "local-process") != "local-process" or pid is None:
+            return cls(pid, host, "its driver is not a process launched from an Airflow host", False)
+        if host != this_host():
+            return cls(
+                pid,
+                host,
+                f"its driver was launched on host {host}, not on this host ({this_host()}): stop it from {host}",
+                False,
+            )
+        if driver.get("launcher_started") is None:
+            return cls(
+                pid,
+                host,
+                "its deployment record (from an earlier release) does not identify the driver process, so it is "
+                f"never signalled; see `ps -o pid,lstart,args -p {pid}` and kill it yourself if it is that driver",
+                False,
+            )
+        if driver.get("boot_id") != _boot_id():
+            return cls(pid, host, f"this host has restarted since the driver (pid {pid}) was launched", False)
+        if driver.get("pid_namespace") != _pid_namespace():
+            return cls(pid, host, f"the driver (pid {pid}) was launched in another pid namespace on {host}", False)
+        started = _start_ticks(pid)
+        if started is None:
+            return cls(pid, host, None, False)
+        if started != int(driver["launcher_started"]):
+            return cls(pid, host, f"pid {pid} on this host is now another process, not the driver", False)
+        return cls(pid, host, None, True)

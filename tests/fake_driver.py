@@ -1,0 +1,46 @@
+"""A stand-in for a live driver, for tests of stopping and signalling (no Spark): it keeps a fresh
+status record in a control area and, with ``--obey``, answers a stop request like the real driver
+(final status ``stopped``), then lingers ``--linger`` seconds before it exits, as a JVM does.
+
+    python -m tests.fake_driver CONTROL_AREA DEPLOYMENT_ID [--obey] [--linger S] [--record-deployment]
+
+``--record-deployment`` writes the deployment record naming this process as its launcher, as a
+deploy from this host would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import time
+
+from airflow_async_stream.control import ControlArea, now
+from airflow_async_stream.driver_process import identify
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("control")
+    parser.add_argument("deployment_id")
+    parser.add_argument("--obey", action="store_true")
+    parser.add_argument("--linger", type=float, default=0.0)
+    parser.add_argument("--record-deployment", action="store_true")
+    args = parser.parse_args()
+    control = ControlArea(args.control)
+    control.ensure()
+    if args.record_deployment:
+        driver = {"kind": "local-process", **identify(os.getpid())}
+        control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": args.deployment_id, "driver": driver})
+    status = {"deployment_id": args.deployment_id, "pid": os.getpid(), "host": socket.gethostname(), "batches": 1}
+    while True:
+        if args.obey and control.stop_request_for(args.deployment_id):
+            control.write_json(ControlArea.STATUS, {**status, "state": "stopped", "heartbeat_at": now()})
+            time.sleep(args.linger)
+            return
+        control.write_json(ControlArea.STATUS, {**status, "state": "running", "heartbeat_at": now()})
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""A stop signals a process only when this host launched it and it still is that driver; and a stop
+that says ``stopped`` means the driver process has exited. Real processes (tests/fake_driver.py, no
+Spark); a second host is a process under ``unshare --uts --pid --fork --mount-proc`` with its own name."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver_process import identify
+from airflow_async_stream.exceptions import StopTimeoutError
+from airflow_async_stream.lifecycle import stop_driver
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+OTHER_HOST = "other-host"
+
+
+def _on_other_host(*command: str) -> list[str]:
+    """A command run under its own hostname and pid space, over the same files (a second host)."""
+    return ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c",
+            f'hostname {OTHER_HOST} && exec "$0" "$@"', *command]  # fmt: skip
+
+
+@pytest.fixture
+def control(tmp_path: Path) -> ControlArea:
+    area = ControlArea(str(tmp_path / "ck.async-stream"))
+    area.ensure()
+    return area
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # its group: under unshare, the driver is a child
+            process.wait()
+
+
+def _fake_driver(
+    control: ControlArea, processes: list[subprocess.Popen[bytes]], *args: str, command: list[str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a fake live driver as its own process group and wait for its first status record."""
+    deployment_id = f"d-{uuid.uuid4().hex[:6]}"
+    argv = [sys.executable, "-m", "tests.fake_driver", control.url, deployment_id, *args]
+    process = subprocess.Popen((command or []) + argv, cwd=ROOT, start_new_session=True)
+    processes.append(process)
+    deadline = time.monotonic() + 30
+    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != deployment_id:
+        assert process.poll() is None, "the fake driver exited"
+        assert time.monotonic() < deadline, "the fake driver wrote no status"
+        time.sleep(0.02)
+    return process
+
+
+def _record(control: ControlArea, driver: dict[str, Any]) -> None:
+    deployment_id = control.read_json(ControlArea.STATUS)["deployment_id"]  # type: ignore[index]
+    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": deployment_id, "driver": driver})
+
+
+def _stop(control: ControlArea, kill_after_s: float = 0.3) -> Any:
+    return stop_driver(control, "test", graceful_timeout_s=0.1, kill_after_s=kill_after_s)
+
+
+def test_a_driver_recorded_on_another_host_is_never_signalled(control: ControlArea, processes: list[Any]) -> None:
+    process = _fake_driver(control, processes)
+    _record(control, {"kind": "local-process", **identify(process.pid), "host": OTHER_HOST})
+
+    with pytest.raises(StopTimeoutError, match=f"launched on host {OTHER_HOST}.*stop it from {OTHER_HOST}"):
+        _stop(control)
+    assert process.poll() is None, "a process of this host was signalled for a driver of another host"
+    assert control.read_json(ControlArea.STATUS)["state"] == "running"  # type: ignore[index]
+
+
+def test_a_reused_pid_is_left_alone(control: ControlArea, processes: list[Any]) -> None:
+    process = _fake_driver(control, processes)
+    driver = identify(process.pid)
+    _record(control, {"kind": "local-process", **driver, "launcher_started": driver["launcher_started"] - 1})
+
+    with pytest.raises(StopTimeoutError, match=f"pid {process.pid} on this host is now another process"):
+        _stop(control)
+    assert process.poll() is None
+
+
+def test_a_record_of_the_current_release_without_identity_is_never_signalled(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    process = _fake_driver(control, processes)
+    _record(control, {"kind": "local-process", "host": identify(process.pid)["host"], "launcher_pid": process.pid})
+
+    with pytest.raises(StopTimeoutError, match=rf"earlier release.*ps -o pid,lstart,args -p {process.pid}"):
+        _stop(control)
+    assert process.poll() is None
+
+
+def test_a_provable_driver_of_this_host_that_does_not_stop_is_killed(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    process = _fake_driver(control, processes)
+    _record(control, {"kind": "local-process", **identify(process.pid)})
+
+    outcome = _stop(control)
+
+    assert process.wait(timeout=5) == -9
+    assert outcome.status["state"] == "failed" and outcome.status["error"].startswith("killed")
+
+
+def test_stopped_means_the_driver_process_has_exited(control: ControlArea, processes: list[Any]) -> None:
+    process = _fake_driver(control, processes, "--obey", "--linger", "1.5")
+    _record(control, {"kind": "local-process", **identify(process.pid)})
+
+    outcome = _stop(control, kill_after_s=30)
+
+    assert outcome.status["state"] == "stopped"
+    assert process.poll() is not None, "stop returned while the driver process was still running"
+    assert outcome.exiting_pid is None
+
+
+def test_a_driver_still_exiting_at_the_time_limit_is_named(control: ControlArea, processes: list[Any]) -> None:
+    process = _fake_driver(control, processes, "--obey", "--linger", "60")
+    _record(control, {"kind": "local-process", **identify(process.pid)})
+
+    outcome = _stop(control, kill_after_s=1)
+
+    assert outcome.status["state"] == "stopped"
+    assert outcome.exiting_pid == process.pid
+    assert process.poll() is None  # never killed: it stopped its query and is on its way out
+
+
+needs_unshare = pytest.mark.skipif(
+    shutil.which("unshare") is None or os.geteuid() != 0, reason="needs unshare and root (a simulated second host)"
+)
+
+
+@needs_unshare
+def test_a_stop_from_another_host_signals_nothing_here(control: ControlArea, processes: list[Any]) -> None:
+    process = _fake_driver(control, processes, "--record-deployment")
+
+    out = subprocess.run(
+        _on_other_host(CLI, "stop", control.url, "--graceful-timeout", "0.2", "--kill-after", "0.5"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert out.returncode == 2, out
+    assert f"launched on host {identify(process.pid)['host']}" in out.stderr
+    assert process.poll() is None
+    assert control.read_json(ControlArea.STATUS)["state"] == "running"  # type: ignore[index]
+
+
+@needs_unshare
+def test_a_driver_launched_on_another_host_is_not_signalled_from_here(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    process = _fake_driver(control, processes, "--record-deployment", command=_on_other_host())
+
+    with pytest.raises(StopTimeoutError, match=f"launched on host {OTHER_HOST}"):
+        _stop(control)
+    assert process.poll() is None
+    deployment = control.read_json(ControlArea.DEPLOYMENT)
+    assert deployment["driver"]["host"] == OTHER_HOST  # type: ignore[index]
