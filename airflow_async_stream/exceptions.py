@@ -7,6 +7,7 @@ __all__ = [
     "SpecError",
     "JavaNotFoundError",
     "DeployError",
+    "ConnectionLookupError",
     "JobAlreadyRunningError",
     "DriverFailedError",
     "DriverStartTimeoutError",
@@ -44,6 +45,10 @@ class JavaNotFoundError(AsyncStreamError, RuntimeError):
 
 class DeployError(AsyncStreamError, RuntimeError):
     """A deploy could not be carried out."""
+
+
+class ConnectionLookupError(DeployError):
+    """An Airflow connection could not be read: it may exist, so nothing falls back to a default."""
 
 
 class JobAlreadyRunningError(DeployError):

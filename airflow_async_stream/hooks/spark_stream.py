@@ -13,6 +13,7 @@ embedded local Spark (``local[*]``) from the pyspark package, which needs only J
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -25,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.sdk import Connection
 from airflow.sdk.exceptions import AirflowException
 from airflow.sdk.log import mask_secret
 
-from airflow_async_stream.exceptions import DeployError, JavaNotFoundError
+from airflow_async_stream.exceptions import ConnectionLookupError, DeployError, JavaNotFoundError
+from airflow_async_stream.hooks.connection_lookup import find_connection
 from airflow_async_stream.secret_options import ConnectionFields, SecretOptions, kafka_options
 from airflow_async_stream.spec import JobSpec
 
@@ -72,6 +75,17 @@ def check_java() -> str:
     return next(line.strip() for line in (out.stderr + out.stdout).splitlines() if match.group(0) in line)
 
 
+def _extra_of(conn: Any) -> dict[str, Any]:
+    """A connection's extra as a dict; one that is not a JSON object is an error (never read as empty)."""
+    try:
+        extra = json.loads(conn.extra) if conn.extra else {}
+    except ValueError:
+        extra = None
+    if not isinstance(extra, dict):
+        raise ConnectionLookupError(f"the extra of Airflow connection {conn.conn_id!r} is not a JSON object")
+    return extra
+
+
 class StreamingJobHook(SparkSubmitHook):
     """spark-submit for streaming jobs: launches detached and returns the driver's process id."""
 
@@ -94,18 +108,27 @@ class StreamingJobHook(SparkSubmitHook):
             ) from exc
 
     def _resolve_connection(self) -> dict[str, Any]:
+        """The provider's resolution of the connection, or of ``local[*]`` when it does not exist.
+
+        Only a connection that does not exist means the embedded local Spark; one that cannot be read
+        (a secrets backend failing, a malformed URI or extra) fails here, naming it.
+        """
+        conn = find_connection(self._conn_id)
+        self._embedded = conn is None
+        if conn is not None:
+            self.extra = _extra_of(conn)
+        answer = (
+            conn if conn is not None else Connection(conn_id=self._conn_id, conn_type="spark", host=EMBEDDED_MASTER)
+        )
+        self.get_connection = lambda conn_id: answer  # type: ignore[method-assign] - the provider asks once more
         try:
-            self.extra = dict(self.get_connection(self._conn_id).extra_dejson or {})
-        except AirflowException:
-            self._embedded = True
-        data = super()._resolve_connection()
+            data = super()._resolve_connection()
+        except ValueError as exc:  # the provider's own checks of the extra (spark-binary, spark-home)
+            raise ConnectionLookupError(f"Airflow connection {self._conn_id!r}: {exc}") from None
+        finally:
+            del self.get_connection
         if self._embedded:
-            self.log.info(
-                "No connection %r: running on the embedded local Spark (%s), not on yarn",
-                self._conn_id,
-                EMBEDDED_MASTER,
-            )
-            data["master"] = EMBEDDED_MASTER
+            self.log.info("No connection %r: running on the embedded local Spark (%s)", self._conn_id, EMBEDDED_MASTER)
         return data
 
     @property

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.driver_args import driver_arguments, parse_driver_arguments, spec_digest
-from airflow_async_stream.exceptions import JavaNotFoundError
+from airflow_async_stream.exceptions import ConnectionLookupError, JavaNotFoundError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
 from airflow_async_stream.spec import parse_spec
 
@@ -40,6 +40,35 @@ def test_without_a_connection_jobs_run_on_the_embedded_local_spark() -> None:
     parsed = parse_driver_arguments(tail)
     assert (parsed.async_progress_enabled, parsed.async_progress_interval_ms) == ("true", 250)
     assert parsed.spec_sha256 == spec_digest(b"{}")
+
+
+def test_a_missing_connection_is_said_once_and_not_as_yarn(capsys: pytest.CaptureFixture[str]) -> None:
+    StreamingJobHook(conn_id="no_such_connection", name="x")  # Airflow's task logger writes to stdout here
+    out = capsys.readouterr()
+    assert "No connection 'no_such_connection': running on the embedded local Spark (local[*])" in out.out
+    assert "yarn" not in out.out + out.err
+
+
+def test_a_malformed_connection_uri_fails_naming_it_without_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_BROKEN", "spark://user:s3cret-pw@spark-master:notaport")
+    with pytest.raises(ConnectionLookupError, match="'spark_broken' could not be read.*Port could not be cast") as err:
+        StreamingJobHook(conn_id="spark_broken", name="x")
+    assert "s3cret-pw" not in str(err.value)
+
+
+def test_a_connection_whose_extra_is_not_json_fails_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_EXTRA", '{"conn_type": "spark", "host": "local[2]", "extra": "{oops"}')
+    with pytest.raises(ConnectionLookupError, match="extra of Airflow connection 'spark_extra' is not a JSON object"):
+        StreamingJobHook(conn_id="spark_extra", name="x")
+
+
+def test_a_secrets_backend_that_is_down_fails_the_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk import configuration
+
+    monkeypatch.setattr(configuration, "_secrets_backend_cache", {})  # this test's backend only
+    monkeypatch.setenv("AIRFLOW__SECRETS__BACKEND", "tests.unit.fixtures.broken_secrets.UnreachableBackend")
+    with pytest.raises(ConnectionLookupError, match="'spark_default'.*UnreachableBackend: ConnectionError: vault"):
+        StreamingJobHook(conn_id="spark_default", name="x")
 
 
 def test_a_spark_connection_chooses_the_master(monkeypatch: pytest.MonkeyPatch) -> None:
