@@ -252,3 +252,29 @@ def test_shell_metacharacters_reach_spark_submit_as_plain_arguments(
     assert f"spark.app.note=$(touch {pwned})" in args
     assert not pwned.exists(), "a shell ran part of the path"
     assert batch_ids(checkpoint, "commits"), "the job did not run on that checkpoint"
+
+
+def test_a_connection_that_cannot_be_read_fails_the_deploy_instead_of_running_locally(
+    airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", "spark://user:hunter2-pw@spark-master:notaport")
+    path = write_dag(
+        "unreadable_connection",
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.operators import DeployStreamingJobOperator
+
+        @dag(schedule=None)
+        def unreadable_connection():
+            DeployStreamingJobOperator(task_id="deploy", spec={_spec(checkpoint_dir)!r})
+
+        unreadable_connection()
+        """,
+    )
+    dag_run = run_dag(path, "unreadable_connection")
+    out = capfd.readouterr()
+
+    assert task_states(dag_run) == {"deploy": "failed"}
+    assert "Airflow connection 'spark_default' could not be read" in out.out + out.err
+    assert "hunter2-pw" not in out.out + out.err
+    assert ControlArea.for_checkpoint(checkpoint_dir).read_json("deployment.json") is None, "a driver was launched"
