@@ -13,8 +13,8 @@ from typing import Any
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for, liveness
-from airflow_async_stream.exceptions import AsyncStreamError, DesiredStateError, SpecError
-from airflow_async_stream.lease import LEASE, lease_state
+from airflow_async_stream.exceptions import AsyncStreamError, DesiredStateError, JobHeldError, SpecError
+from airflow_async_stream.lease import LEASE, Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, spec_json_schema
 
@@ -200,9 +200,24 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_stop(args: argparse.Namespace) -> int:
     control = _control_for(args.target)
-    outcome = stop_driver(
-        control, "stop from the command line", graceful_timeout_s=args.graceful_timeout, kill_after_s=args.kill_after
-    )
+    holder = Holder.this_process("stop from the command line")
+    if args.force:
+        revoked = revoke(control, holder, "stop --force from the command line")
+        if revoked:
+            print(f"forced: ended the hold of {revoked.get('holder')} ({revoked.get('purpose')}); "
+                  "its next step fails without changing the job")  # fmt: skip
+    try:
+        with held(control, holder, args.graceful_timeout + args.kill_after + 60):
+            outcome = stop_driver(
+                control,
+                "stop from the command line",
+                graceful_timeout_s=args.graceful_timeout,
+                kill_after_s=args.kill_after,
+            )
+    except JobHeldError as exc:
+        print(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
+              "without changing the job)", file=sys.stderr)  # fmt: skip
+        return EXIT_INVALID
     state = (outcome.status or {}).get("state", "never deployed")
     if outcome.exiting_pid:
         print(f"stopping: state {state}, but driver process {outcome.exiting_pid} on this host is still exiting")
@@ -256,6 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT")
     p.add_argument("--graceful-timeout", type=float, default=60.0, help="seconds the batch in flight may take")
     p.add_argument("--kill-after", type=float, default=120.0, help="kill a driver of this host after this long")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="stop even while a migration, rollout or DAG run holds the job; that holder then fails unchanged",
+    )
     p.set_defaults(func=_cmd_stop)
     p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT")

@@ -19,6 +19,7 @@ __all__ = [
     "CommittedBatchesTimeoutError",
     "SafeDisableRolledBackError",
     "JobHeldError",
+    "HoldRevokedError",
     "DesiredStateError",
     "RolloutError",
 ]
@@ -93,6 +94,10 @@ class SafeDisableRolledBackError(AsyncStreamError, RuntimeError):
 
 class JobHeldError(AsyncStreamError, RuntimeError):
     """Another holder (a DAG run or a process) is changing this job right now."""
+
+
+class HoldRevokedError(AsyncStreamError, RuntimeError):
+    """A forced stop ended this holder's hold on a job: it may not change the job again."""
 
 
 class DesiredStateError(AsyncStreamError, ValueError):

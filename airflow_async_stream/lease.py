@@ -6,6 +6,10 @@ Another holder fails fast, told who holds the job and until when. The same holde
 holder releases it, when it expires (every step renews it for as long as that step may take), or at once
 when its holder was a process on this host that has exited, or a DAG run that Airflow says has finished.
 
+A forced stop (``stop --force``) may end another holder's live hold: that holder is then listed in
+``revoked-holds.json`` (the newest 32 are kept) and every later step of it fails before it changes
+anything, so a migration never redeploys a job the user has just stopped.
+
 On local storage the read-check-write runs under ``flock`` on ``.lease.lock``, so two contenders on one
 host cannot both win. On object stores there is no such primitive: the check is best-effort there.
 """
@@ -21,11 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.control import ControlArea, local_pid_alive, now
-from airflow_async_stream.exceptions import JobHeldError
+from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 
-__all__ = ["Holder", "held", "lease_state", "release", "take"]
+__all__ = ["Holder", "held", "lease_state", "release", "revoke", "take"]
 
 LEASE = "lease.json"
+REVOKED = "revoked-holds.json"
+MAX_REVOKED = 32
 _GUARD = ".lease.lock"
 
 
@@ -99,13 +105,16 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
     ``run_state``, a lease whose DAG run has finished (e.g. failed after a crash) counts as ended.
     """
     with _guard(control):
+        revoked = (control.read_json(REVOKED) or {}).get("holders", {}).get(holder.name)
+        if revoked:
+            raise HoldRevokedError(
+                f"{holder.name} may no longer change {control.url}: its hold was ended by {revoked['by']} at "
+                f"{revoked['at_text']} ({revoked['reason']}); the job is left as that stop left it"
+            )
         current = control.read_json(LEASE)
         ended = lease_state(current, run_state if current and current.get("holder") != holder.name else None)
         if current and ended is None and current.get("holder") != holder.name:
-            raise JobHeldError(
-                f"{control.url} is held by {current.get('holder')} ({current.get('purpose')}) since "
-                f"{current.get('acquired_at_text')}, until {current.get('expires_at_text')} unless released earlier"
-            )
+            raise JobHeldError(_held_message(control, current))
         renewing = bool(current) and ended is None and current.get("holder") == holder.name
         acquired = float(current["acquired_at"]) if renewing and current else now()
         expires = now() + ttl_s
@@ -127,6 +136,32 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
             },
         )
         return not renewing
+
+
+def _held_message(control: ControlArea, lease: dict[str, Any]) -> str:
+    return (
+        f"{control.url} is held by {lease.get('holder')} ({lease.get('purpose')}) since "
+        f"{lease.get('acquired_at_text')}, until {lease.get('expires_at_text')} unless released earlier"
+    )
+
+
+def revoke(control: ControlArea, by: Holder, reason: str) -> dict[str, Any] | None:
+    """End another holder's live hold for good (a forced stop); return that hold, or None when there was none.
+
+    The revoked holder's next take fails with HoldRevokedError, so it changes the job no more.
+    """
+    with _guard(control):
+        current = control.read_json(LEASE)
+        if not current or lease_state(current) is not None or current.get("holder") == by.name:
+            return None
+        record = control.read_json(REVOKED) or {}
+        holders = dict(record.get("holders") or {})
+        at = now()
+        holders[str(current["holder"])] = {"by": by.name, "reason": reason, "at": at, "at_text": _text(at)}
+        newest = sorted(holders.items(), key=lambda item: float(item[1]["at"]))[-MAX_REVOKED:]
+        control.write_json(REVOKED, {"holders": dict(newest)})
+        control.remove(LEASE)
+        return current
 
 
 def release(control: ControlArea, holder: Holder) -> None:

@@ -12,8 +12,18 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.control import ControlArea
-from airflow_async_stream.exceptions import JobHeldError
-from airflow_async_stream.lease import LEASE, Holder, held, lease_state, release, take
+from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
+from airflow_async_stream.lease import (
+    LEASE,
+    MAX_REVOKED,
+    REVOKED,
+    Holder,
+    held,
+    lease_state,
+    release,
+    revoke,
+    take,
+)
 
 RUN_A = Holder("DAG run migrate/run-a", "safe-disable clicks")
 RUN_B = Holder("DAG run migrate/run-b", "deploy clicks")
@@ -129,3 +139,33 @@ def test_airflows_dag_run_state_enum_is_read_by_value(control: ControlArea) -> N
     with pytest.raises(JobHeldError):
         take(control, RUN_B, 60, lambda d, r: DagRunState.QUEUED)
     assert take(control, RUN_B, 60, lambda d, r: DagRunState.FAILED) is True
+
+
+def test_a_revoked_holder_changes_the_job_no_more(control: ControlArea) -> None:
+    take(control, RUN_A, 600)
+    stopper = Holder("process 1 on h", "stop from the command line", None)
+
+    ended = revoke(control, stopper, "stop --force")
+
+    assert ended is not None and ended["holder"] == RUN_A.name
+    with pytest.raises(
+        HoldRevokedError, match=r"DAG run migrate/run-a may no longer change .* ended by process 1 on h"
+    ):
+        take(control, RUN_A, 60)  # its next step, even after the stopper is done
+    assert take(control, RUN_B, 60) is True  # anyone else may take the job
+
+
+def test_revoking_needs_a_live_hold_of_someone_else(control: ControlArea) -> None:
+    assert revoke(control, RUN_B, "stop --force") is None
+    take(control, RUN_B, 60)
+    assert revoke(control, RUN_B, "stop --force") is None  # never its own
+    assert take(control, RUN_B, 60) is False
+
+
+def test_the_revoked_list_keeps_the_newest(control: ControlArea) -> None:
+    for n in range(MAX_REVOKED + 3):
+        take(control, Holder(f"DAG run m/run-{n}", "migrate"), 60)
+        revoke(control, RUN_B, "stop --force")
+    holders = control.read_json(REVOKED)["holders"]
+    assert len(holders) == MAX_REVOKED and "DAG run m/run-0" not in holders
+    assert f"DAG run m/run-{MAX_REVOKED + 2}" in holders

@@ -19,7 +19,8 @@ import pytest
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.driver_process import identify
-from airflow_async_stream.exceptions import StopTimeoutError
+from airflow_async_stream.exceptions import HoldRevokedError, StopTimeoutError
+from airflow_async_stream.lease import LEASE, Holder, take
 from airflow_async_stream.lifecycle import stop_driver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,3 +174,28 @@ def test_a_driver_launched_on_another_host_is_not_signalled_from_here(
     assert process.poll() is None
     deployment = control.read_json(ControlArea.DEPLOYMENT)
     assert deployment["driver"]["host"] == OTHER_HOST  # type: ignore[index]
+
+
+def test_a_stop_while_another_run_holds_the_job_is_refused_unless_forced(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    process = _fake_driver(control, processes, "--obey", "--record-deployment")
+    migration = Holder("DAG run disable_async_for_clicks/manual-1", "safe-disable clicks")
+    take(control, migration, 600)
+
+    refused = subprocess.run([CLI, "stop", control.url], capture_output=True, text=True, check=False)
+
+    assert refused.returncode == 1
+    assert "not stopped" in refused.stderr and "held by DAG run disable_async_for_clicks/manual-1" in refused.stderr
+    assert "--force" in refused.stderr
+    assert process.poll() is None and control.read_json(ControlArea.STATUS)["state"] == "running"  # type: ignore[index]
+
+    forced = subprocess.run([CLI, "stop", control.url, "--force"], capture_output=True, text=True, check=False)
+
+    assert forced.returncode == 0, forced
+    assert "ended the hold of DAG run disable_async_for_clicks/manual-1" in forced.stdout
+    assert "stopped: state stopped" in forced.stdout
+    assert process.poll() is not None
+    with pytest.raises(HoldRevokedError):
+        take(control, migration, 600)  # the migration's next step
+    assert control.read_json(LEASE) is None  # the stop released its own hold
