@@ -1,0 +1,81 @@
+"""A stop from the command line while the safe-disable DAG holds the job: refused, and the migration
+completes; forced, and the migration fails without redeploying the job the user stopped."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.control import ControlArea
+from tests.integration.conftest import run_dag, task_states
+from tests.integration.migration_job import migration_dag, start_async_job
+
+pytestmark = pytest.mark.integration
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+
+
+def _run_with_stop(path: Path, dag_id: str, control: ControlArea, *stop_args: str) -> tuple[str, dict]:
+    """Run the DAG; once its interval-0 deploy runs under the run's hold, `airflow-async-stream stop` it."""
+    seen: dict = {}
+    done = threading.Event()
+
+    def stop_when_held() -> None:
+        while not done.wait(0.05):
+            record = control.read_json(ControlArea.DEPLOYMENT) or {}
+            lease = control.read_json("lease.json") or {}
+            if (
+                record.get("async_progress") == {"enabled": True, "checkpoint_interval_ms": 0}
+                and record.get("state") == "running"
+                and str(lease.get("holder", "")).startswith("DAG run")
+            ):
+                seen["stop"] = subprocess.run([CLI, "stop", control.url, *stop_args], capture_output=True, text=True)
+                seen["deployment_after_stop"] = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id")
+                return
+
+    injector = threading.Thread(target=stop_when_held, name="cli-stop", daemon=True)
+    injector.start()
+    try:
+        dag_run = run_dag(path, dag_id)
+    finally:
+        done.set()
+        injector.join()
+    assert "stop" in seen, "the run never held a running interval-0 deployment"
+    return dag_run, seen
+
+
+def test_a_stop_during_the_migration_is_refused_and_a_forced_one_ends_it_without_redeploy(
+    airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    start_async_job(checkpoint_dir)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    dag_id = "stop_during_migration"
+    path = migration_dag(checkpoint_dir, dag_id, "1 second")  # room for the stop while the run waits
+
+    dag_run, seen = _run_with_stop(path, dag_id, control)
+
+    refused = seen["stop"]
+    assert refused.returncode == 1, refused
+    assert f"held by DAG run {dag_id}/" in refused.stderr and "--force" in refused.stderr
+    assert str(dag_run.state) == "success", task_states(dag_run)
+    assert control.read_json(ControlArea.DEPLOYMENT)["async_progress"]["enabled"] is False
+    assert control.read_json(ControlArea.STATUS)["state"] == "running"
+    capfd.readouterr()
+
+    dag_run, seen = _run_with_stop(path, dag_id, control, "--force")
+    out = capfd.readouterr()
+
+    forced = seen["stop"]
+    assert forced.returncode == 0, forced
+    assert f"ended the hold of DAG run {dag_id}/" in forced.stdout and "stopped: state stopped" in forced.stdout
+    assert str(dag_run.state) == "failed"
+    states = task_states(dag_run)
+    assert states["safe_disable.rollback_to_async"] == "failed", states
+    assert "may no longer change" in out.out + out.err
+    # Nothing was deployed after the user's stop: the job stays as the stop left it.
+    record = control.read_json(ControlArea.DEPLOYMENT)
+    assert record["deployment_id"] == seen["deployment_after_stop"]
+    assert control.read_json(ControlArea.STATUS)["state"] == "stopped"
