@@ -22,13 +22,19 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def _boot_id() -> str:
-    with open(_BOOT_ID, encoding="ascii") as fh:
-        return fh.read().strip()
+def _boot_id() -> str | None:
+    try:
+        with open(_BOOT_ID, encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:  # no /proc (not Linux): such a driver is never signalled
+        return None
 
 
-def _pid_namespace() -> str:
-    return os.readlink("/proc/self/ns/pid")
+def _pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -83,8 +89,8 @@ class DriverProcess:
             return cls(
                 pid,
                 host,
-                "its deployment record (from an earlier release) does not identify the driver process, so it is "
-                f"never signalled; see `ps -o pid,lstart,args -p {pid}` and kill it yourself if it is that driver",
+                "its deployment record does not identify the driver process (an earlier release wrote it, or "
+                f"this host has no /proc), so it is never signalled; see `ps -o pid,lstart,args -p {pid}` and kill it yourself if it is that driver",
                 False,
             )
         if driver.get("boot_id") != _boot_id():

@@ -9,7 +9,7 @@ import sys
 import textwrap
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,24 @@ def load_dag(path: Path, dag_id: str) -> Any:
 def run_dag(path: Path, dag_id: str) -> Any:
     """Run a DAG through Airflow with dag.test() and return the DagRun."""
     return load_dag(path, dag_id).test()
+
+
+def run_dag_while(path: Path, dag_id: str, step: Callable[[], bool]) -> Any:
+    """Run a DAG with dag.test() while a thread calls ``step`` every 20 ms until it returns True
+    (a fault injected, a stop requested at the right moment); return the DagRun."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set() and not step():
+            done.wait(0.02)
+
+    watcher = threading.Thread(target=watch, name="dag-run-watch", daemon=True)
+    watcher.start()
+    try:
+        return run_dag(path, dag_id)
+    finally:
+        done.set()
+        watcher.join()
 
 
 def checkpoint_files(checkpoint: str) -> dict[str, str]:

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 
 from airflow_async_stream.checkpoint import batch_ids
 from airflow_async_stream.control import ControlArea, liveness, local_pid_alive
-from tests.integration.conftest import checkpoint_files, fail_running_dag_runs, run_dag
+from tests.integration.conftest import checkpoint_files, fail_running_dag_runs, run_dag_while
 from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration
@@ -65,23 +64,15 @@ def _run_dag(path: Path, dag_id: str, strike: Trigger | None, control: ControlAr
     driver's process group to SIGKILL. (In this process, not `airflow dags test`: a new process spends
     about 8 s starting Airflow and its in-process execution API before the first task runs.)"""
     struck: list[str] = []
-    done = threading.Event()
 
-    def watch() -> None:
-        while strike and not struck and not done.is_set():
-            target = strike(control, dag_id)
-            if target:
-                os.killpg(int(target), signal.SIGKILL)
-                struck.append(f"killed process group {target}")
-            done.wait(0.02)
+    def step() -> bool:
+        target = strike(control, dag_id) if strike else None
+        if target:
+            os.killpg(int(target), signal.SIGKILL)
+            struck.append(f"killed process group {target}")
+        return strike is None or bool(struck)
 
-    watcher = threading.Thread(target=watch, name="fault-injector", daemon=True)
-    watcher.start()
-    try:
-        dag_run = run_dag(path, dag_id)
-    finally:
-        done.set()
-        watcher.join()
+    dag_run = run_dag_while(path, dag_id, step)
     return str(dag_run.state), struck[0] if struck else None
 
 

@@ -5,44 +5,37 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from airflow_async_stream.control import ControlArea
-from tests.integration.conftest import run_dag, task_states
+from tests.integration.conftest import run_dag_while, task_states
 from tests.integration.migration_job import migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 
-def _run_with_stop(path: Path, dag_id: str, control: ControlArea, *stop_args: str) -> tuple[str, dict]:
+def _run_with_stop(path: Path, dag_id: str, control: ControlArea, *stop_args: str) -> tuple[Any, dict]:
     """Run the DAG; once its interval-0 deploy runs under the run's hold, `airflow-async-stream stop` it."""
     seen: dict = {}
-    done = threading.Event()
 
-    def stop_when_held() -> None:
-        while not done.wait(0.05):
-            record = control.read_json(ControlArea.DEPLOYMENT) or {}
-            lease = control.read_json("lease.json") or {}
-            if (
-                record.get("async_progress") == {"enabled": True, "checkpoint_interval_ms": 0}
-                and record.get("state") == "running"
-                and str(lease.get("holder", "")).startswith("DAG run")
-            ):
-                seen["stop"] = subprocess.run([CLI, "stop", control.url, *stop_args], capture_output=True, text=True)
-                seen["deployment_after_stop"] = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id")
-                return
+    def stop_when_held() -> bool:
+        record = control.read_json(ControlArea.DEPLOYMENT) or {}
+        lease = control.read_json("lease.json") or {}
+        if (
+            record.get("async_progress") != {"enabled": True, "checkpoint_interval_ms": 0}
+            or record.get("state") != "running"
+            or not str(lease.get("holder", "")).startswith("DAG run")
+        ):
+            return False
+        seen["stop"] = subprocess.run([CLI, "stop", control.url, *stop_args], capture_output=True, text=True)
+        seen["deployment_after_stop"] = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id")
+        return True
 
-    injector = threading.Thread(target=stop_when_held, name="cli-stop", daemon=True)
-    injector.start()
-    try:
-        dag_run = run_dag(path, dag_id)
-    finally:
-        done.set()
-        injector.join()
+    dag_run = run_dag_while(path, dag_id, stop_when_held)
     assert "stop" in seen, "the run never held a running interval-0 deployment"
     return dag_run, seen
 
