@@ -205,12 +205,13 @@ def wait_for_driver_exit(
 ) -> int | None:
     """Wait until the latest deployment's driver process on this host has exited; its pid if it is
     still there after ``timeout_s``. Drivers of other hosts and clusters are not waited for here."""
-    process = DriverProcess.of(_driver_of(control, deployment_id))
+    driver = _driver_of(control, deployment_id)
+    process = DriverProcess.of(driver)
     if process.refusal is not None or not process.alive:
         return None
     deadline = time.monotonic() + timeout_s
     log.info("Waiting for the driver process (pid %s) to exit", process.pid)
-    while DriverProcess.of(_driver_of(control, deployment_id)).alive:
+    while DriverProcess.of(driver).alive:  # /proc only: the record is read once
         if time.monotonic() >= deadline:
             log.warning("The driver process (pid %s) is still exiting after %.0f s", process.pid, timeout_s)
             return process.pid
