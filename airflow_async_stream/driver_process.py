@@ -13,7 +13,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DriverProcess", "identify", "this_host"]
+__all__ = ["DriverProcess", "identify", "launcher_running_here", "this_host"]
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
@@ -103,3 +103,16 @@ class DriverProcess:
         if started != int(driver["launcher_started"]):
             return cls(pid, host, f"pid {pid} on this host is now another process, not the driver", False)
         return cls(pid, host, None, True)
+
+
+def launcher_running_here(driver: dict[str, Any] | None) -> bool | None:
+    """Whether the spark-submit this host launched for ``driver`` still runs; None when not launched here.
+
+    Only for reading: a record without the identity fields is judged by its pid alone (never signalled).
+    """
+    driver = driver or {}
+    if driver.get("kind") != "local-process" or driver.get("host") != this_host() or not driver.get("launcher_pid"):
+        return None
+    if driver.get("launcher_started") is None:
+        return _start_ticks(int(driver["launcher_pid"])) is not None
+    return DriverProcess.of(driver).alive

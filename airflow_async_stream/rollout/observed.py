@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea, liveness, local_pid_alive, now
+from airflow_async_stream.control import ControlArea, liveness, now
+from airflow_async_stream.driver_process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
@@ -51,9 +51,9 @@ def _still_starting(deployment: dict[str, Any] | None, status: dict[str, Any] | 
         return False
     if (status or {}).get("deployment_id") == deployment.get("deployment_id"):
         return False  # it reports: its own status decides
-    driver = deployment["driver"]
-    if driver.get("kind") == "local-process" and driver.get("host") == socket.gethostname():
-        return local_pid_alive(int(driver["launcher_pid"]))
+    running_here = launcher_running_here(deployment["driver"])
+    if running_here is not None:
+        return running_here
     return now() - float(deployment.get("deployed_at") or 0) < SUBMITTED_GRACE_S
 
 

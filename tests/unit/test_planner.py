@@ -16,6 +16,7 @@ import yaml
 
 from airflow_async_stream import registry
 from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
 from airflow_async_stream.rollout.observed import ObservedJob
@@ -282,4 +283,13 @@ def test_a_submitted_deployment_not_yet_reporting_counts_as_running(tmp_path: Pa
     control.write_json(
         "deployment.json", {"deployment_id": "new", "driver": {**driver, "launcher_pid": int(gone.stdout)}}
     )
+    assert not read_job("job", control).live
+
+    # A record with the process's identity: live only while that pid still is that process.
+    control.write_json(
+        "deployment.json", {"deployment_id": "new", "driver": {"kind": "local-process", **identify(os.getpid())}}
+    )
+    assert read_job("job", control).live
+    reused = {"kind": "local-process", **identify(os.getpid()), "launcher_started": 1}
+    control.write_json("deployment.json", {"deployment_id": "new", "driver": reused})
     assert not read_job("job", control).live
