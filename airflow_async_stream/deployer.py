@@ -105,7 +105,6 @@ def _launch(
     control.write_json(ControlArea.DEPLOYMENT, record)
     control.remove(ControlArea.STOP_REQUEST)
 
-    pid: int | None = None
     if hook.driver_on_this_host:
         # spark-submit's output goes to a file of this host: the control area's when it is local.
         on_host = not control.is_local
@@ -129,7 +128,7 @@ def _launch(
         driver = record["driver"]
         cluster_state = None if hook.driver_on_this_host else (lambda: hook.cluster_driver_state(driver))
         status = wait_until_running(
-            control, deployment_id, pid, settings.startup_timeout_s, log=log, cluster_state=cluster_state
+            control, deployment_id, driver, settings.startup_timeout_s, log=log, cluster_state=cluster_state
         )
     except DriverStartTimeoutError:
         stop_driver(

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.control import FINAL_STATES, ControlArea, liveness, local_pid_alive, now
-from airflow_async_stream.driver_process import DriverProcess
+from airflow_async_stream.control import FINAL_STATES, ControlArea, liveness, now
+from airflow_async_stream.driver_process import DriverProcess, launcher_running_here
 from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, StopTimeoutError
 
 __all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_for_driver_exit", "wait_until_running"]
@@ -66,13 +66,15 @@ def _status_of(control: ControlArea, deployment_id: str) -> dict[str, Any] | Non
 def wait_until_running(
     control: ControlArea,
     deployment_id: str,
-    launcher_pid: int | None,
+    driver: dict[str, Any] | None,
     timeout_s: float,
     log: logging.Logger = _log,
     sleep: Callable[[float], None] = time.sleep,
     cluster_state: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
     """Wait for the query's first progress (or idle) event; fail fast with the driver's own error.
+
+    ``driver`` (the deployment record's) launched on this host: its spark-submit exiting fails the wait at once.
 
     ``cluster_state`` (a cluster-mode driver) is asked every few seconds, so a driver its cluster
     manager already ended fails the wait at once instead of at the timeout.
@@ -89,12 +91,13 @@ def wait_until_running(
             return status
         if status and state in FINAL_STATES:
             raise DriverFailedError(f"the driver ended ({state}) before its query ran")
-        if launcher_pid is not None and not local_pid_alive(launcher_pid):
+        if launcher_running_here(driver) is False:
             status = _status_of(control, deployment_id)
             if status and status.get("state") == "failed":
                 raise DriverFailedError(f"the driver failed: {status.get('error')}")
             raise DriverFailedError(
-                f"spark-submit (pid {launcher_pid}) exited before the query ran; end of its log:\n{log_tail(control)}"
+                f"spark-submit (pid {(driver or {}).get('launcher_pid')}) exited before the query ran; "
+                f"end of its log:\n{log_tail(control)}"
             )
         if cluster_state is not None and time.monotonic() >= next_cluster_check:
             next_cluster_check = time.monotonic() + CLUSTER_CHECK_EVERY_S

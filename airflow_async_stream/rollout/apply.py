@@ -10,7 +10,6 @@ Every outcome is written to the job's control area (``rollout.json``) before the
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -135,10 +134,12 @@ def _unchanged(step: _Step) -> dict[str, Any]:
     assert step.item.checkpoint is not None
     settings = step.settings
     # A deploy whose task died before its driver reported (a crashed run): wait for it, never redeploy.
-    driver = deployment.get("driver") or {}
-    launcher = driver.get("launcher_pid") if driver.get("host") == socket.gethostname() else None
     wait_until_running(
-        step.control, str(deployment.get("deployment_id")), launcher, settings.deploy.startup_timeout_s, step.log
+        step.control,
+        str(deployment.get("deployment_id")),
+        deployment.get("driver"),
+        settings.deploy.startup_timeout_s,
+        step.log,
     )
     wait_for_commits(
         step.item.checkpoint, deployment.get("start_batch"), settings.confirm_batches, settings.wait_timeout_s, step.log

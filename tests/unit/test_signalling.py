@@ -19,9 +19,9 @@ import pytest
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.driver_process import identify
-from airflow_async_stream.exceptions import HoldRevokedError, StopTimeoutError
+from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError, StopTimeoutError
 from airflow_async_stream.lease import LEASE, Holder, take
-from airflow_async_stream.lifecycle import stop_driver
+from airflow_async_stream.lifecycle import stop_driver, wait_until_running
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -199,3 +199,12 @@ def test_a_stop_while_another_run_holds_the_job_is_refused_unless_forced(
     with pytest.raises(HoldRevokedError):
         take(control, migration, 600)  # the migration's next step
     assert control.read_json(LEASE) is None  # the stop released its own hold
+
+
+def test_the_startup_wait_fails_at_once_when_the_launcher_pid_is_another_process_now(control: ControlArea) -> None:
+    reused = {"kind": "local-process", **identify(os.getpid()), "launcher_started": 1}  # this pid, another start
+
+    started = time.monotonic()
+    with pytest.raises(DriverFailedError, match=f"spark-submit \\(pid {os.getpid()}\\) exited before the query ran"):
+        wait_until_running(control, "d-never", reused, timeout_s=30)
+    assert time.monotonic() - started < 5
