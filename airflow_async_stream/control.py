@@ -12,6 +12,7 @@ Layout of ``<checkpoint>.async-stream/``:
 ``driver.log``         spark-submit's output, for drivers launched on the Airflow host
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
 ``lease.json``         the job's hold: which DAG run or process may change it now
+``revoked-holds.json`` holders whose hold a forced stop ended (the newest 32): they change the job no more
 ``rollout.json``       the latest rollout step's outcome for this job
 
 Both the driver and Airflow reach it through fsspec, so it works wherever the checkpoint lives.
