@@ -5,7 +5,6 @@ Spark); a second host is a process under ``unshare --uts --pid --fork --mount-pr
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -141,12 +140,6 @@ def test_a_driver_still_exiting_at_the_time_limit_is_named(control: ControlArea,
     assert process.poll() is None  # never killed: it stopped its query and is on its way out
 
 
-needs_unshare = pytest.mark.skipif(
-    shutil.which("unshare") is None or os.geteuid() != 0, reason="needs unshare and root (a simulated second host)"
-)
-
-
-@needs_unshare
 def test_a_stop_from_another_host_signals_nothing_here(control: ControlArea, processes: list[Any]) -> None:
     process = _fake_driver(control, processes, "--record-deployment")
 
@@ -163,7 +156,6 @@ def test_a_stop_from_another_host_signals_nothing_here(control: ControlArea, pro
     assert control.read_json(ControlArea.STATUS)["state"] == "running"  # type: ignore[index]
 
 
-@needs_unshare
 def test_a_driver_launched_on_another_host_is_not_signalled_from_here(
     control: ControlArea, processes: list[Any]
 ) -> None:
