@@ -90,7 +90,8 @@ class DriverProcess:
                 pid,
                 host,
                 "its deployment record does not identify the driver process (an earlier release wrote it, or "
-                f"this host has no /proc), so it is never signalled; see `ps -o pid,lstart,args -p {pid}` and kill it yourself if it is that driver",
+                "this host has no /proc), so it is never signalled; see "
+                f"`ps -o pid,lstart,args -p {pid}` and kill it yourself if it is that driver",
                 False,
             )
         if driver.get("boot_id") != _boot_id():

@@ -114,7 +114,10 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
         current = control.read_json(LEASE)
         ended = lease_state(current, run_state if current and current.get("holder") != holder.name else None)
         if current and ended is None and current.get("holder") != holder.name:
-            raise JobHeldError(_held_message(control, current))
+            raise JobHeldError(
+                f"{control.url} is held by {current.get('holder')} ({current.get('purpose')}) since "
+                f"{current.get('acquired_at_text')}, until {current.get('expires_at_text')} unless released earlier"
+            )
         renewing = bool(current) and ended is None and current.get("holder") == holder.name
         acquired = float(current["acquired_at"]) if renewing and current else now()
         expires = now() + ttl_s
@@ -136,13 +139,6 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
             },
         )
         return not renewing
-
-
-def _held_message(control: ControlArea, lease: dict[str, Any]) -> str:
-    return (
-        f"{control.url} is held by {lease.get('holder')} ({lease.get('purpose')}) since "
-        f"{lease.get('acquired_at_text')}, until {lease.get('expires_at_text')} unless released earlier"
-    )
 
 
 def revoke(control: ControlArea, by: Holder, reason: str) -> dict[str, Any] | None:

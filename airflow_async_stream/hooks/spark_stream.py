@@ -27,7 +27,6 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import Connection
-from airflow.sdk.exceptions import AirflowException
 from airflow.sdk.log import mask_secret
 
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError, JavaNotFoundError
@@ -196,16 +195,15 @@ class StreamingJobHook(SparkSubmitHook):
         return self._build_spark_submit_command(application)
 
     def connection_fields(self, field: str, conn_id: str) -> ConnectionFields:
-        """An Airflow connection named by a spec field, or a DeployError naming that field."""
+        """An Airflow connection named by a spec field, or a DeployError naming that field (absent, or unreadable)."""
         try:
-            conn = self.get_connection(conn_id)
-        except AirflowException as exc:
-            raise DeployError(f"{field}: Airflow connection {conn_id!r} does not exist") from exc
-        try:
-            extra = conn.extra_dejson
-        except Exception as exc:  # extra that is not JSON: say which connection, never what it holds
-            raise DeployError(f"{field}: the extra of Airflow connection {conn_id!r} is not a JSON object") from exc
-        fields = ConnectionFields(conn_id, conn.host, conn.port, conn.login, conn.password, extra or {})
+            conn = find_connection(conn_id)
+            extra = _extra_of(conn) if conn is not None else {}
+        except ConnectionLookupError as exc:
+            raise ConnectionLookupError(f"{field}: {exc}") from None
+        if conn is None:
+            raise DeployError(f"{field}: Airflow connection {conn_id!r} does not exist")
+        fields = ConnectionFields(conn_id, conn.host, conn.port, conn.login, conn.password, extra)
         if fields.password:
             mask_secret(fields.password)
         return fields

@@ -151,3 +151,27 @@ def test_a_missing_secret_connection_is_named_by_its_spec_field() -> None:
         DeployError, match=r"sink.secret_options.kafka.ssl.key.password: .*'absent_conn' does not exist"
     ):
         StreamingJobHook(conn_id="no_such_connection").resolve_secret_options(spec)
+
+
+@pytest.mark.parametrize(
+    ("uri", "reason"),
+    [
+        ("kafka://user:pw-789@broker:notaport", "could not be read.*Port could not be cast"),
+        ('{"conn_type": "kafka", "host": "broker", "password": "pw-789", "extra": "{oops"}', "is not a JSON object"),
+    ],
+    ids=["malformed-uri", "extra-not-json"],
+)
+def test_an_unreadable_secret_connection_is_named_by_its_spec_field(
+    monkeypatch: pytest.MonkeyPatch, uri: str, reason: str
+) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_BROKEN", uri)
+    spec = parse_spec(
+        {
+            **SPEC.to_mapping(),
+            "async_progress": {"enabled": False},
+            "sink": {"format": "kafka", "connection": "kafka_broken"},
+        }
+    )
+    with pytest.raises(ConnectionLookupError, match=rf"^sink.connection: .*'kafka_broken' {reason}") as err:
+        StreamingJobHook(conn_id="no_such_connection").resolve_secret_options(spec)
+    assert "pw-789" not in str(err.value)
