@@ -111,7 +111,9 @@ def _launch(
         log_path = (
             registry.local_log_path(spec.name, deployment_id) if on_host else control.path(ControlArea.DRIVER_LOG)
         )
-        pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env())
+        logs = spec.log_settings
+        limits = (logs.driver_log_max_bytes, logs.driver_log_files)
+        pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env(), log_limits=limits)
         record["driver"] = {"kind": "local-process", **identify(pid)}
         record["driver"].update(log=log_path, log_on_host=on_host)
     else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.control import FINAL_STATES, ControlArea, liveness, now
+from airflow_async_stream.driver_log import tail_lines
 from airflow_async_stream.driver_process import DriverProcess, launcher_running_here
 from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, StopTimeoutError
 
@@ -36,20 +37,18 @@ def log_tail(control: ControlArea, lines: int = 30) -> str:
     """The end of the driver log, for error messages (empty when there is none).
 
     The log is in the control area, or, for a driver of this host whose control area is remote, on
-    this host where the deployment record says.
+    this host where the deployment record says; a log just rotated is read on into its previous file.
     """
     driver = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("driver") or {}
     local_log = driver.get("log") if driver.get("log_on_host") else None
-    try:
-        if local_log:
-            with open(local_log, "rb") as fh:
-                raw = fh.read()
-        else:
-            raw = control.read_bytes(ControlArea.DRIVER_LOG)
-    except FileNotFoundError:
-        return ""
-    text = raw.decode("utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:])
+    if local_log:
+        return tail_lines(_read_local, local_log, lines)
+    return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines)
+
+
+def _read_local(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
 
 
 def _poll_s(control: ControlArea) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,27 @@ def registry_dir() -> Path:
     return Path(home) / "jobs"
 
 
+#: Deployments of one job whose local driver logs are kept (the newest; older ones are removed at a deploy).
+LOCAL_LOGS_KEPT = 3
+_LOG_NAME = re.compile(r"(?P<deployment>\d{8}T\d{6}Z-[0-9a-f]+)\.log(\.\d+)?")
+
+
 def local_log_path(job: str, deployment_id: str) -> str:
-    """Where a driver of this host writes its output when its control area is on remote storage."""
+    """Where a driver of this host writes its output when its control area is on remote storage.
+
+    One (rotated) log per deployment; the logs of all but the newest ``LOCAL_LOGS_KEPT`` deployments of
+    the job are removed, so a job redeployed daily for months does not fill this host's disk.
+    """
     folder = registry_dir().parent / "logs"
     folder.mkdir(parents=True, exist_ok=True)
+    logs: dict[str, list[Path]] = {}
+    for path in folder.glob(f"{job}-*"):
+        match = _LOG_NAME.fullmatch(path.name[len(job) + 1 :])
+        if match:
+            logs.setdefault(match["deployment"], []).append(path)
+    for old in sorted(logs)[: max(0, len(logs) - (LOCAL_LOGS_KEPT - 1))]:
+        for path in logs[old]:
+            path.unlink(missing_ok=True)
     return str(folder / f"{job}-{deployment_id}.log")
 
 

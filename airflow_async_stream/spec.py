@@ -34,6 +34,7 @@ __all__ = [
     "Sink",
     "Transform",
     "Trigger",
+    "Logs",
     "load_spec",
     "read_spec_file",
     "parse_spec",
@@ -233,6 +234,41 @@ class AsyncProgress(_Model):
         }
 
 
+SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+MIB = 1024 * 1024
+
+
+class Logs(_Model):
+    """What a job may keep of its logs: Spark's log level, the driver log's rotation, the progress log's retention.
+
+    With the defaults a job's control area holds at most ``driver_log_files * driver_log_max_bytes`` of driver
+    log and ``1.25 * progress_max_bytes`` of progress log, however long it runs.
+    """
+
+    spark_level: str = Field(
+        default="WARN", description="Spark's log level in the driver (at INFO Spark writes ~9 KB per micro-batch)."
+    )
+    driver_log_max_bytes: StrictInt = Field(
+        default=4 * MIB, ge=4096, description="The driver log is rotated when a file would grow past this size."
+    )
+    driver_log_files: StrictInt = Field(
+        default=3, ge=1, le=100, description="Driver log files kept: driver.log, driver.log.1, ... (oldest dropped)."
+    )
+    progress_max_bytes: StrictInt = Field(
+        default=16 * MIB, ge=4096, description="Whole progress segments beyond this size are removed, oldest first."
+    )
+    progress_max_age_hours: StrictInt | float = Field(
+        default=168, gt=0, description="Progress segments whose batches are all older than this are removed."
+    )
+
+    @field_validator("spark_level", mode="before")
+    @classmethod
+    def _known_level(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.upper() in SPARK_LOG_LEVELS:
+            return value.upper()
+        raise ValueError(f"must be one of {', '.join(SPARK_LOG_LEVELS)}, got {value!r}")
+
+
 class JobSpec(_Model):
     """One streaming job: what it reads, how it transforms, where it writes, and how progress is tracked."""
 
@@ -254,6 +290,7 @@ class JobSpec(_Model):
         default=False, description="Declare aggregations, dedup, stream-stream joins or *GroupsWithState."
     )
     spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="Extra --conf entries.")
+    logs: Logs | None = Field(default=None, description="Log level, driver log rotation, progress log retention.")
 
     @field_validator("spark_conf")
     @classmethod
@@ -294,7 +331,13 @@ class JobSpec(_Model):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def spark_conf_strings(self) -> dict[str, str]:
-        return _stringify(self.spark_conf)
+        """The spec's ``--conf`` entries: Spark's log level from ``logs`` unless ``spark_conf`` sets its own."""
+        return {"spark.log.level": self.log_settings.spark_level, **_stringify(self.spark_conf)}
+
+    @property
+    def log_settings(self) -> Logs:
+        """``logs`` as given, or the defaults (a spec without the section keeps its file form unchanged)."""
+        return self.logs or Logs()
 
     def writer_options(self) -> dict[str, str]:
         """Every option the runtime sets on the DataStreamWriter, sink options first."""

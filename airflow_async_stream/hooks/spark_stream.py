@@ -29,6 +29,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import Connection
 from airflow.sdk.log import mask_secret
 
+from airflow_async_stream.driver_log import start_pump
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError, JavaNotFoundError
 from airflow_async_stream.hooks.connection_lookup import find_connection
 from airflow_async_stream.secret_options import ConnectionFields, SecretOptions, kafka_options
@@ -240,11 +241,18 @@ class StreamingJobHook(SparkSubmitHook):
             mask_secret(value)
         return resolved
 
-    def launch_detached(self, application: str, log_path: str, extra_env: dict[str, str] | None = None) -> int:
+    def launch_detached(
+        self,
+        application: str,
+        log_path: str,
+        extra_env: dict[str, str] | None = None,
+        log_limits: tuple[int, int] = (4 * 1024 * 1024, 3),
+    ) -> int:
         """Start spark-submit in its own session, output to ``log_path``; return its process id.
 
-        ``extra_env`` reaches only this process and the driver it starts (secrets travel this way,
-        never on the command line).
+        The output goes through a pump that rotates ``log_path`` at ``log_limits`` (bytes per file, files
+        kept; see driver_log.py). ``extra_env`` reaches only this process and the driver it starts (secrets
+        travel this way, never on the command line).
         """
         if not self.driver_on_this_host:
             raise DeployError(
@@ -258,17 +266,21 @@ class StreamingJobHook(SparkSubmitHook):
         env.update(extra_env or {})
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        with open(log_path, "ab") as log:
+        pump, output = start_pump(log_path, *log_limits)
+        try:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env=env,
             )
-        # Reap it when it ends, so a long-lived Airflow process never keeps a zombie that looks alive.
-        threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
+        finally:
+            os.close(output)
+        # Reap both when they end, so a long-lived Airflow process never keeps a zombie that looks alive.
+        for child in (process, pump):
+            threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()
         return process.pid
 
     def submit_to_cluster(self, application: str, write_log: Callable[[bytes], None]) -> dict[str, Any]:

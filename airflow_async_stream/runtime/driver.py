@@ -17,6 +17,7 @@ sys.path[:] = without_installed_copies(sys.path)  # first: before anything impor
 
 import argparse
 import json
+import logging
 import os
 import runpy
 import signal
@@ -95,8 +96,22 @@ def _pyspark_in_use() -> dict[str, str]:
     return {"version": pyspark.__version__, "from": os.path.dirname(pyspark.__file__)}
 
 
+def _log_our_lines() -> logging.Logger:
+    """Our own lines go to the driver log at INFO whatever Spark's level (``logs.spark_level``) is."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s airflow-async-stream: %(message)s", "%y/%m/%d %H:%M:%S")
+    )
+    logger = logging.getLogger("airflow_async_stream")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return logger
+
+
 def main(argv: list[str] | None = None) -> int:
     secrets = take_from_environment()  # first, so nothing this driver starts inherits them
+    log = _log_our_lines()
     redact = Redactor(secrets.secret_values)
     args = parse_driver_arguments(sys.argv[1:] if argv is None else argv)
     control = ControlArea(args.control_area)
@@ -110,6 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
         spec = load_submitted_spec(control, args)
+        logs = spec.log_settings
+        log.info(
+            "deployment %s of job %s: Spark logs at %s; this log rotates at %d bytes, %d files kept",
+            args.deployment_id,
+            spec.name,
+            spec.spark_conf_strings()["spark.log.level"],
+            logs.driver_log_max_bytes,
+            logs.driver_log_files,
+        )
         start_batch = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("start_batch")
         governor.watch_stability(spec.checkpoint, start_batch, spec.to_mapping())
         run(spec, governor, secrets)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 __all__ = ["Governor", "progress_record"]
+
+_log = logging.getLogger(__name__)
 
 _STOP_POLL_S = 0.25
 #: Committed batches after its start that make a deployment's spec "stable" (a rollback target).
@@ -155,6 +158,13 @@ class Governor:
     def _finish(self, state: str, **changes: Any) -> None:
         self._stop_heartbeat.set()
         self._write(state=state, finished_at=now(), **changes)
+        _log.info(
+            "deployment %s %s after %d micro-batches (last batch %s)",
+            self.deployment_id,
+            state,
+            self._status["batches"],
+            self._status["last_batch_id"],
+        )
 
     def record_progress(self, progress: Any) -> None:
         """Listener callback: one line in the progress log per micro-batch of our query."""
@@ -200,6 +210,7 @@ class Governor:
         query = writer.start()
         self._query_id = str(query.id)
         self._write(state="running", query_id=str(query.id), run_id=str(query.runId))
+        _log.info("deployment %s: query %s started (run %s)", self.deployment_id, query.id, query.runId)
         try:
             self._watch(query)
         finally:
@@ -228,6 +239,7 @@ class Governor:
         """Stop between micro-batches: wait until no trigger is active, then stop; force after the timeout."""
         timeout = float(request.get("graceful_timeout_s") or _DEFAULT_GRACEFUL_TIMEOUT_S)
         self._write(state="stopping", stop_reason=request.get("reason"))
+        _log.info("stop requested (%s): stopping between micro-batches", self.redact(str(request.get("reason"))))
         deadline = time.monotonic() + timeout
         forced = False
         while query.isActive and query.status.get("isTriggerActive"):

@@ -50,3 +50,10 @@ def test_example_dag_deploys_async_job_and_stops_it_gracefully(airflow_db: None)
         names = [p.name for p in Path(checkpoint, log).iterdir() if not p.name.startswith(".")]
         assert all(name.isdigit() for name in names), names
     assert json.loads((Path(checkpoint) / "metadata").read_text())["id"] == record["query_id"]
+
+    # The driver log holds Spark's warnings and our own lines, not Spark's INFO chatter of every batch.
+    log = Path(control.path(ControlArea.DRIVER_LOG)).read_text(errors="replace")
+    ours = [line for line in log.splitlines() if " INFO airflow-async-stream: " in line]
+    assert any(f"deployment {record['deployment_id']} stopped after" in line for line in ours), log[-2000:]
+    assert any("stop requested" in line for line in ours)
+    assert not [line for line in log.splitlines() if " INFO MicroBatchExecution" in line or "INFO DAGScheduler" in line]

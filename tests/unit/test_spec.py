@@ -203,7 +203,35 @@ def test_yaml_numbers_and_booleans_become_spark_strings() -> None:
         good(source={"format": "rate", "options": {"rowsPerSecond": 10, "x": True}}, spark_conf={"a": 1.5})
     )
     assert spec.source.spark_options() == {"rowsPerSecond": "10", "x": "true"}
-    assert spec.spark_conf_strings() == {"a": "1.5"}
+    assert spec.spark_conf_strings() == {"spark.log.level": "WARN", "a": "1.5"}
+
+
+def test_spark_logs_at_warn_unless_the_spec_asks_for_another_level() -> None:
+    assert parse_spec(good(logs={"spark_level": "info"})).spark_conf_strings()["spark.log.level"] == "INFO"
+    own = parse_spec(good(spark_conf={"spark.log.level": "ERROR"}))
+    assert own.spark_conf_strings()["spark.log.level"] == "ERROR"  # the spec's own spark_conf wins
+
+
+@pytest.mark.parametrize(
+    ("logs", "field", "needle"),
+    [
+        ({"spark_level": "LOUD"}, "logs.spark_level", "must be one of ALL, TRACE"),
+        ({"driver_log_max_bytes": 100}, "logs.driver_log_max_bytes", "greater than or equal to 4096"),
+        ({"driver_log_files": 0}, "logs.driver_log_files", "greater than or equal to 1"),
+        ({"progress_max_bytes": "16MB"}, "logs.progress_max_bytes", "valid integer"),
+        ({"progress_max_age_hours": 0}, "logs.progress_max_age_hours", "greater than 0"),
+        ({"driver_log_level": "WARN"}, "logs.driver_log_level", "unknown key"),
+    ],
+)
+def test_bad_log_settings_name_the_field(logs: dict[str, Any], field: str, needle: str) -> None:
+    assert needle in problems(good(logs=logs))[field]
+
+
+def test_a_spec_without_log_settings_keeps_its_file_form_and_gets_the_defaults() -> None:
+    spec = parse_spec(good())
+    assert "logs" not in spec.to_mapping()  # specs deployed before the section existed compare equal
+    assert (spec.log_settings.driver_log_max_bytes, spec.log_settings.driver_log_files) == (4 * 1024 * 1024, 3)
+    assert spec.log_settings.progress_max_bytes == 16 * 1024 * 1024
 
 
 def test_overrides_are_validated_with_the_spec() -> None:

@@ -1,0 +1,143 @@
+"""A driver's output, capped: spark-submit writes into a pipe, a small pump writes rotated files from it.
+
+    python -m airflow_async_stream.driver_log PATH --max-bytes N --files K  < spark-submit's output
+
+The pump writes ``PATH`` until the next line would take it past ``N`` bytes, then renames ``PATH`` to
+``PATH.1`` (``PATH.1`` to ``PATH.2`` ...) and starts a new ``PATH``; at most ``K`` files are kept, so a job
+that runs for months holds at most ``N * K`` bytes of driver log. The pump runs in its own session, so a
+stop that kills the driver's process group leaves it to write the driver's last lines; it ends when the
+driver and everything it started have closed their output. It never stops reading: when a write fails (a
+full disk), it drops that output and says so in the log once it can write again, so the driver never
+blocks on a full pipe. Standard library only: it starts in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+
+__all__ = ["RotatingLog", "rotated_names", "start_pump", "tail_lines"]
+
+_READ_LINE_LIMIT = 64 * 1024
+
+
+def rotated_names(path: str, files: int) -> list[str]:
+    """``PATH, PATH.1, ... PATH.<files-1>``, newest first."""
+    return [path] + [f"{path}.{n}" for n in range(1, files)]
+
+
+class RotatingLog:
+    """Append lines to ``path``, rotating before a line would take the file past ``max_bytes``."""
+
+    def __init__(self, path: str, max_bytes: int, files: int) -> None:
+        self.path, self.max_bytes, self.files = path, max_bytes, files
+        self._fh = None
+        self._size = 0
+        self._dropped = 0
+        self._drop_reason = ""
+
+    def _open(self) -> None:
+        self._fh = open(self.path, "ab")  # noqa: SIM115 (held open across writes)
+        self._size = self._fh.tell()
+
+    def _rotate(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        names = rotated_names(self.path, self.files)
+        for older, newer in zip(reversed(names[1:]), reversed(names[:-1]), strict=True):
+            if os.path.exists(newer):
+                os.replace(newer, older)
+        self._fh = open(self.path, "wb")  # noqa: SIM115 (a single file is simply started again)
+        self._size = 0
+
+    def write(self, line: bytes) -> None:
+        """Write one line (cut to ``max_bytes``); on an error, count it as dropped and go on."""
+        line = line[: self.max_bytes]
+        try:
+            if self._fh is None:
+                self._open()
+            if self._dropped:
+                note = f"[airflow-async-stream: {self._dropped} bytes of driver output dropped: {self._drop_reason}]\n"
+                self._dropped = 0
+                self.write(note.encode())
+            if self._size and self._size + len(line) > self.max_bytes:
+                self._rotate()
+            self._fh.write(line)  # type: ignore[union-attr]
+            self._fh.flush()  # type: ignore[union-attr]
+            self._size += len(line)
+        except OSError as exc:
+            self._dropped += len(line)
+            self._drop_reason = exc.strerror or str(exc)
+            self._fh = None
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+def pump(source: object, log: RotatingLog) -> None:
+    """Copy ``source`` (a binary stream) line by line into ``log`` until end of file."""
+    readline: Callable[[int], bytes] = source.readline  # type: ignore[attr-defined]
+    while True:
+        line = readline(_READ_LINE_LIMIT)
+        if not line:
+            break
+        log.write(line)
+    log.close()
+
+
+def start_pump(path: str, max_bytes: int, files: int) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a pump writing ``path``; return it and the pipe's write end, for the driver's stdout and stderr.
+
+    The caller hands the write end to spark-submit and closes its own copy, so the pump sees end of file
+    when the driver's output closes.
+    """
+    open(path, "ab").close()  # a log that cannot be written fails the deploy here, not silently in the pump
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "airflow_async_stream.driver_log", path, "--max-bytes", str(max_bytes)]
+            + ["--files", str(files)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return process, write_end
+
+
+def tail_lines(read: Callable[[str], bytes], path: str, lines: int, files: int = 2) -> str:
+    """The last ``lines`` lines of a rotated log, read with ``read`` (FileNotFoundError for a missing file)."""
+    collected: list[str] = []
+    for name in rotated_names(path, files):
+        try:
+            text = read(name).decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        collected = text.splitlines() + collected
+        if len(collected) >= lines:
+            break
+    return "\n".join(collected[-lines:])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path")
+    parser.add_argument("--max-bytes", type=int, required=True)
+    parser.add_argument("--files", type=int, required=True)
+    args = parser.parse_args(argv)
+    pump(sys.stdin.buffer, RotatingLog(args.path, args.max_bytes, args.files))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
