@@ -92,14 +92,14 @@ def status_report(control: ControlArea) -> dict[str, Any]:
     deployment = control.read_json(ControlArea.DEPLOYMENT)
     judged = liveness(status)
     deployment_id = (status or {}).get("deployment_id")
-    progress = control.read_progress(deployment_id) if deployment_id else []
+    latest = control.latest_progress(deployment_id) if deployment_id else None
     return {
         "control_area": control.url,
         "live": judged.live,
         "liveness": judged.reason,
         "status": status,
         "deployment": deployment,
-        "latest_progress": progress[-1] if progress else None,
+        "latest_progress": latest,
     }
 
 

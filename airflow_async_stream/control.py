@@ -5,11 +5,11 @@ Layout of ``<checkpoint>.async-stream/``:
 ``spec.json``          the validated spec the latest deploy submitted
 ``deployment.json``    the deployment record (who deployed what, where the driver runs)
 ``status.json``        the driver's status record with heartbeat, rewritten atomically
-``progress.jsonl``     one JSON line per micro-batch, appended by the driver's listener (local, HDFS)
-``progress/``          the same lines on object stores, which cannot append: whole segment files
-                       ``<deployment_id>-<n>.jsonl`` of at most 200 lines, each rewritten as it grows
+``progress/``          one JSON line per micro-batch, in segment files with a retention (progress_log.py)
+``progress.jsonl``     the progress log of releases before segments, still read (local disks, HDFS)
 ``stop-request.json``  present while a graceful stop is requested for one deployment
-``driver.log``         spark-submit's output, for drivers launched on the Airflow host
+``driver.log``         spark-submit's output, for drivers launched on the Airflow host, rotated to
+                       ``driver.log.1`` ... (driver_log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
 ``lease.json``         the job's hold: which DAG run or process may change it now
 ``revoked-holds.json`` holders whose hold a forced stop ended (the newest 32): they change the job no more
@@ -32,7 +32,9 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from airflow_async_stream import progress_log
 from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.progress_log import ProgressWriter, Retention
 
 __all__ = [
     "ACTIVE_STATES",
@@ -69,22 +71,22 @@ class ControlArea:
     SPEC = "spec.json"
     DEPLOYMENT = "deployment.json"
     STATUS = "status.json"
-    PROGRESS = "progress.jsonl"
+    PROGRESS = progress_log.LEGACY_LOG
     STOP_REQUEST = "stop-request.json"
     DRIVER_LOG = "driver.log"
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
 
-    PROGRESS_SEGMENTS = "progress"
-    #: Protocols whose files can be appended to; anything else (s3, gs, abfs, memory...) gets segments.
+    PROGRESS_SEGMENTS = progress_log.SEGMENTS
+    #: Protocols whose files can be appended to; on others (s3, gs, abfs, memory...) segments are rewritten whole.
     APPENDABLE = frozenset({"file", "local", "hdfs", "viewfs"})
-    SEGMENT_LINES = 200
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
         self.fs, self.root = fsspec.core.url_to_fs(self.url)
-        self._segment: tuple[str, int] | None = None  # (deployment id, segment number) being written
-        self._segment_lines: list[bytes] = []
+        #: The progress log's limits, for the writer of this process's deployment (the driver sets the spec's).
+        self.progress_retention = Retention()
+        self._progress: ProgressWriter | None = None
 
     @classmethod
     def for_checkpoint(cls, checkpoint: str) -> ControlArea:
@@ -151,46 +153,20 @@ class ControlArea:
         return bool(self.APPENDABLE & set(protocols))
 
     def append_progress(self, event: dict[str, Any]) -> None:
-        line = (json.dumps(event, sort_keys=True) + "\n").encode()
-        if self.appendable:
-            with self.fs.open(self.path(self.PROGRESS), "ab") as fh:
-                fh.write(line)
-            return
+        """Add one event to the progress log as its deployment's writer (see progress_log.py)."""
         deployment = str(event.get("deployment_id") or "unknown")
-        if self._segment is None or self._segment[0] != deployment or len(self._segment_lines) >= self.SEGMENT_LINES:
-            number = self._segment[1] + 1 if self._segment and self._segment[0] == deployment else 0
-            self._segment, self._segment_lines = (deployment, number), []
-        self._segment_lines.append(line)
-        name = f"{self.PROGRESS_SEGMENTS}/{deployment}-{self._segment[1]:06d}.jsonl"
-        self.fs.pipe_file(self.path(name), b"".join(self._segment_lines))
-
-    def _progress_texts(self) -> list[str]:
-        """The progress log file, then every segment in name order (deployment ids start with their time)."""
-        names = [self.PROGRESS]
-        try:
-            segments = self.fs.ls(self.path(self.PROGRESS_SEGMENTS), detail=False)
-        except FileNotFoundError:
-            segments = []
-        names += [f"{self.PROGRESS_SEGMENTS}/{posixpath.basename(str(p))}" for p in sorted(segments)]
-        texts = []
-        for name in names:
-            try:
-                texts.append(self.fs.cat_file(self.path(name)).decode("utf-8", errors="replace"))
-            except FileNotFoundError:
-                continue
-        return texts
+        if self._progress is None or self._progress.deployment_id != deployment:
+            self._progress = ProgressWriter(self, deployment, self.progress_retention)
+        self._progress.append(event)
 
     def read_progress(self, deployment_id: str | None = None) -> list[dict[str, Any]]:
         """Progress events in the order written, optionally only one deployment's; a torn last line is skipped."""
-        events = []
-        for line in "\n".join(self._progress_texts()).splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if deployment_id is None or event.get("deployment_id") == deployment_id:
-                events.append(event)
-        return events
+        events = progress_log.read_events(self, progress_log.files_of(progress_log.segments(self), deployment_id))
+        return [e for e in events if deployment_id is None or e.get("deployment_id") == deployment_id]
+
+    def latest_progress(self, deployment_id: str) -> dict[str, Any] | None:
+        """A deployment's newest progress event, read from its newest segment."""
+        return progress_log.latest_event(self, deployment_id)
 
     # -- stop requests --------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from typing import Any
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.driver_args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.progress_log import Retention
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.governor import Governor
 from airflow_async_stream.secret_options import Redactor, SecretOptions, take_from_environment
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = load_submitted_spec(control, args)
         logs = spec.log_settings
+        control.progress_retention = Retention(logs.progress_max_bytes, logs.progress_max_age_hours * 3600)
         log.info(
             "deployment %s of job %s: Spark logs at %s; this log rotates at %d bytes, %d files kept",
             args.deployment_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -25,6 +26,9 @@ __all__ = ["Governor", "progress_record"]
 _log = logging.getLogger(__name__)
 
 _STOP_POLL_S = 0.25
+#: Spark's recentProgress holds the last 100 batches (spark.sql.streaming.numRecentProgressUpdates); a driver
+#: that runs for months remembers this many, not every batch it ever recorded.
+_RECORDED_KEPT = 1024
 #: Committed batches after its start that make a deployment's spec "stable" (a rollback target).
 STABLE_AFTER_COMMITS = 2
 _DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
@@ -90,7 +94,8 @@ class Governor:
         self.redact = redact or Redactor()
         self._lock = threading.Lock()
         self._query_id: str | None = None
-        self._recorded: set[tuple[str, int]] = set()
+        #: Batches already recorded (listener and end-of-query flush both report them), the newest only.
+        self._recorded: collections.OrderedDict[tuple[str, int], None] = collections.OrderedDict()
         self._status: dict[str, Any] = {
             "job": job,
             "deployment_id": deployment_id,
@@ -175,7 +180,9 @@ class Governor:
         with self._lock:
             if key in self._recorded:
                 return
-            self._recorded.add(key)
+            self._recorded[key] = None
+            if len(self._recorded) > _RECORDED_KEPT:
+                self._recorded.popitem(last=False)
             self._status["batches"] += 1
             self._status["last_batch_id"] = record["batch_id"]
             self._status["last_progress_at"] = now()

@@ -9,6 +9,7 @@ import pytest
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.progress_log import segments
 from airflow_async_stream.runtime.governor import Governor
 from airflow_async_stream.secret_options import (
     ENV_VAR,
@@ -139,8 +140,9 @@ def test_the_governor_never_writes_a_secret_into_status_or_progress(tmp_path: ob
     governor.record_progress(progress)
     governor.fail(RuntimeError(f"SASL authentication failed with password {secret}"))
 
-    written = control.path(ControlArea.STATUS), control.path("progress.jsonl")
-    texts = [open(p).read() for p in written]
+    progress_files = [control.path(s.name) for s in segments(control)]
+    assert len(progress_files) == 1
+    texts = [open(p).read() for p in (control.path(ControlArea.STATUS), *progress_files)]
     assert all(secret not in text for text in texts)
     status = json.loads(texts[0])
     assert status["error"] == "RuntimeError: SASL authentication failed with password ***"

@@ -1,0 +1,172 @@
+"""The progress log: one JSON line per micro-batch, in whole segment files with a retention.
+
+Segments live in the control area's ``progress/`` folder, named
+``<deployment_id>-<n>-<unix seconds of its first line>.jsonl`` (deployment ids start with their UTC time, so
+names sort oldest first). A segment takes at most ``SEGMENT_LINES`` lines and a quarter of the log's size
+limit; on storage that can append (local disks, HDFS) lines are appended to it, on object stores it is
+rewritten whole as it grows. Whenever a segment is started, the oldest whole segments go while the log is
+over its size, or once every line in them is older than its age limit (a segment's lines are all older than
+the next segment's start), so the log never holds more than ``max_bytes``. The segment being written is
+never removed.
+
+Files written before segments existed stay readable: ``progress.jsonl`` (local disks) and segments named
+``<deployment_id>-<n>.jsonl`` (object stores) are read first and fall under the size limit only.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["LEGACY_LOG", "SEGMENTS", "ProgressWriter", "Retention", "Segment", "segments"]
+
+SEGMENTS = "progress"
+LEGACY_LOG = "progress.jsonl"
+SEGMENT_LINES = 200
+SEGMENT_MAX_BYTES = 256 * 1024
+_NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6})(?:-(?P<started>\d+))?\.jsonl")
+
+
+class _Area(Protocol):
+    """What the progress log needs of a control area (see control.py)."""
+
+    fs: Any
+
+    def path(self, name: str) -> str: ...
+
+    @property
+    def appendable(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much progress a job keeps: at most ``max_bytes``, nothing older than ``max_age_s``."""
+
+    max_bytes: int = 16 * 1024 * 1024
+    max_age_s: float = 7 * 24 * 3600.0
+
+    @property
+    def segment_bytes(self) -> int:
+        return min(SEGMENT_MAX_BYTES, self.max_bytes // 4)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One file of the progress log: its name in the control area, its size, and what its name says."""
+
+    name: str
+    size: int
+    deployment_id: str | None = None
+    started_at: float | None = None
+
+
+def segments(area: _Area) -> list[Segment]:
+    """Every file of the progress log, oldest first: the legacy log, then the segments in name order."""
+    found = []
+    try:
+        found.append(Segment(LEGACY_LOG, int(area.fs.info(area.path(LEGACY_LOG))["size"])))
+    except FileNotFoundError:
+        pass
+    try:
+        listed = area.fs.ls(area.path(SEGMENTS), detail=True)
+    except FileNotFoundError:
+        listed = []
+    for entry in sorted(listed, key=lambda e: posixpath.basename(str(e["name"]))):
+        base = posixpath.basename(str(entry["name"]))
+        match = _NAME.fullmatch(base)
+        if not match:
+            continue  # not ours (an editor's swap file, a temp file)
+        started = float(match["started"]) if match["started"] else None
+        found.append(Segment(f"{SEGMENTS}/{base}", int(entry.get("size") or 0), match["deployment"], started))
+    return found
+
+
+def read_events(area: _Area, files: list[Segment]) -> list[dict[str, Any]]:
+    """The events of ``files`` in order; a torn last line or a file removed meanwhile is skipped."""
+    events = []
+    for segment in files:
+        try:
+            text = area.fs.cat_file(area.path(segment.name)).decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            continue  # removed by the retention since it was listed
+        for line in text.splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+    return events
+
+
+def files_of(all_files: list[Segment], deployment_id: str | None) -> list[Segment]:
+    """The files that may hold a deployment's events: its segments, and files whose name says no deployment."""
+    if deployment_id is None:
+        return all_files
+    return [s for s in all_files if s.deployment_id in (None, deployment_id)]
+
+
+def latest_event(area: _Area, deployment_id: str) -> dict[str, Any] | None:
+    """A deployment's newest event, reading its segments newest first (usually one small file)."""
+    for segment in reversed(files_of(segments(area), deployment_id)):
+        mine = [e for e in read_events(area, [segment]) if e.get("deployment_id") == deployment_id]
+        if mine:
+            return mine[-1]
+    return None
+
+
+class ProgressWriter:
+    """The driver's side: append events of one deployment, start segments, apply the retention."""
+
+    def __init__(self, area: _Area, deployment_id: str, retention: Retention | None = None) -> None:
+        self.area, self.deployment_id = area, deployment_id
+        self.retention = retention or Retention()
+        self._number = -1
+        self._name = ""
+        self._lines: list[bytes] = []
+        self._size = 0
+
+    def append(self, event: dict[str, Any]) -> None:
+        line = (json.dumps(event, sort_keys=True) + "\n").encode()
+        full = len(self._lines) >= SEGMENT_LINES or self._size + len(line) > self.retention.segment_bytes
+        if self._number < 0 or (full and self._lines):
+            self._start_segment()
+        self._lines.append(line)
+        self._size += len(line)
+        path = self.area.path(self._name)
+        if self.area.appendable:
+            with self.area.fs.open(path, "ab") as fh:
+                fh.write(line)
+        else:
+            self.area.fs.pipe_file(path, b"".join(self._lines))
+
+    def _start_segment(self) -> None:
+        self._number += 1
+        self._lines, self._size = [], 0
+        self._name = f"{SEGMENTS}/{self.deployment_id}-{self._number:06d}-{int(time.time())}.jsonl"
+        self.area.fs.makedirs(self.area.path(SEGMENTS), exist_ok=True)
+        self.apply_retention()
+
+    def apply_retention(self, now: float | None = None) -> list[str]:
+        """Remove the oldest whole segments beyond the limits; return their names."""
+        now = time.time() if now is None else now
+        files = [s for s in segments(self.area) if s.name != self._name]
+        room = self.retention.max_bytes - self.retention.segment_bytes  # what the segment being written may take
+        total = sum(s.size for s in files)
+        removed = []
+        for index, segment in enumerate(files):
+            following = files[index + 1].started_at if index + 1 < len(files) else now
+            too_old = following is not None and following < now - self.retention.max_age_s
+            if total <= room and not too_old:
+                break
+            try:
+                self.area.fs.rm_file(self.area.path(segment.name))
+            except FileNotFoundError:
+                pass
+            total -= segment.size
+            removed.append(segment.name)
+        return removed
