@@ -111,7 +111,25 @@ def main() -> int:
     cli(env, "status", checkpoint)
     say("stopping the job so nothing is left running:")
     cli(env, "stop", checkpoint)
+    say(disk_use(checkpoint))
     return code
+
+
+def disk_use(checkpoint: str) -> str:
+    """What the job keeps on disk beside its checkpoint: its driver logs and progress log (capped, see README)."""
+    from airflow_async_stream.control import ControlArea
+    from airflow_async_stream.progress_log import segments
+
+    control = ControlArea.for_checkpoint(checkpoint)
+    logs = [p for p in Path(control.root).glob("driver.log*") if p.is_file()]
+    log_bytes = sum(p.stat().st_size for p in logs)
+    progress = segments(control)
+    batches = len(control.read_progress())
+    return (
+        f"on disk beside the checkpoint: driver logs {log_bytes / 1024:.1f} KB in {len(logs)} file(s) and a progress "
+        f"log of {sum(s.size for s in progress) / 1024:.1f} KB, for {batches} micro-batches "
+        f"({log_bytes / max(batches, 1):.0f} bytes of driver log per micro-batch)"
+    )
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ def _check_invariants(control: ControlArea, checkpoint: str, before: dict[str, s
     after = checkpoint_files(checkpoint)
     changed = sorted(name for name, digest in before.items() if after.get(name) != digest)
     assert not changed, f"checkpoint files deleted or rewritten: {changed}"
-    log = Path(control.path("driver.log")).read_text(errors="replace")
+    log = "".join(p.read_text(errors="replace") for p in Path(control.root).glob("driver.log*"))  # rotated too
     assert "doesn't exist" not in log and "not found in offset log" not in log, "a sync job ran on an unsafe checkpoint"
     drivers = live_drivers(control)
     assert len(drivers) <= 1, f"two drivers on one checkpoint: {drivers}"
