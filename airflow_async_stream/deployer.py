@@ -113,9 +113,11 @@ def _launch(
         )
         logs = spec.log_settings
         limits = (logs.driver_log_max_bytes, logs.driver_log_files)
-        pid = hook.launch_detached(runtime_driver_path(), log_path, extra_env=secrets.to_env(), log_limits=limits)
+        pid, pump_pid = hook.launch_detached(
+            runtime_driver_path(), log_path, extra_env=secrets.to_env(), log_limits=limits
+        )
         record["driver"] = {"kind": "local-process", **identify(pid)}
-        record["driver"].update(log=log_path, log_on_host=on_host)
+        record["driver"].update(log=log_path, log_on_host=on_host, log_pump_pid=pump_pid)
     else:
         record["driver"] = hook.submit_to_cluster(
             runtime_driver_path(), lambda output: control.write_bytes(ControlArea.DRIVER_LOG, output)

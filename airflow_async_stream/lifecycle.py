@@ -8,12 +8,13 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.control import FINAL_STATES, ControlArea, liveness, now
+from airflow_async_stream.control import FINAL_STATES, ControlArea, liveness, local_pid_alive, now
 from airflow_async_stream.driver_log import tail_lines
 from airflow_async_stream.driver_process import DriverProcess, launcher_running_here
 from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, StopTimeoutError
@@ -44,6 +45,20 @@ def log_tail(control: ControlArea, lines: int = 30) -> str:
     if local_log:
         return tail_lines(_read_local, local_log, lines)
     return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines)
+
+
+#: How long a driver's log pump may take to write what the driver printed last (it ends at end of output).
+LOG_PUMP_DRAIN_S = 3.0
+
+
+def _await_log_pump(driver: dict[str, Any], sleep: Callable[[float], None] = time.sleep) -> None:
+    """Let the log pump of a driver that just exited write its last lines before they are shown."""
+    pid = driver.get("log_pump_pid")
+    if not pid or driver.get("host") != socket.gethostname():
+        return
+    deadline = time.monotonic() + LOG_PUMP_DRAIN_S
+    while local_pid_alive(int(pid)) and time.monotonic() < deadline:
+        sleep(0.05)
 
 
 def _read_local(path: str) -> bytes:
@@ -94,6 +109,7 @@ def wait_until_running(
             status = _status_of(control, deployment_id)
             if status and status.get("state") == "failed":
                 raise DriverFailedError(f"the driver failed: {status.get('error')}")
+            _await_log_pump(driver or {})
             raise DriverFailedError(
                 f"spark-submit (pid {(driver or {}).get('launcher_pid')}) exited before the query ran; "
                 f"end of its log:\n{log_tail(control)}"

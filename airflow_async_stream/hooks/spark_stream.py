@@ -247,8 +247,8 @@ class StreamingJobHook(SparkSubmitHook):
         log_path: str,
         extra_env: dict[str, str] | None = None,
         log_limits: tuple[int, int] = (4 * 1024 * 1024, 3),
-    ) -> int:
-        """Start spark-submit in its own session, output to ``log_path``; return its process id.
+    ) -> tuple[int, int]:
+        """Start spark-submit in its own session, output to ``log_path``; return its and the log pump's pids.
 
         The output goes through a pump that rotates ``log_path`` at ``log_limits`` (bytes per file, files
         kept; see driver_log.py). ``extra_env`` reaches only this process and the driver it starts (secrets
@@ -281,7 +281,7 @@ class StreamingJobHook(SparkSubmitHook):
         # Reap both when they end, so a long-lived Airflow process never keeps a zombie that looks alive.
         for child in (process, pump):
             threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()
-        return process.pid
+        return process.pid, pump.pid
 
     def submit_to_cluster(self, application: str, write_log: Callable[[bytes], None]) -> dict[str, Any]:
         """Cluster mode: submit and return once the cluster accepted it, naming the driver it runs.

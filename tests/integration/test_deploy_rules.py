@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,26 @@ def _spec(checkpoint: str, **changes: object) -> dict:
     }
     spec.update(changes)
     return spec
+
+
+def _deploy_alone(dag_id: str, spec: dict, capfd: pytest.CaptureFixture[str]) -> tuple[Any, str]:
+    """Run a DAG whose one task deploys ``spec``; return the run and everything it printed."""
+    path = write_dag(
+        dag_id,
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.operators import DeployStreamingJobOperator
+
+        @dag(schedule=None)
+        def {dag_id}():
+            DeployStreamingJobOperator(task_id="deploy", spec={spec!r}, startup_timeout_s=120)
+
+        {dag_id}()
+        """,
+    )
+    dag_run = run_dag(path, dag_id)
+    out = capfd.readouterr()
+    return dag_run, out.out + out.err
 
 
 def test_second_deploy_on_live_checkpoint_is_refused_and_redeploy_takes_over(
@@ -87,25 +108,10 @@ def test_second_deploy_on_live_checkpoint_is_refused_and_redeploy_takes_over(
 def test_driver_refuses_stateful_query_with_async_before_start(airflow_db: None, checkpoint_dir: str, capfd) -> None:
     spec = _spec(checkpoint_dir, transform={"sql": "SELECT value % 10 AS k, count(*) AS n FROM source GROUP BY 1"})
     spec["sink"] = {"format": "console", "output_mode": "update"}
-    path = write_dag(
-        "stateful_refused",
-        f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.operators import DeployStreamingJobOperator
-
-        @dag(schedule=None)
-        def stateful_refused():
-            DeployStreamingJobOperator(task_id="deploy", spec={spec!r}, startup_timeout_s=120)
-
-        stateful_refused()
-        """,
-    )
-    dag_run = run_dag(path, "stateful_refused")
-    out = capfd.readouterr()
-
+    dag_run, output = _deploy_alone("stateful_refused", spec, capfd)
     assert task_states(dag_run) == {"deploy": "failed"}
-    assert "async_progress.enabled" in out.out + out.err
-    assert "stateful operators: Aggregate" in out.out + out.err
+    assert "async_progress.enabled" in output
+    assert "stateful operators: Aggregate" in output
     status = ControlArea.for_checkpoint(checkpoint_dir).read_json("status.json")
     assert status["state"] == "failed" and "Aggregate" in status["error"]
     assert batch_ids(checkpoint_dir, "offsets") == [], "Spark started the query anyway"
@@ -278,3 +284,15 @@ def test_a_connection_that_cannot_be_read_fails_the_deploy_instead_of_running_lo
     assert "Airflow connection 'spark_default' could not be read" in out.out + out.err
     assert "hunter2-pw" not in out.out + out.err
     assert ControlArea.for_checkpoint(checkpoint_dir).read_json("deployment.json") is None, "a driver was launched"
+
+
+def test_a_driver_that_dies_at_launch_shows_its_last_lines_through_the_log_pump(
+    airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    spec = _spec(checkpoint_dir, spark_conf={"spark.driver.memory": "lots"})  # the JVM refuses to start
+    dag_run, output = _deploy_alone("dies_at_launch", spec, capfd)
+    assert task_states(dag_run) == {"deploy": "failed"}
+    assert "exited before the query ran; end of its log:" in output
+    assert "Invalid maximum heap size: -Xmxlots" in output  # the JVM's own last words
+    record = ControlArea.for_checkpoint(checkpoint_dir).read_json("deployment.json")
+    assert not local_pid_alive(record["driver"]["log_pump_pid"]), "the log pump outlived its driver"
