@@ -153,8 +153,9 @@ class DriverWatch:
             if not entry.name.isdigit():
                 continue
             try:
-                if self.marker not in (entry / "cmdline").read_bytes():
-                    continue
+                cmdline = (entry / "cmdline").read_bytes()
+                if self.marker not in cmdline or b"--control-area" not in cmdline:
+                    continue  # not a driver (the log pump names the checkpoint too, in its log's path)
                 stat = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
             except OSError:
                 continue
