@@ -129,12 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         logs = spec.log_settings
         control.progress_retention = Retention(logs.progress_max_bytes, logs.progress_max_age_hours * 3600)
         log.info(
-            "deployment %s of job %s: Spark logs at %s; this log rotates at %d bytes, %d files kept",
+            "deployment %s of job %s: Spark logs at %s; the progress log keeps %d bytes, %s hours",
             args.deployment_id,
             spec.name,
             spec.spark_conf_strings()["spark.log.level"],
-            logs.driver_log_max_bytes,
-            logs.driver_log_files,
+            logs.progress_max_bytes,
+            logs.progress_max_age_hours,
         )
         start_batch = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("start_batch")
         governor.watch_stability(spec.checkpoint, start_batch, spec.to_mapping())

@@ -46,7 +46,9 @@ def test_a_stop_during_the_migration_is_refused_and_a_forced_one_ends_it_without
     start_async_job(checkpoint_dir)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     dag_id = "stop_during_migration"
-    path = migration_dag(checkpoint_dir, dag_id, "1 second")  # room for the stop while the run waits
+    # A batch every 3 s: the run waits about 3 s for its second interval-0 batch, room for the CLI (about 1-2 s
+    # to start and stop under load) to find the job still running.
+    path = migration_dag(checkpoint_dir, dag_id, "3 seconds")
 
     dag_run, seen = _run_with_stop(path, dag_id, control)
 
