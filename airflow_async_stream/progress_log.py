@@ -1,8 +1,8 @@
 """The progress log: one JSON line per micro-batch, in whole segment files with a retention.
 
 Segments live in the control area's ``progress/`` folder, named
-``<deployment_id>-<n>-<unix seconds of its first line>.jsonl`` (deployment ids start with their UTC time, so
-names sort oldest first). A segment takes at most ``SEGMENT_LINES`` lines and a quarter of the log's size
+``<deployment_id>-<n>-t<unix seconds of its first line>.jsonl`` (deployment ids start with their UTC time:
+ordered by deployment id, then by number, they run oldest first). A segment takes at most ``SEGMENT_LINES`` lines and a quarter of the log's size
 limit; on storage that can append (local disks, HDFS) lines are appended to it, on object stores it is
 rewritten whole as it grows. Whenever a segment is started, the oldest whole segments go while the log is
 over its size, or once every line in them is older than its age limit (a segment's lines are all older than
@@ -28,7 +28,7 @@ SEGMENTS = "progress"
 LEGACY_LOG = "progress.jsonl"
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
-_NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6})(?:-(?P<started>\d+))?\.jsonl")
+_NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6,})(?:-t(?P<started>\d+))?\.jsonl")
 
 
 class _Area(Protocol):
@@ -75,14 +75,16 @@ def segments(area: _Area) -> list[Segment]:
         listed = area.fs.ls(area.path(SEGMENTS), detail=True)
     except FileNotFoundError:
         listed = []
-    for entry in sorted(listed, key=lambda e: posixpath.basename(str(e["name"]))):
+    numbered = []
+    for entry in listed:
         base = posixpath.basename(str(entry["name"]))
         match = _NAME.fullmatch(base)
         if not match:
             continue  # not ours (an editor's swap file, a temp file)
         started = float(match["started"]) if match["started"] else None
-        found.append(Segment(f"{SEGMENTS}/{base}", int(entry.get("size") or 0), match["deployment"], started))
-    return found
+        segment = Segment(f"{SEGMENTS}/{base}", int(entry.get("size") or 0), match["deployment"], started)
+        numbered.append(((match["deployment"], int(match["number"])), segment))
+    return found + [segment for _, segment in sorted(numbered, key=lambda pair: pair[0])]
 
 
 def read_events(area: _Area, files: list[Segment]) -> list[dict[str, Any]]:
@@ -147,7 +149,7 @@ class ProgressWriter:
     def _start_segment(self) -> None:
         self._number += 1
         self._lines, self._size = [], 0
-        self._name = f"{SEGMENTS}/{self.deployment_id}-{self._number:06d}-{int(time.time())}.jsonl"
+        self._name = f"{SEGMENTS}/{self.deployment_id}-{self._number:06d}-t{int(time.time())}.jsonl"
         self.area.fs.makedirs(self.area.path(SEGMENTS), exist_ok=True)
         self.apply_retention()
 

@@ -135,3 +135,25 @@ def test_a_long_running_driver_records_each_batch_once_and_remembers_only_the_ne
     assert len(governor._recorded) <= 1024  # memory: bounded, however long the driver runs
     assert [e["batch_id"] for e in area.read_progress()][-101:] == list(range(2899, 3000))
     assert governor._status["batches"] == 3000
+
+
+def test_segments_are_ordered_by_number_past_a_million_and_names_parse_whatever_the_id() -> None:
+    control = _memory_area()
+    digits = "20261122T010000Z-12345678"  # a deployment id whose random part is all digits
+    names = [
+        f"{digits}-000000.jsonl",  # the earlier release's name (no start time)
+        f"{digits}-999999-t1795000000.jsonl",
+        f"{digits}-1000000-t1795000100.jsonl",
+        f"{DEP_B}-000000-t1795000200.jsonl",
+        "notes.txt",  # not a segment: skipped
+    ]
+    for name in reversed(names):
+        control.fs.pipe_file(control.path(f"progress/{name}"), b"{}\n")
+    found = segments(control)
+    assert [s.name.split("/")[1] for s in found] == names[:4]
+    assert [(s.deployment_id, s.started_at) for s in found] == [
+        (digits, None),
+        (digits, 1795000000.0),
+        (digits, 1795000100.0),
+        (DEP_B, 1795000200.0),
+    ]
