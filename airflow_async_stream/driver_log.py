@@ -18,10 +18,14 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from typing import BinaryIO
 
 __all__ = ["RotatingLog", "rotated_names", "start_pump", "tail_lines"]
 
 _READ_LINE_LIMIT = 64 * 1024
+#: The defaults of the spec's ``logs.driver_log_max_bytes`` and ``logs.driver_log_files``.
+DEFAULT_FILE_BYTES = 4 * 1024 * 1024
+DEFAULT_FILES = 3
 
 
 def rotated_names(path: str, files: int) -> list[str]:
@@ -34,7 +38,7 @@ class RotatingLog:
 
     def __init__(self, path: str, max_bytes: int, files: int) -> None:
         self.path, self.max_bytes, self.files = path, max_bytes, files
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._size = 0
         self._dropped = 0
         self._drop_reason = ""
@@ -44,9 +48,7 @@ class RotatingLog:
         self._size = self._fh.tell()
 
     def _rotate(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        self.close()
         names = rotated_names(self.path, self.files)
         for older, newer in zip(reversed(names[1:]), reversed(names[:-1]), strict=True):
             if os.path.exists(newer):
@@ -58,34 +60,41 @@ class RotatingLog:
         """Write one line (cut to ``max_bytes``); on an error, count it as dropped and go on."""
         line = line[: self.max_bytes]
         try:
-            if self._fh is None:
-                self._open()
             if self._dropped:
-                note = f"[airflow-async-stream: {self._dropped} bytes of driver output dropped: {self._drop_reason}]\n"
+                reason = self._drop_reason
+                self._write_line(
+                    f"[airflow-async-stream: {self._dropped} bytes of driver output dropped: {reason}]\n".encode()
+                )
                 self._dropped = 0
-                self.write(note.encode())
-            if self._size and self._size + len(line) > self.max_bytes:
-                self._rotate()
-            self._fh.write(line)  # type: ignore[union-attr]
-            self._fh.flush()  # type: ignore[union-attr]
-            self._size += len(line)
+            self._write_line(line)
         except OSError as exc:
             self._dropped += len(line)
             self._drop_reason = exc.strerror or str(exc)
-            self._fh = None
+            self.close()
+
+    def _write_line(self, line: bytes) -> None:
+        if self._fh is None:
+            self._open()
+        if self._size and self._size + len(line) > self.max_bytes:
+            self._rotate()
+        assert self._fh is not None
+        self._fh.write(line)
+        self._fh.flush()
+        self._size += len(line)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
+        """Close the file (quietly: a close that fails on a full disk is one more drop, already counted)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass
 
 
-def pump(source: object, log: RotatingLog) -> None:
-    """Copy ``source`` (a binary stream) line by line into ``log`` until end of file."""
-    readline: Callable[[int], bytes] = source.readline  # type: ignore[attr-defined]
-    while True:
-        line = readline(_READ_LINE_LIMIT)
-        if not line:
-            break
+def pump(source: BinaryIO, log: RotatingLog) -> None:
+    """Copy ``source`` line by line into ``log`` until end of file."""
+    while line := source.readline(_READ_LINE_LIMIT):
         log.write(line)
     log.close()
 

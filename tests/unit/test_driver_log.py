@@ -89,3 +89,12 @@ def test_the_tail_reads_on_into_the_previous_file_after_a_rotation(tmp_path: Pat
     read = lambda p: Path(p).read_bytes()  # noqa: E731
     assert tail_lines(read, str(path), 3) == "two\nthree\nfour"
     assert tail_lines(read, str(tmp_path / "none.log"), 3) == ""
+
+
+def test_a_disk_that_stays_full_never_stops_the_pump() -> None:
+    """/dev/full fails every write (ENOSPC): the note about dropped output fails too, and the pump goes on."""
+    log = RotatingLog("/dev/full", max_bytes=1000, files=1)
+    for _ in range(3):
+        log.write(b"x" * 10 + b"\n")  # must not raise
+    log.close()
+    assert log._dropped == 33 and log._drop_reason == "No space left on device"
