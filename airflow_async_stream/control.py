@@ -71,13 +71,11 @@ class ControlArea:
     SPEC = "spec.json"
     DEPLOYMENT = "deployment.json"
     STATUS = "status.json"
-    PROGRESS = progress_log.LEGACY_LOG
     STOP_REQUEST = "stop-request.json"
     DRIVER_LOG = "driver.log"
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
 
-    PROGRESS_SEGMENTS = progress_log.SEGMENTS
     #: Protocols whose files can be appended to; on others (s3, gs, abfs, memory...) segments are rewritten whole.
     APPENDABLE = frozenset({"file", "local", "hdfs", "viewfs"})
 

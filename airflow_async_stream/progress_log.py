@@ -28,6 +28,9 @@ SEGMENTS = "progress"
 LEGACY_LOG = "progress.jsonl"
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
+#: The defaults of the spec's ``logs.progress_max_bytes`` and ``logs.progress_max_age_hours``.
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_AGE_HOURS = 168
 _NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6,})(?:-t(?P<started>\d+))?\.jsonl")
 
 
@@ -46,8 +49,8 @@ class _Area(Protocol):
 class Retention:
     """How much progress a job keeps: at most ``max_bytes``, nothing older than ``max_age_s``."""
 
-    max_bytes: int = 16 * 1024 * 1024
-    max_age_s: float = 7 * 24 * 3600.0
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_age_s: float = DEFAULT_MAX_AGE_HOURS * 3600.0
 
     @property
     def segment_bytes(self) -> int:

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from airflow_async_stream import driver_log, progress_log
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.secret_options import looks_secret
 
@@ -235,7 +236,6 @@ class AsyncProgress(_Model):
 
 
 SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
-MIB = 1024 * 1024
 
 
 class Logs(_Model):
@@ -249,16 +249,25 @@ class Logs(_Model):
         default="WARN", description="Spark's log level in the driver (at INFO Spark writes ~9 KB per micro-batch)."
     )
     driver_log_max_bytes: StrictInt = Field(
-        default=4 * MIB, ge=4096, description="The driver log is rotated when a file would grow past this size."
+        default=driver_log.DEFAULT_FILE_BYTES,
+        ge=4096,
+        description="The driver log is rotated when a file would grow past this size.",
     )
     driver_log_files: StrictInt = Field(
-        default=3, ge=1, le=100, description="Driver log files kept: driver.log, driver.log.1, ... (oldest dropped)."
+        default=driver_log.DEFAULT_FILES,
+        ge=1,
+        le=100,
+        description="Driver log files kept: driver.log, driver.log.1, ... (oldest dropped).",
     )
     progress_max_bytes: StrictInt = Field(
-        default=16 * MIB, ge=4096, description="Whole progress segments beyond this size are removed, oldest first."
+        default=progress_log.DEFAULT_MAX_BYTES,
+        ge=4096,
+        description="Whole progress segments beyond this size are removed, oldest first.",
     )
     progress_max_age_hours: StrictInt | float = Field(
-        default=168, gt=0, description="Progress segments whose batches are all older than this are removed."
+        default=progress_log.DEFAULT_MAX_AGE_HOURS,
+        gt=0,
+        description="Progress segments whose batches are all older than this are removed.",
     )
 
     @field_validator("spark_level", mode="before")

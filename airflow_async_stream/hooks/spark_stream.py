@@ -29,7 +29,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import Connection
 from airflow.sdk.log import mask_secret
 
-from airflow_async_stream.driver_log import start_pump
+from airflow_async_stream.driver_log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError, JavaNotFoundError
 from airflow_async_stream.hooks.connection_lookup import find_connection
 from airflow_async_stream.secret_options import ConnectionFields, SecretOptions, kafka_options
@@ -246,7 +246,7 @@ class StreamingJobHook(SparkSubmitHook):
         application: str,
         log_path: str,
         extra_env: dict[str, str] | None = None,
-        log_limits: tuple[int, int] = (4 * 1024 * 1024, 3),
+        log_limits: tuple[int, int] = (DEFAULT_FILE_BYTES, DEFAULT_FILES),
     ) -> tuple[int, int]:
         """Start spark-submit in its own session, output to ``log_path``; return its and the log pump's pids.
 
