@@ -14,6 +14,7 @@ Layout of ``<checkpoint>.async-stream/``:
 ``lease.json``         the job's hold: which DAG run or process may change it now
 ``revoked-holds.json`` holders whose hold a forced stop ended (the newest 32): they change the job no more
 ``rollout.json``       the latest rollout step's outcome for this job
+``safe-disable.json``  which step of a safe-disable run failed and why, for its rollback's message
 
 Both the driver and Airflow reach it through fsspec, so it works wherever the checkpoint lives.
 """
@@ -42,6 +43,7 @@ __all__ = [
     "ControlArea",
     "Liveness",
     "control_url_for",
+    "hold_ttl_s",
     "liveness",
     "local_pid_alive",
     "now",
@@ -54,6 +56,31 @@ SUFFIX = ".async-stream"
 HEARTBEAT_INTERVAL_S = 2.0
 #: ... and a heartbeat older than this means the driver is gone.
 HEARTBEAT_STALE_S = 20.0
+#: Slack on every hold, beyond the time limits of the steps it covers (seconds).
+HOLD_MARGIN_S = 60.0
+
+
+def hold_ttl_s(
+    *,
+    deploys: int = 0,
+    stops: int = 0,
+    waits: int = 0,
+    startup_timeout_s: float = 0.0,
+    stop_kill_after_s: float = 0.0,
+    wait_timeout_s: float = 0.0,
+) -> float:
+    """How long a holder keeps a job: the sum of the time limits of the steps it covers, plus a margin.
+
+    A deploy may first stop the live driver (killed ``stop_kill_after_s`` after the request at the latest),
+    then waits up to ``startup_timeout_s``; a stop takes at most ``stop_kill_after_s``; a wait for committed
+    batches at most ``wait_timeout_s``.
+    """
+    return (
+        deploys * (startup_timeout_s + stop_kill_after_s)
+        + stops * stop_kill_after_s
+        + waits * wait_timeout_s
+        + HOLD_MARGIN_S
+    )
 
 
 def now() -> float:
@@ -75,6 +102,10 @@ class ControlArea:
     DRIVER_LOG = "driver.log"
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
+    MIGRATION = "safe-disable.json"
+
+    ACTIVE_STATES = ACTIVE_STATES
+    FINAL_STATES = FINAL_STATES
 
     #: Protocols whose files can be appended to; on others (s3, gs, abfs, memory...) segments are rewritten whole.
     APPENDABLE = frozenset({"file", "local", "hdfs", "viewfs"})

@@ -1,7 +1,8 @@
-"""Deploy one job: make room on its checkpoint, submit detached, confirm its query runs.
+"""Deploy one job (make room on its checkpoint, submit detached, confirm its query runs), or stop it.
 
-Shared by the deploy operator (one task per deploy) and rollouts (several steps in one mapped task).
-The caller's hold on the job is taken here for the deploy (renewed when the caller already holds it).
+Shared by the operators (one task per deploy or stop), the safe-disable steps and rollouts (several
+steps in one mapped task). The caller's hold on the job is taken here for the deploy or stop (renewed
+when the caller already holds it).
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ from typing import Any
 
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import latest_batch
-from airflow_async_stream.control import ControlArea, liveness, now
+from airflow_async_stream.control import ControlArea, hold_ttl_s, liveness, now
 from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyRunningError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
-from airflow_async_stream.lease import Holder, RunState, held
-from airflow_async_stream.lifecycle import stop_driver, wait_for_driver_exit, wait_until_running
+from airflow_async_stream.lease import Holder, RunState, held, revoke
+from airflow_async_stream.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
 from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
-__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "cluster_killer", "deploy_job"]
+__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "cluster_killer", "deploy_job", "stop_job"]
 
 _log = logging.getLogger(__name__)
 
@@ -48,7 +49,8 @@ class DeploySettings:
 
     @property
     def hold_ttl_s(self) -> float:
-        return self.startup_timeout_s + self.stop_kill_after_s + 60
+        """A hold long enough for one deploy (which may stop the live driver first)."""
+        return hold_ttl_s(deploys=1, startup_timeout_s=self.startup_timeout_s, stop_kill_after_s=self.stop_kill_after_s)
 
 
 def cluster_killer(conn_id: str) -> Callable[[dict[str, Any]], None]:
@@ -58,6 +60,35 @@ def cluster_killer(conn_id: str) -> Callable[[dict[str, Any]], None]:
         StreamingJobHook(conn_id=conn_id).kill_cluster_driver(driver)
 
     return kill
+
+
+def stop_job(
+    control: ControlArea,
+    holder: Holder,
+    settings: DeploySettings,
+    reason: str,
+    run_state: RunState | None = None,
+    log: logging.Logger = _log,
+    force: bool = False,
+) -> StopOutcome:
+    """Stop the job's live driver between micro-batches, holding the job meanwhile.
+
+    ``force`` first ends another holder's hold (its next step then fails without changing the job).
+    """
+    if force:
+        revoked = revoke(control, holder, f"forced {reason}")
+        if revoked:
+            log.warning("Forced: ended the hold of %s (%s)", revoked.get("holder"), revoked.get("purpose"))
+    ttl = hold_ttl_s(stops=1, stop_kill_after_s=settings.stop_kill_after_s)
+    with held(control, holder, ttl, run_state):
+        return stop_driver(
+            control,
+            reason,
+            graceful_timeout_s=settings.stop_graceful_timeout_s,
+            kill_after_s=settings.stop_kill_after_s,
+            log=log,
+            kill_remote=cluster_killer(settings.conn_id),
+        )
 
 
 def deploy_job(

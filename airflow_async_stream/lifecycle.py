@@ -145,6 +145,16 @@ class StopOutcome:
     status: dict[str, Any] | None
     exiting_pid: int | None = None
 
+    def raise_unless_stopped(self, job: str, kill_after_s: float) -> None:
+        """Fail when the driver's process is still exiting, or when it failed instead of stopping."""
+        if self.exiting_pid:
+            raise StopTimeoutError(
+                f"job {job!r} stopped its query, but its driver process (pid {self.exiting_pid}) is "
+                f"still exiting {kill_after_s:.0f} s after the stop request"
+            )
+        if self.was_live and self.status and self.status.get("state") == "failed":
+            raise DriverFailedError(f"job {job!r} did not stop cleanly: {self.status.get('error')}")
+
 
 def stop_driver(
     control: ControlArea,

@@ -1,13 +1,11 @@
-"""The safe-disable migration: turn async progress tracking off without leaving an unrestartable checkpoint.
+"""The safe-disable migration as a TaskGroup: turn async progress tracking off without leaving an
+unrestartable checkpoint.
 
-The documented cure, automated and guarded::
+The documented cure, automated and guarded, one task per step (the steps: safe_disable_steps.py)::
 
     hold the job -> redeploy(async on, interval 0) -> wait >=2 committed batches -> graceful stop
         -> gate: sync restart safe? -> redeploy(async off) -> wait >=1 committed batch -> release the job
     on any failure: redeploy(async on, interval 0) so the job keeps running, and fail the run with the reason
-
-No step deletes or rewrites a checkpoint file. Sensors count batches newer than the deploy's own
-``start_batch`` (read from the checkpoint before it launched), so a retried sensor counts the same batches.
 """
 
 from __future__ import annotations
@@ -17,11 +15,18 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import TaskGroup
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.control import ControlArea, now
-from airflow_async_stream.exceptions import JobHeldError, SafeDisableRolledBackError
+from airflow_async_stream.deployer import DeploySettings
+from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, release, take
+from airflow_async_stream.migrations.safe_disable_steps import (
+    ASYNC_EVERY_BATCH,
+    SYNCHRONOUS,
+    SafeDisable,
+    failure_reason,
+    note_failure,
+    rolled_back_error,
+)
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.gate import SyncRestartGateOperator
 from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator, dag_run_state
@@ -34,27 +39,13 @@ if TYPE_CHECKING:
 
 __all__ = ["ASYNC_EVERY_BATCH", "SYNCHRONOUS", "RollbackToAsyncOperator", "safe_disable_async_progress"]
 
-ASYNC_EVERY_BATCH: dict[str, Any] = {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}}
-SYNCHRONOUS: dict[str, Any] = {"async_progress": {"enabled": False}}
-MIGRATION_RECORD = "safe-disable.json"
-
 
 def _failure_recorder(checkpoint: str) -> Any:
     """An on_failure_callback that notes which step failed and why, for the rollback's message."""
 
     def record(context: Context) -> None:
         ti = context["ti"]
-        control = ControlArea.for_checkpoint(checkpoint)
-        control.write_json(
-            MIGRATION_RECORD,
-            {
-                "dag_id": ti.dag_id,
-                "run_id": ti.run_id,
-                "failed_step": ti.task_id,
-                "reason": str(context.get("exception") or "unknown"),
-                "at": now(),
-            },
-        )
+        note_failure(checkpoint, ti.dag_id, ti.run_id, ti.task_id, str(context.get("exception") or "unknown"))
 
     return record
 
@@ -66,32 +57,22 @@ class RollbackToAsyncOperator(DeployStreamingJobOperator):
     """
 
     def execute(self, context: Context) -> dict[str, Any]:
-        spec = resolve_spec(self.spec, self.overrides)
-        control = ControlArea.for_checkpoint(spec.checkpoint)
-        holder = Holder.for_task(context, f"safe-disable {spec.name}")
+        spec = resolve_spec(self.spec)
+        migration = SafeDisable(
+            spec, Holder.for_task(context, f"safe-disable {spec.name}"), self.settings(context), run_state=dag_run_state
+        )
+        control = migration.control
         try:
-            take(control, holder, self.startup_timeout_s + self.stop_kill_after_s + 60, dag_run_state)
+            take(control, migration.holder, self.settings(context).hold_ttl_s, dag_run_state)
         except JobHeldError as exc:
             raise AirflowSkipException(f"nothing to roll back, this run never held the job: {exc}") from exc
         try:
-            reason = self._failure_reason(spec.checkpoint, context)
-            self.log.warning("Safe-disable failed (%s); redeploying with async on, interval 0", reason)
-            record = super().execute(context)
+            ti = context["ti"]
+            reason = failure_reason(spec.checkpoint, ti.dag_id, ti.run_id)
+            record = migration.roll_back(reason)
         finally:
-            release(control, holder)
-        raise SafeDisableRolledBackError(
-            f"async progress tracking stays on for job {spec.name!r}: {reason}. The job was redeployed with "
-            f"async on and checkpoint interval 0 (deployment {record['deployment_id']}) and keeps running."
-        )
-
-    @staticmethod
-    def _failure_reason(checkpoint: str, context: Context) -> str:
-        ti = context["ti"]
-        note = ControlArea.for_checkpoint(checkpoint).read_json(MIGRATION_RECORD) or {}
-        if note.get("run_id") == ti.run_id and note.get("dag_id") == ti.dag_id:
-            return f"step {note['failed_step']} failed: {note['reason']}"
-        inspection = inspect_checkpoint(checkpoint)
-        return f"a step failed (see its log); the checkpoint now says: {inspection.reason}"
+            release(control, migration.holder)
+        raise rolled_back_error(spec.name, reason, record)
 
 
 def safe_disable_async_progress(
@@ -115,77 +96,79 @@ def safe_disable_async_progress(
     :param lease_ttl_s: how long the run holds the job (default: the sum of every step's time limits);
         no other run may deploy, stop or migrate the job meanwhile, and a dead run's hold expires then.
     """
-    if async_batches < 2:
-        raise ValueError("async_batches must be at least 2: the cure needs two batches written with interval 0")
     job = resolve_spec(spec)
-    spec_data = job.to_mapping()
-    # Validate the synchronous target now, at parse time, not after the job was stopped.
-    resolve_spec(spec_data, deep_merge(SYNCHRONOUS, sync_overrides or {}))
-    recorder = _failure_recorder(job.checkpoint)
-    if lease_ttl_s is None:
-        lease_ttl_s = 3 * (startup_timeout_s + graceful_timeout_s * 2 + 60) + 2 * wait_timeout_s
-    common = {"conn_id": conn_id, "startup_timeout_s": startup_timeout_s, "stop_graceful_timeout_s": graceful_timeout_s}
-
+    # Validates async_batches, and the synchronous target now, at parse time, not after the job was stopped.
+    plan = SafeDisable(
+        job,
+        deploy=DeploySettings(
+            conn_id=conn_id, startup_timeout_s=startup_timeout_s, stop_graceful_timeout_s=graceful_timeout_s
+        ),
+        wait_timeout_s=wait_timeout_s,
+        async_batches=async_batches,
+        sync_overrides=sync_overrides or {},
+    )
+    plan.synchronous_spec()
     with TaskGroup(group_id=group_id, tooltip=f"turn async progress tracking off for {job.name}") as group:
-        hold = TakeJobLeaseOperator(
-            task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=lease_ttl_s
-        )
-        redeploy_async = DeployStreamingJobOperator(
-            task_id="redeploy_async_interval_0",
-            spec=spec_data,
-            overrides=ASYNC_EVERY_BATCH,
-            redeploy=True,
-            on_failure_callback=recorder,
-            **common,
-        )
-        wait_async = CommittedBatchesSensor(
-            task_id="wait_async_batches",
-            checkpoint=job.checkpoint,
-            min_batches=async_batches,
-            baseline_batch=redeploy_async.output,
-            wait_timeout_s=wait_timeout_s,
-            deferrable=deferrable,
-            on_failure_callback=recorder,
-        )
-        stop = StopStreamingJobOperator(
-            task_id="stop_async",
-            spec=spec_data,
-            conn_id=conn_id,
-            graceful_timeout_s=graceful_timeout_s,
-            on_failure_callback=recorder,
-        )
-        gate = SyncRestartGateOperator(
-            task_id="gate_sync_restart_safe", checkpoint=job.checkpoint, on_failure_callback=recorder
-        )
-        deploy_sync = DeployStreamingJobOperator(
-            task_id="deploy_sync",
-            spec=spec_data,
-            overrides=deep_merge(SYNCHRONOUS, sync_overrides or {}),
-            redeploy=False,
-            on_failure_callback=recorder,
-            **common,
-        )
-        wait_sync = CommittedBatchesSensor(
-            task_id="wait_sync_batch",
-            checkpoint=job.checkpoint,
-            min_batches=1,
-            baseline_batch=deploy_sync.output,
-            wait_timeout_s=wait_timeout_s,
-            deferrable=deferrable,
-            on_failure_callback=recorder,
-        )
-        rollback = RollbackToAsyncOperator(
-            task_id="rollback_to_async",
-            spec=spec_data,
-            overrides=ASYNC_EVERY_BATCH,
-            redeploy=True,
-            trigger_rule="one_failed",
-            **common,
-        )
-        # The group's only leaf: succeeds when the migration did, so `group >> next_task` waits for that.
-        done = ReleaseJobLeaseOperator(
-            task_id="release_job", checkpoint=job.checkpoint, trigger_rule="none_failed_min_one_success"
-        )
-        hold >> redeploy_async >> wait_async >> stop >> gate >> deploy_sync >> wait_sync >> done
-        [gate, deploy_sync, wait_sync] >> rollback >> done
+        _steps(plan, lease_ttl_s if lease_ttl_s is not None else plan.hold_ttl_s, deferrable)
     return group
+
+
+def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool) -> None:
+    """The TaskGroup's tasks, one per step, and their order."""
+    job, spec_data, recorder = plan.spec, plan.spec.to_mapping(), _failure_recorder(plan.checkpoint)
+    common = {
+        "conn_id": plan.deploy.conn_id,
+        "startup_timeout_s": plan.deploy.startup_timeout_s,
+        "stop_graceful_timeout_s": plan.deploy.stop_graceful_timeout_s,
+    }
+    wait = {"checkpoint": job.checkpoint, "wait_timeout_s": plan.wait_timeout_s, "deferrable": deferrable}
+    hold = TakeJobLeaseOperator(
+        task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=lease_ttl_s
+    )
+    redeploy_async = DeployStreamingJobOperator(
+        task_id="redeploy_async_interval_0",
+        spec=spec_data,
+        overrides=ASYNC_EVERY_BATCH,
+        redeploy=True,
+        on_failure_callback=recorder,
+        **common,
+    )
+    wait_async = CommittedBatchesSensor(
+        task_id="wait_async_batches",
+        min_batches=plan.async_batches,
+        baseline_batch=redeploy_async.output,
+        on_failure_callback=recorder,
+        **wait,
+    )
+    stop = StopStreamingJobOperator(
+        task_id="stop_async",
+        spec=spec_data,
+        conn_id=plan.deploy.conn_id,
+        graceful_timeout_s=plan.deploy.stop_graceful_timeout_s,
+        on_failure_callback=recorder,
+    )
+    gate = SyncRestartGateOperator(
+        task_id="gate_sync_restart_safe", checkpoint=job.checkpoint, on_failure_callback=recorder
+    )
+    deploy_sync = DeployStreamingJobOperator(
+        task_id="deploy_sync",
+        spec=spec_data,
+        overrides=deep_merge(SYNCHRONOUS, plan.sync_overrides),
+        redeploy=False,
+        on_failure_callback=recorder,
+        **common,
+    )
+    wait_sync = CommittedBatchesSensor(
+        task_id="wait_sync_batch",
+        min_batches=1,
+        baseline_batch=deploy_sync.output,
+        on_failure_callback=recorder,
+        **wait,
+    )
+    rollback = RollbackToAsyncOperator(task_id="rollback_to_async", spec=spec_data, trigger_rule="one_failed", **common)
+    # The group's only leaf: succeeds when the migration did, so `group >> next_task` waits for that.
+    done = ReleaseJobLeaseOperator(
+        task_id="release_job", checkpoint=job.checkpoint, trigger_rule="none_failed_min_one_success"
+    )
+    hold >> redeploy_async >> wait_async >> stop >> gate >> deploy_sync >> wait_sync >> done
+    [gate, deploy_sync, wait_sync] >> rollback >> done

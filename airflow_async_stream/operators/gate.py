@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.exceptions import UnsafeSyncRestartError
+from airflow_async_stream.migrations.safe_disable_steps import gate_sync_restart
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -27,14 +26,4 @@ class SyncRestartGateOperator(BaseOperator):
         self.checkpoint = checkpoint
 
     def execute(self, context: Context) -> dict[str, Any]:
-        inspection = inspect_checkpoint(self.checkpoint)
-        self.log.info(
-            "Checkpoint %s: latest offset %s, latest commit %s; %s",
-            self.checkpoint,
-            inspection.latest_offset,
-            inspection.latest_commit,
-            inspection.reason,
-        )
-        if not inspection.sync_restart_safe:
-            raise UnsafeSyncRestartError(f"a synchronous restart is not safe: {inspection.reason}")
-        return inspection.to_json()
+        return gate_sync_restart(self.checkpoint, self.log).to_json()

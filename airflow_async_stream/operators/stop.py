@@ -7,11 +7,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_async_stream.control import ControlArea
-from airflow_async_stream.deployer import cluster_killer
-from airflow_async_stream.exceptions import DriverFailedError, StopTimeoutError
+from airflow_async_stream.deployer import DeploySettings, stop_job
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.lease import Holder, held, revoke
-from airflow_async_stream.lifecycle import stop_driver
+from airflow_async_stream.lease import Holder
 from airflow_async_stream.operators.lease import dag_run_state
 from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec, spec_operand
 
@@ -61,28 +59,17 @@ class StopStreamingJobOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any] | None:
         spec = resolve_spec(self.spec)
-        control = ControlArea.for_checkpoint(spec.checkpoint)
-        holder = Holder.for_task(context, f"stop {spec.name}")
-        if self.force:
-            revoked = revoke(control, holder, f"forced stop by {self.dag_id}.{self.task_id}")
-            if revoked:
-                self.log.warning("Forced: ended the hold of %s (%s)", revoked.get("holder"), revoked.get("purpose"))
-        ttl_s = self.graceful_timeout_s + self.kill_after_s + 60
-        with held(control, holder, ttl_s, dag_run_state):
-            outcome = stop_driver(
-                control,
-                f"stop by {self.dag_id}.{self.task_id}",
-                graceful_timeout_s=self.graceful_timeout_s,
-                kill_after_s=self.kill_after_s,
-                log=self.log,
-                kill_remote=cluster_killer(self.conn_id),
-            )
-        status = outcome.status
-        if outcome.exiting_pid:
-            raise StopTimeoutError(
-                f"job {spec.name!r} stopped its query, but its driver process (pid {outcome.exiting_pid}) is "
-                f"still exiting {self.kill_after_s:.0f} s after the stop request"
-            )
-        if outcome.was_live and status and status.get("state") == "failed":
-            raise DriverFailedError(f"job {spec.name!r} did not stop cleanly: {status.get('error')}")
-        return status
+        settings = DeploySettings(
+            conn_id=self.conn_id, stop_graceful_timeout_s=self.graceful_timeout_s, stop_kill_after_s=self.kill_after_s
+        )
+        outcome = stop_job(
+            ControlArea.for_checkpoint(spec.checkpoint),
+            Holder.for_task(context, f"stop {spec.name}"),
+            settings,
+            f"stop by {self.dag_id}.{self.task_id}",
+            dag_run_state,
+            self.log,
+            force=self.force,
+        )
+        outcome.raise_unless_stopped(spec.name, self.kill_after_s)
+        return outcome.status

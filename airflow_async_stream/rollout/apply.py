@@ -4,7 +4,9 @@ A deploy or restart counts as done only when the new deployment commits batches 
 does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
 what ran before the rollout when no stable spec is on record. A rollback never restarts synchronously
 over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0.
-Every outcome is written to the job's control area (``rollout.json``) before the step ends.
+A ``safe_disable`` runs the migration's own steps (``migrations/safe_disable_steps.py``), the ones the
+TaskGroup's tasks run, and its rollback. Every outcome is written to the job's control area (``rollout.json``)
+before the step ends. This module imports no operator, sensor or TaskGroup.
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ from typing import Any
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.commit_watch import wait_for_commits
 from airflow_async_stream.control import ControlArea, now
-from airflow_async_stream.deployer import DeploySettings, cluster_killer, deploy_job
-from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError, UnsafeSyncRestartError
+from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
+from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError
 from airflow_async_stream.lease import Holder, RunState, held
-from airflow_async_stream.lifecycle import stop_driver, wait_until_running
-from airflow_async_stream.migrations.safe_disable import ASYNC_EVERY_BATCH, SYNCHRONOUS
+from airflow_async_stream.lifecycle import wait_until_running
+from airflow_async_stream.migrations.safe_disable_steps import (
+    SafeDisable,
+    at_interval_0,
+    migration_hold_ttl_s,
+    run_safe_disable,
+)
 from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import PlanItem
-from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.spec import JobSpec, parse_spec
 
 __all__ = ["ApplySettings", "apply_item"]
 
@@ -55,7 +62,8 @@ def apply_item(
     control = ControlArea(item.control_url)
     started = time.monotonic()
     outcome: dict[str, Any] = {"job": item.job, "action": item.action, "reason": item.reason, "error": None}
-    ttl = 4 * (settings.deploy.hold_ttl_s + settings.wait_timeout_s)
+    # The longest action is a safe-disable with a wait after each of its deploys.
+    ttl = migration_hold_ttl_s(settings.deploy, settings.wait_timeout_s, waits=3)
     control.ensure()
     try:
         with held(control, holder, ttl, run_state):
@@ -108,20 +116,23 @@ class _Step:
         return record
 
     def stop(self, reason: str) -> dict[str, Any]:
-        outcome = stop_driver(
-            self.control,
-            reason,
-            graceful_timeout_s=self.settings.deploy.stop_graceful_timeout_s,
-            kill_after_s=self.settings.deploy.stop_kill_after_s,
-            log=self.log,
-            kill_remote=cluster_killer(self.settings.deploy.conn_id),
-        )
+        outcome = stop_job(self.control, self.holder, self.settings.deploy, reason, log=self.log)
         return outcome.status or {}
 
+    def safe_disable(self) -> SafeDisable:
+        """The migration of this job to its desired (synchronous) spec, each wait bounded like the rollout's."""
+        return SafeDisable(
+            _spec(self.item),
+            self.holder,
+            self.settings.deploy,
+            wait_timeout_s=self.settings.wait_timeout_s,
+            log=self.log,
+        )
 
-def _spec(item: PlanItem, overrides: dict[str, Any] | None = None) -> JobSpec:
+
+def _spec(item: PlanItem) -> JobSpec:
     assert item.desired_spec is not None
-    return parse_spec(deep_merge(item.desired_spec, overrides or {}))
+    return parse_spec(item.desired_spec)
 
 
 # -- the actions --------------------------------------------------------------------------------------
@@ -168,21 +179,9 @@ def _refuse(step: _Step) -> dict[str, Any]:
 
 
 def _safe_disable(step: _Step) -> dict[str, Any]:
-    """The documented cure, in one step; skips to the synchronous deploy when a crashed run got past the gate."""
-    item = step.item
-    assert item.checkpoint is not None
-    status = step.control.read_json(ControlArea.STATUS) or {}
-    stopped = status.get("state") not in ("starting", "running", "stopping")
-    if stopped and inspect_checkpoint(item.checkpoint).sync_restart_safe:
-        step.log.info("%s: stopped and its checkpoint is safe for a synchronous restart: deploying it so", item.job)
-    else:
-        step.deploy_and_confirm(_spec(item, ASYNC_EVERY_BATCH), True, 2)
-        final = step.stop("safe-disable: stop after two batches at interval 0")
-        step.log.info("%s: the async job ended %s", item.job, final.get("state"))
-        inspection = inspect_checkpoint(item.checkpoint)
-        if not inspection.sync_restart_safe:
-            raise UnsafeSyncRestartError(f"a synchronous restart is not safe: {inspection.reason}")
-    record = step.deploy_and_confirm(_spec(item, SYNCHRONOUS), False, 1)
+    """The migration's steps in order (safe_disable_steps.py), resumed past the gate after a crashed run."""
+    status = step.control.read_json(ControlArea.STATUS)
+    record = run_safe_disable(step.safe_disable(), status)
     return {"outcome": "done", "deployment_id": record["deployment_id"]}
 
 
@@ -197,7 +196,10 @@ _ACTIONS = {
 
 
 def _roll_back(step: _Step, before: _Before, error: str) -> dict[str, Any]:
-    """Back to the last stable spec (see the module docstring); outcome rolled_back, or failed if even that fails."""
+    """Back to the last stable spec (see the module docstring); outcome rolled_back, or failed if even that fails.
+
+    A failed safe-disable takes the migration's own rollback: that spec with async on at interval 0.
+    """
     item = step.item
     target = before.rollback_target()
     if item.action in ("retire", "refuse") or target is None:
@@ -205,12 +207,18 @@ def _roll_back(step: _Step, before: _Before, error: str) -> dict[str, Any]:
             step.stop("rollout: the new job did not commit batches")
         return {"outcome": "failed", "error": error}
     spec = parse_spec(target)
-    if not spec.async_progress.enabled and not inspect_checkpoint(spec.checkpoint).sync_restart_safe:
-        spec = parse_spec(deep_merge(target, ASYNC_EVERY_BATCH))
-        error += "; rolled back with async on at interval 0, because a synchronous restart is not safe"
+    if item.action != "safe_disable" and not spec.async_progress.enabled:
+        if not inspect_checkpoint(spec.checkpoint).sync_restart_safe:
+            spec = at_interval_0(spec)
+            error += "; rolled back with async on at interval 0, because a synchronous restart is not safe"
     step.log.warning("%s: rolling back to its last stable spec", item.job)
     try:
-        record = step.deploy_and_confirm(spec, True, 1)
+        if item.action == "safe_disable":
+            migration = replace(step.safe_disable(), spec=spec)
+            record = migration.roll_back(error)
+            migration.wait_for_batches(record, 1)
+        else:
+            record = step.deploy_and_confirm(spec, True, 1)
     except AsyncStreamError as exc:
         return {"outcome": "failed", "error": f"{error}; the rollback failed too: {exc}"}
     return {"outcome": "rolled_back", "error": error, "deployment_id": record["deployment_id"]}
