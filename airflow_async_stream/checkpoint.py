@@ -12,6 +12,7 @@ exists (for N > 0) and M is N or N-1.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
 import re
@@ -21,9 +22,11 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from airflow_async_stream.exceptions import CheckpointReadError
+from airflow_async_stream.exceptions import CheckpointReadError, UnsafeSyncRestartError
 
-__all__ = ["Inspection", "LogView", "batch_ids", "inspect_checkpoint", "latest_batch"]
+__all__ = ["Inspection", "LogView", "batch_ids", "gate_sync_restart", "inspect_checkpoint", "latest_batch"]
+
+_log = logging.getLogger(__name__)
 
 KNOWN_VERSIONS = {"offsets": {1, 2}, "commits": {1}}
 _VERSION_RE = re.compile(r"^v(\d+)$")
@@ -213,3 +216,19 @@ def inspect_checkpoint(checkpoint: str, files_to_open: int = 2) -> Inspection:
     commits = _read_log(fs, root, "commits", files_to_open)
     safe, reason = _verdict(offsets, commits)
     return Inspection(checkpoint, True, offsets, commits, safe, reason)
+
+
+def gate_sync_restart(checkpoint: str, log: logging.Logger = _log) -> Inspection:
+    """Read the stopped checkpoint (never write it); fail with the inspector's reason unless a synchronous
+    restart is safe."""
+    inspection = inspect_checkpoint(checkpoint)
+    log.info(
+        "Checkpoint %s: latest offset %s, latest commit %s; %s",
+        checkpoint,
+        inspection.latest_offset,
+        inspection.latest_commit,
+        inspection.reason,
+    )
+    if not inspection.sync_restart_safe:
+        raise UnsafeSyncRestartError(f"a synchronous restart is not safe: {inspection.reason}")
+    return inspection

@@ -12,9 +12,9 @@ from typing import Any
 
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
-from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for, liveness
+from airflow_async_stream.control import SUFFIX, ControlArea, State, control_url_for, hold_ttl_s, liveness
 from airflow_async_stream.exceptions import AsyncStreamError, DesiredStateError, JobHeldError, SpecError
-from airflow_async_stream.lease import LEASE, Holder, held, lease_state, revoke
+from airflow_async_stream.lease import Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, spec_json_schema
 
@@ -88,17 +88,16 @@ def _when(ts: Any) -> str:
 
 
 def status_report(control: ControlArea) -> dict[str, Any]:
-    status = control.read_json(ControlArea.STATUS)
-    deployment = control.read_json(ControlArea.DEPLOYMENT)
+    status = control.read_status()
+    deployment = control.read_deployment()
     judged = liveness(status)
-    deployment_id = (status or {}).get("deployment_id")
-    latest = control.latest_progress(deployment_id) if deployment_id else None
+    latest = control.latest_progress(status.deployment_id) if status else None
     return {
         "control_area": control.url,
         "live": judged.live,
         "liveness": judged.reason,
-        "status": status,
-        "deployment": deployment,
+        "status": status.to_json() if status else None,
+        "deployment": deployment.to_json() if deployment else None,
         "latest_progress": latest,
     }
 
@@ -204,10 +203,10 @@ def _cmd_stop(args: argparse.Namespace) -> int:
     if args.force:
         revoked = revoke(control, holder, "stop --force from the command line")
         if revoked:
-            print(f"forced: ended the hold of {revoked.get('holder')} ({revoked.get('purpose')}); "
+            print(f"forced: ended the hold of {revoked.holder} ({revoked.purpose}); "
                   "its next step fails without changing the job")  # fmt: skip
     try:
-        with held(control, holder, args.graceful_timeout + args.kill_after + 60):
+        with held(control, holder, hold_ttl_s(stops=1, stop_kill_after_s=args.kill_after)):
             outcome = stop_driver(
                 control,
                 "stop from the command line",
@@ -218,27 +217,27 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         print(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
               "without changing the job)", file=sys.stderr)  # fmt: skip
         return EXIT_INVALID
-    state = (outcome.status or {}).get("state", "never deployed")
+    state = outcome.status.state if outcome.status else "never deployed"
     if outcome.exiting_pid:
         print(f"stopping: state {state}, but driver process {outcome.exiting_pid} on this host is still exiting")
         return EXIT_INVALID
     print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
-    return EXIT_INVALID if outcome.was_live and state == "failed" else EXIT_OK
+    return EXIT_INVALID if outcome.was_live and state == State.FAILED else EXIT_OK
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
     control = _control_for(args.target)
-    lease = control.read_json(LEASE)
+    lease = control.read_hold()
     if not lease:
         print("nobody holds this job")
         return EXIT_OK
     ended = lease_state(lease)
     if ended is None and not args.force:
-        print(f"held by {lease.get('holder')} ({lease.get('purpose')}) until {lease.get('expires_at_text')}; "
+        print(f"held by {lease.holder} ({lease.purpose}) until {lease.expires_at_text}; "
               "add --force if that holder is gone")  # fmt: skip
         return EXIT_INVALID
-    control.remove(LEASE)
-    print(f"released the hold of {lease.get('holder')} ({ended or 'forced'})")
+    control.remove(ControlArea.LEASE)
+    print(f"released the hold of {lease.holder} ({ended or 'forced'})")
     return EXIT_OK
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.control import ACTIVE_STATES, ControlArea, State, Status, liveness
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
 
 __all__ = ["CommitCheck", "check_commits", "wait_for_commits"]
@@ -59,17 +59,17 @@ class CommitCheck:
         }
 
 
-def _job_error(status: dict[str, Any] | None, needed: int, after: str) -> str | None:
+def _job_error(status: Status | None, needed: int, after: str) -> str | None:
     """Why waiting longer is pointless: the job failed, stopped, or its driver is gone."""
     if not status:
         return None
-    state = status.get("state")
-    if state == "failed":
-        return f"the job failed: {status.get('error')}"
-    if state == "stopped":
+    state = status.state
+    if state == State.FAILED:
+        return f"the job failed: {status.error}"
+    if state == State.STOPPED:
         return f"the job stopped before {needed} batches were committed after {after}"
     judged = liveness(status)
-    if state in ("starting", "running", "stopping") and not judged.live:
+    if state in ACTIVE_STATES and not judged.live:
         return f"the job's driver is gone: {judged.reason}"
     return None
 
@@ -78,12 +78,10 @@ def check_commits(checkpoint: str, baseline: int | None, needed: int) -> CommitC
     ids = batch_ids(checkpoint, "commits")
     after = 0 if baseline is None else bisect.bisect_right(ids, baseline)
     committed_after = len(ids) - after
-    status = ControlArea.for_checkpoint(checkpoint).read_json(ControlArea.STATUS)
+    status = ControlArea.for_checkpoint(checkpoint).read_status()
     where = "the start" if baseline is None else f"batch {baseline}"
     error = None if committed_after >= needed else _job_error(status, needed, where)
-    idle = bool(
-        status and status.get("idle_at") and (status.get("idle_at") or 0) >= (status.get("last_progress_at") or 0)
-    )
+    idle = bool(status and status.source_idle)
     return CommitCheck(baseline, needed, committed_after, ids[-1] if ids else None, error, idle)
 
 

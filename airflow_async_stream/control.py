@@ -11,7 +11,8 @@ Layout of ``<checkpoint>.async-stream/``:
 ``driver.log``         spark-submit's output, for drivers launched on the Airflow host, rotated to
                        ``driver.log.1`` ... (driver_log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
-``lease.json``         the job's hold: which DAG run or process may change it now
+``lease.json``         the job's hold: which DAG run or process may change it now (``.lease.lock``: its
+                       guard on local disks, lease.py)
 ``revoked-holds.json`` holders whose hold a forced stop ended (the newest 32): they change the job no more
 ``rollout.json``       the latest rollout step's outcome for this job
 ``safe-disable.json``  which step of a safe-disable run failed and why, for its rollback's message
@@ -27,8 +28,10 @@ import posixpath
 import socket
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any, Self, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -40,8 +43,13 @@ from airflow_async_stream.progress_log import ProgressWriter, Retention
 __all__ = [
     "ACTIVE_STATES",
     "FINAL_STATES",
+    "UP_STATES",
     "ControlArea",
+    "Deployment",
+    "Hold",
     "Liveness",
+    "State",
+    "Status",
     "control_url_for",
     "hold_ttl_s",
     "liveness",
@@ -49,8 +57,24 @@ __all__ = [
     "now",
 ]
 
-ACTIVE_STATES = frozenset({"starting", "running", "stopping"})
-FINAL_STATES = frozenset({"stopped", "failed"})
+
+class State(StrEnum):
+    """A deployment's state in its status record (written by the driver; ``failed`` also by a stop that
+    found the driver gone)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+#: A driver in these states may still run (its heartbeat decides) ...
+ACTIVE_STATES = frozenset({State.STARTING, State.RUNNING, State.STOPPING})
+#: ... in these it runs or is about to, and nobody asked it to stop ...
+UP_STATES = frozenset({State.STARTING, State.RUNNING})
+#: ... and in these it has ended.
+FINAL_STATES = frozenset({State.STOPPED, State.FAILED})
 SUFFIX = ".async-stream"
 #: The driver rewrites its heartbeat this often (seconds) ...
 HEARTBEAT_INTERVAL_S = 2.0
@@ -83,6 +107,126 @@ def hold_ttl_s(
     )
 
 
+# -- typed records ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Record:
+    """A JSON record of the control area. Keys this release does not know (a newer release's) are kept in
+    ``extra`` and written back; keys it knows but a record lacks (an older release's) read as their default."""
+
+    extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "record") -> Self:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        if not isinstance(data, Mapping):
+            raise ControlAreaError(f"{where} should hold a JSON object, found {type(data).__name__}")
+        record = cls(
+            **{k: v for k, v in data.items() if k in known}, extra={k: v for k, v in data.items() if k not in known}
+        )
+        record.check(where)
+        return record
+
+    def check(self, where: str) -> None:
+        """Raise ControlAreaError naming the file and field when a field the provider relies on is missing."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.extra)
+        data.update({f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"})
+        return data
+
+    def but(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (records are immutable)."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status(_Record):
+    """``status.json``: the driver's account of its deployment, rewritten with every heartbeat."""
+
+    deployment_id: str = ""
+    state: str = ""
+    job: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    started_at: float | None = None
+    heartbeat_at: float = 0.0
+    updated_at: float | None = None
+    batches: int = 0
+    first_batch_id: int | None = None
+    last_batch_id: int | None = None
+    last_progress_at: float | None = None
+    idle_at: float | None = None
+    query_id: str | None = None
+    run_id: str | None = None
+    error: str | None = None
+    stop_reason: str | None = None
+    forced_stop: bool | None = None
+    finished_at: float | None = None
+    #: Which options came from Airflow connections (never their values), and which PySpark the driver runs.
+    secret_options: list[str] = field(default_factory=list)
+    pyspark: dict[str, str] | None = None
+
+    def check(self, where: str) -> None:
+        if not self.state:
+            raise ControlAreaError(f"{where} names no state")
+
+    @property
+    def source_idle(self) -> bool:
+        """The query runs but its source had no new data since its last batch."""
+        return bool(self.idle_at) and (self.idle_at or 0) >= (self.last_progress_at or 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment(_Record):
+    """``deployment.json``: what the latest deploy submitted, where its driver runs, and how it started."""
+
+    deployment_id: str = ""
+    job: str | None = None
+    checkpoint: str | None = None
+    control_area: str | None = None
+    master: str | None = None
+    async_progress: dict[str, Any] = field(default_factory=dict)
+    trigger: dict[str, Any] = field(default_factory=dict)
+    #: The newest committed batch before the deploy: waits count the batches after it.
+    start_batch: int | None = None
+    deployed_at: float | None = None
+    state: str = "submitted"
+    airflow: dict[str, Any] = field(default_factory=dict)
+    #: Which options came from Airflow connections (never their values).
+    secret_options: list[str] = field(default_factory=list)
+    #: How to reach the driver: kind, host, pids, log (see driver_process.py); None before submit.
+    driver: dict[str, Any] | None = None
+    first_batch_id: int | None = None
+    query_id: str | None = None
+    run_id: str | None = None
+    confirmed_at: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hold(_Record):
+    """``lease.json``: which DAG run or process may change the job now, and until when (lease.py)."""
+
+    holder: str = ""
+    purpose: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    dag_id: str | None = None
+    run_id: str | None = None
+    acquired_at: float = 0.0
+    expires_at: float = 0.0
+    acquired_at_text: str | None = None
+    expires_at_text: str | None = None
+
+    def check(self, where: str) -> None:
+        if not self.holder:
+            raise ControlAreaError(f"{where} names no holder")
+
+
+_R = TypeVar("_R", bound=_Record)
+
+
 def now() -> float:
     return time.time()
 
@@ -103,9 +247,11 @@ class ControlArea:
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
     MIGRATION = "safe-disable.json"
-
-    ACTIVE_STATES = ACTIVE_STATES
-    FINAL_STATES = FINAL_STATES
+    LEASE = "lease.json"
+    REVOKED_HOLDS = "revoked-holds.json"
+    LEASE_GUARD = ".lease.lock"
+    PROGRESS = "progress"
+    LEGACY_PROGRESS = "progress.jsonl"
 
     #: Protocols whose files can be appended to; on others (s3, gs, abfs, memory...) segments are rewritten whole.
     APPENDABLE = frozenset({"file", "local", "hdfs", "viewfs"})
@@ -153,6 +299,28 @@ class ControlArea:
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Replace a record atomically, so a reader never sees half a file."""
         self.write_bytes(name, json.dumps(data, indent=2, sort_keys=True).encode())
+
+    def read_status(self) -> Status | None:
+        return self._read_record(self.STATUS, Status)
+
+    def write_status(self, status: Status) -> None:
+        self.write_json(self.STATUS, status.to_json())
+
+    def read_deployment(self) -> Deployment | None:
+        return self._read_record(self.DEPLOYMENT, Deployment)
+
+    def write_deployment(self, deployment: Deployment) -> None:
+        self.write_json(self.DEPLOYMENT, deployment.to_json())
+
+    def read_hold(self) -> Hold | None:
+        return self._read_record(self.LEASE, Hold)
+
+    def write_hold(self, hold: Hold) -> None:
+        self.write_json(self.LEASE, hold.to_json())
+
+    def _read_record(self, name: str, kind: type[_R]) -> _R | None:
+        data = self.read_json(name)
+        return None if data is None else kind.from_json(data, f"{self.url}/{name}")
 
     def read_bytes(self, name: str) -> bytes:
         return bytes(self.fs.cat_file(self.path(name)))
@@ -245,17 +413,19 @@ def local_pid_alive(pid: int) -> bool:
         return True
 
 
-def liveness(status: dict[str, Any] | None, stale_after_s: float = HEARTBEAT_STALE_S) -> Liveness:
+def liveness(status: Status | Mapping[str, Any] | None, stale_after_s: float = HEARTBEAT_STALE_S) -> Liveness:
     """Judge a status record: live only in an active state with a fresh heartbeat (and a living local pid)."""
     if not status:
         return Liveness(False, "no status record")
-    state = status.get("state")
+    if not isinstance(status, Status):
+        status = Status.from_json(status, "the status record")
+    state = status.state
     if state not in ACTIVE_STATES:
         return Liveness(False, f"state is {state}")
-    age = now() - float(status.get("heartbeat_at") or 0)
+    age = now() - float(status.heartbeat_at or 0)
     if age > stale_after_s:
         return Liveness(False, f"state is {state} but the last heartbeat is {age:.0f} s old: the driver is gone")
-    pid = status.get("pid")
-    if pid and status.get("host") == socket.gethostname() and not local_pid_alive(int(pid)):
+    pid = status.pid
+    if pid and status.host == socket.gethostname() and not local_pid_alive(int(pid)):
         return Liveness(False, f"state is {state} but driver process {pid} on this host has exited")
     return Liveness(True, f"state is {state}, heartbeat {age:.0f} s ago")

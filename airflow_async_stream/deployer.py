@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import latest_batch
-from airflow_async_stream.control import ControlArea, hold_ttl_s, liveness, now
+from airflow_async_stream.control import ControlArea, Deployment, State, hold_ttl_s, liveness, now
 from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyRunningError
@@ -78,7 +78,7 @@ def stop_job(
     if force:
         revoked = revoke(control, holder, f"forced {reason}")
         if revoked:
-            log.warning("Forced: ended the hold of %s (%s)", revoked.get("holder"), revoked.get("purpose"))
+            log.warning("Forced: ended the hold of %s (%s)", revoked.holder, revoked.purpose)
     ttl = hold_ttl_s(stops=1, stop_kill_after_s=settings.stop_kill_after_s)
     with held(control, holder, ttl, run_state):
         return stop_driver(
@@ -97,7 +97,7 @@ def deploy_job(
     settings: DeploySettings,
     run_state: RunState | None = None,
     log: logging.Logger = _log,
-) -> dict[str, Any]:
+) -> Deployment:
     """Submit ``spec`` and return its deployment record once the query reports its first micro-batch."""
     control = ControlArea.for_checkpoint(spec.checkpoint)
     spec_bytes = spec.model_dump_json(by_alias=True, exclude_none=True, indent=2).encode()
@@ -116,26 +116,25 @@ def deploy_job(
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, run_state):
         _make_room(control, spec, hook, settings, log)
-        record = _record(spec, hook, control, deployment_id, settings)
-        record["secret_options"] = secrets.names()  # which options came from connections; never their values
-        return _launch(spec, control, hook, record, spec_bytes, secrets, settings, log)
+        record = _record(spec, hook, control, deployment_id, settings, secrets)
+        record = _submit(spec, control, hook, record, spec_bytes, secrets, log)
+        return _confirm(spec, control, hook, record, settings, log)
 
 
-def _launch(
+def _submit(
     spec: JobSpec,
     control: ControlArea,
     hook: StreamingJobHook,
-    record: dict[str, Any],
+    record: Deployment,
     spec_bytes: bytes,
     secrets: SecretOptions,
-    settings: DeploySettings,
     log: logging.Logger,
-) -> dict[str, Any]:
-    deployment_id = record["deployment_id"]
+) -> Deployment:
+    """Write the spec and deployment record, then launch the driver (here, or on the cluster) detached."""
+    deployment_id = record.deployment_id
     control.write_bytes(ControlArea.SPEC, spec_bytes)
-    control.write_json(ControlArea.DEPLOYMENT, record)
+    control.write_deployment(record)
     control.remove(ControlArea.STOP_REQUEST)
-
     if hook.driver_on_this_host:
         # spark-submit's output goes to a file of this host: the control area's when it is local.
         on_host = not control.is_local
@@ -147,23 +146,34 @@ def _launch(
         pid, pump_pid = hook.launch_detached(
             runtime_driver_path(), log_path, extra_env=secrets.to_env(), log_limits=limits
         )
-        record["driver"] = {"kind": "local-process", **identify(pid)}
-        record["driver"].update(log=log_path, log_on_host=on_host, log_pump_pid=pump_pid)
+        driver = {"kind": "local-process", **identify(pid), "log": log_path, "log_on_host": on_host}
+        driver["log_pump_pid"] = pump_pid
     else:
-        record["driver"] = hook.submit_to_cluster(
+        driver = hook.submit_to_cluster(
             runtime_driver_path(), lambda output: control.write_bytes(ControlArea.DRIVER_LOG, output)
         )
-        record["driver"]["log"] = control.path(ControlArea.DRIVER_LOG)
-        log_path = record["driver"]["log"]
-    control.write_json(ControlArea.DEPLOYMENT, record)
+        driver["log"] = control.path(ControlArea.DRIVER_LOG)
+    record = record.but(driver=driver)
+    control.write_deployment(record)
     registry.record(spec.name, spec.checkpoint, control.url, deployment_id)
-    log.info("Submitted %s as deployment %s (driver %s, log %s)", spec.name, deployment_id, record["driver"], log_path)
+    log.info("Submitted %s as deployment %s (driver %s, log %s)", spec.name, deployment_id, driver, driver["log"])
+    return record
 
+
+def _confirm(
+    spec: JobSpec,
+    control: ControlArea,
+    hook: StreamingJobHook,
+    record: Deployment,
+    settings: DeploySettings,
+    log: logging.Logger,
+) -> Deployment:
+    """Wait for the query's first micro-batch; a driver that does not start in time is stopped."""
+    driver = record.driver or {}
     try:
-        driver = record["driver"]
         cluster_state = None if hook.driver_on_this_host else (lambda: hook.cluster_driver_state(driver))
         status = wait_until_running(
-            control, deployment_id, driver, settings.startup_timeout_s, log=log, cluster_state=cluster_state
+            control, record.deployment_id, driver, settings.startup_timeout_s, log=log, cluster_state=cluster_state
         )
     except DriverStartTimeoutError:
         stop_driver(
@@ -175,21 +185,21 @@ def _launch(
             kill_remote=hook.kill_cluster_driver,
         )
         raise
-    record.update(
-        state="running",
-        first_batch_id=status.get("first_batch_id"),
-        query_id=status.get("query_id"),
-        run_id=status.get("run_id"),
+    record = record.but(
+        state=State.RUNNING,
+        first_batch_id=status.first_batch_id,
+        query_id=status.query_id,
+        run_id=status.run_id,
         confirmed_at=now(),
+        driver={**driver, "driver_pid": status.pid},
     )
-    record["driver"]["driver_pid"] = status.get("pid")
-    control.write_json(ControlArea.DEPLOYMENT, record)
+    control.write_deployment(record)
     log.info(
         "Job %s runs: query %s, first batch %s, async progress %s",
         spec.name,
-        record["query_id"],
-        record["first_batch_id"],
-        record["async_progress"],
+        record.query_id,
+        record.first_batch_id,
+        record.async_progress,
     )
     return record
 
@@ -198,7 +208,7 @@ def _make_room(
     control: ControlArea, spec: JobSpec, hook: StreamingJobHook, settings: DeploySettings, log: logging.Logger
 ) -> None:
     """Never two drivers on one checkpoint: refuse, or on redeploy stop the live one first."""
-    status = control.read_json(ControlArea.STATUS)
+    status = control.read_status()
     judged = liveness(status)
     if not judged.live:
         # Its status is final (or stale), but a driver process of this host may still be on its way out.
@@ -210,7 +220,7 @@ def _make_room(
             )
         return
     assert status is not None
-    holder = f"deployment {status.get('deployment_id')} (pid {status.get('pid')} on {status.get('host')})"
+    holder = f"deployment {status.deployment_id} (pid {status.pid} on {status.host})"
     if not settings.redeploy:
         raise JobAlreadyRunningError(
             f"job {spec.name!r}: checkpoint {spec.checkpoint} already has a live driver, {holder}; "
@@ -231,22 +241,28 @@ def _make_room(
             f"{outcome.exiting_pid}) is still exiting {settings.stop_kill_after_s:.0f} s after the stop request; "
             "not deploying beside it"
         )
-    log.info("Previous deployment ended: %s", (outcome.status or {}).get("state"))
+    log.info("Previous deployment ended: %s", outcome.status.state if outcome.status else None)
 
 
 def _record(
-    spec: JobSpec, hook: StreamingJobHook, control: ControlArea, deployment_id: str, settings: DeploySettings
-) -> dict[str, Any]:
-    return {
-        "job": spec.name,
-        "deployment_id": deployment_id,
-        "checkpoint": spec.checkpoint,
-        "control_area": control.url,
-        "master": hook.master,
-        "async_progress": spec.async_progress.model_dump(),
-        "trigger": spec.trigger.model_dump(exclude_none=True),
-        "start_batch": latest_batch(spec.checkpoint, "commits"),
-        "deployed_at": now(),
-        "state": "submitted",
-        "airflow": {k: settings.airflow.get(k) for k in ("dag_id", "run_id", "task_id", "try_number")},
-    }
+    spec: JobSpec,
+    hook: StreamingJobHook,
+    control: ControlArea,
+    deployment_id: str,
+    settings: DeploySettings,
+    secrets: SecretOptions,
+) -> Deployment:
+    return Deployment(
+        job=spec.name,
+        deployment_id=deployment_id,
+        checkpoint=spec.checkpoint,
+        control_area=control.url,
+        master=hook.master,
+        async_progress=spec.async_progress.model_dump(),
+        trigger=spec.trigger.model_dump(exclude_none=True),
+        start_batch=latest_batch(spec.checkpoint, "commits"),
+        deployed_at=now(),
+        state="submitted",
+        airflow={k: settings.airflow.get(k) for k in ("dag_id", "run_id", "task_id", "try_number")},
+        secret_options=secrets.names(),  # which options came from connections; never their values
+    )

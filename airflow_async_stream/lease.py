@@ -20,19 +20,16 @@ import contextlib
 import fcntl
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.control import ControlArea, local_pid_alive, now
+from airflow_async_stream.control import ControlArea, Hold, local_pid_alive, now
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 
 __all__ = ["Holder", "held", "lease_state", "release", "revoke", "take"]
 
-LEASE = "lease.json"
-REVOKED = "revoked-holds.json"
 MAX_REVOKED = 32
-_GUARD = ".lease.lock"
 
 
 @dataclass(frozen=True)
@@ -65,7 +62,7 @@ def _guard(control: ControlArea) -> Iterator[None]:
         yield
         return
     control.ensure()
-    with open(control.path(_GUARD), "a") as fh:
+    with open(control.path(ControlArea.LEASE_GUARD), "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -78,18 +75,19 @@ RunState = Callable[[str, str], "str | None"]
 _LIVE_RUN_STATES = frozenset({"queued", "running"})
 
 
-def lease_state(lease: dict[str, Any] | None, run_state: RunState | None = None) -> str | None:
+def lease_state(lease: Hold | Mapping[str, Any] | None, run_state: RunState | None = None) -> str | None:
     """Why a lease no longer holds ('expired', 'holder exited', 'holder run is failed'), or None while it does."""
     if not lease:
         return "absent"
-    if float(lease.get("expires_at") or 0) <= now():
+    if not isinstance(lease, Hold):
+        lease = Hold.from_json(lease, "the hold")
+    if float(lease.expires_at or 0) <= now():
         return "expired"
-    pid = lease.get("pid")
-    if pid and lease.get("host") == socket.gethostname() and not local_pid_alive(int(pid)):
+    if lease.pid and lease.host == socket.gethostname() and not local_pid_alive(int(lease.pid)):
         return "holder exited"
-    if run_state and lease.get("dag_id") and lease.get("run_id"):
+    if run_state and lease.dag_id and lease.run_id:
         try:
-            state = run_state(str(lease["dag_id"]), str(lease["run_id"]))
+            state = run_state(lease.dag_id, lease.run_id)
         except Exception:  # noqa: BLE001 - an unreachable API must not free a lease: keep it
             state = None
         state = getattr(state, "value", state)  # Airflow's DagRunState enum prints as "DagRunState.RUNNING"
@@ -105,67 +103,67 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
     ``run_state``, a lease whose DAG run has finished (e.g. failed after a crash) counts as ended.
     """
     with _guard(control):
-        revoked = (control.read_json(REVOKED) or {}).get("holders", {}).get(holder.name)
+        revoked = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders", {}).get(holder.name)
         if revoked:
             raise HoldRevokedError(
                 f"{holder.name} may no longer change {control.url}: its hold was ended by {revoked['by']} at "
                 f"{revoked['at_text']} ({revoked['reason']}); the job is left as that stop left it"
             )
-        current = control.read_json(LEASE)
-        ended = lease_state(current, run_state if current and current.get("holder") != holder.name else None)
-        if current and ended is None and current.get("holder") != holder.name:
+        current = control.read_hold()
+        ours = current is not None and current.holder == holder.name
+        ended = lease_state(current, None if ours else run_state)
+        if current and ended is None and not ours:
             raise JobHeldError(
-                f"{control.url} is held by {current.get('holder')} ({current.get('purpose')}) since "
-                f"{current.get('acquired_at_text')}, until {current.get('expires_at_text')} unless released earlier"
+                f"{control.url} is held by {current.holder} ({current.purpose}) since "
+                f"{current.acquired_at_text}, until {current.expires_at_text} unless released earlier"
             )
-        renewing = bool(current) and ended is None and current.get("holder") == holder.name
-        acquired = float(current["acquired_at"]) if renewing and current else now()
+        renewing = current is not None and ended is None and ours
+        acquired = current.acquired_at if renewing and current else now()
         expires = now() + ttl_s
         if renewing and current:  # a step renewing its run's lease never shortens it
-            expires = max(expires, float(current["expires_at"]))
-        control.write_json(
-            LEASE,
-            {
-                "holder": holder.name,
-                "purpose": holder.purpose,
-                "host": socket.gethostname(),
-                "pid": holder.pid,
-                "dag_id": holder.dag_id,
-                "run_id": holder.run_id,
-                "acquired_at": acquired,
-                "expires_at": expires,
-                "acquired_at_text": _text(acquired),
-                "expires_at_text": _text(expires),
-            },
+            expires = max(expires, current.expires_at)
+        control.write_hold(
+            Hold(
+                holder=holder.name,
+                purpose=holder.purpose,
+                host=socket.gethostname(),
+                pid=holder.pid,
+                dag_id=holder.dag_id,
+                run_id=holder.run_id,
+                acquired_at=acquired,
+                expires_at=expires,
+                acquired_at_text=_text(acquired),
+                expires_at_text=_text(expires),
+            )
         )
         return not renewing
 
 
-def revoke(control: ControlArea, by: Holder, reason: str) -> dict[str, Any] | None:
+def revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
     """End another holder's live hold for good (a forced stop); return that hold, or None when there was none.
 
     The revoked holder's next take fails with HoldRevokedError, so it changes the job no more.
     """
     with _guard(control):
-        current = control.read_json(LEASE)
-        if not current or lease_state(current) is not None or current.get("holder") == by.name:
+        current = control.read_hold()
+        if not current or lease_state(current) is not None or current.holder == by.name:
             return None
-        record = control.read_json(REVOKED) or {}
+        record = control.read_json(ControlArea.REVOKED_HOLDS) or {}
         holders = dict(record.get("holders") or {})
         at = now()
-        holders[str(current["holder"])] = {"by": by.name, "reason": reason, "at": at, "at_text": _text(at)}
+        holders[current.holder] = {"by": by.name, "reason": reason, "at": at, "at_text": _text(at)}
         newest = sorted(holders.items(), key=lambda item: float(item[1]["at"]))[-MAX_REVOKED:]
-        control.write_json(REVOKED, {"holders": dict(newest)})
-        control.remove(LEASE)
+        control.write_json(ControlArea.REVOKED_HOLDS, {"holders": dict(newest)})
+        control.remove(ControlArea.LEASE)
         return current
 
 
 def release(control: ControlArea, holder: Holder) -> None:
     """Give the lease up if this holder has it (never someone else's)."""
     with _guard(control):
-        current = control.read_json(LEASE)
-        if current and current.get("holder") == holder.name:
-            control.remove(LEASE)
+        current = control.read_hold()
+        if current and current.holder == holder.name:
+            control.remove(ControlArea.LEASE)
 
 
 @contextlib.contextmanager

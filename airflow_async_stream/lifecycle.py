@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.control import FINAL_STATES, ControlArea, liveness, local_pid_alive, now
+from airflow_async_stream.control import FINAL_STATES, ControlArea, State, Status, liveness, local_pid_alive, now
 from airflow_async_stream.driver_log import tail_lines
 from airflow_async_stream.driver_process import DriverProcess, launcher_running_here
 from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, StopTimeoutError
@@ -40,7 +40,8 @@ def log_tail(control: ControlArea, lines: int = 30) -> str:
     The log is in the control area, or, for a driver of this host whose control area is remote, on
     this host where the deployment record says; a log just rotated is read on into its previous file.
     """
-    driver = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("driver") or {}
+    deployment = control.read_deployment()
+    driver = (deployment.driver if deployment else None) or {}
     local_log = driver.get("log") if driver.get("log_on_host") else None
     if local_log:
         return tail_lines(_read_local, local_log, lines)
@@ -70,9 +71,9 @@ def _poll_s(control: ControlArea) -> float:
     return POLL_S if control.is_local else REMOTE_POLL_S
 
 
-def _status_of(control: ControlArea, deployment_id: str) -> dict[str, Any] | None:
-    status = control.read_json(ControlArea.STATUS)
-    if status and status.get("deployment_id") == deployment_id:
+def _status_of(control: ControlArea, deployment_id: str) -> Status | None:
+    status = control.read_status()
+    if status and status.deployment_id == deployment_id:
         return status
     return None
 
@@ -85,7 +86,7 @@ def wait_until_running(
     log: logging.Logger = _log,
     sleep: Callable[[float], None] = time.sleep,
     cluster_state: Callable[[], str | None] | None = None,
-) -> dict[str, Any]:
+) -> Status:
     """Wait for the query's first progress (or idle) event; fail fast with the driver's own error.
 
     ``driver`` (the deployment record's) launched on this host: its spark-submit exiting fails the wait at once.
@@ -98,17 +99,17 @@ def wait_until_running(
     next_cluster_check = start
     while True:
         status = _status_of(control, deployment_id)
-        state = status.get("state") if status else "submitted"
-        if status and state == "failed":
-            raise DriverFailedError(f"the driver failed: {status.get('error')}")
-        if status and state == "running" and (status.get("batches") or status.get("idle_at")):
+        state = status.state if status else "submitted"
+        if status and state == State.FAILED:
+            raise DriverFailedError(f"the driver failed: {status.error}")
+        if status and state == State.RUNNING and (status.batches or status.idle_at):
             return status
         if status and state in FINAL_STATES:
             raise DriverFailedError(f"the driver ended ({state}) before its query ran")
         if launcher_running_here(driver) is False:
             status = _status_of(control, deployment_id)
-            if status and status.get("state") == "failed":
-                raise DriverFailedError(f"the driver failed: {status.get('error')}")
+            if status and status.state == State.FAILED:
+                raise DriverFailedError(f"the driver failed: {status.error}")
             _await_log_pump(driver or {})
             raise DriverFailedError(
                 f"spark-submit (pid {(driver or {}).get('launcher_pid')}) exited before the query ran; "
@@ -119,7 +120,7 @@ def wait_until_running(
             state_there = cluster_state()
             if state_there and state_there.upper() in CLUSTER_ENDED_STATES:
                 status = _status_of(control, deployment_id)
-                error = (status or {}).get("error")
+                error = status.error if status else None
                 raise DriverFailedError(
                     f"the driver ended on its cluster ({state_there}) before its query ran"
                     + (f": {error}" if error else "")
@@ -142,7 +143,7 @@ class StopOutcome:
     process on this host had not exited by the stop's time limit, that process's pid."""
 
     was_live: bool
-    status: dict[str, Any] | None
+    status: Status | None
     exiting_pid: int | None = None
 
     def raise_unless_stopped(self, job: str, kill_after_s: float) -> None:
@@ -152,8 +153,8 @@ class StopOutcome:
                 f"job {job!r} stopped its query, but its driver process (pid {self.exiting_pid}) is "
                 f"still exiting {kill_after_s:.0f} s after the stop request"
             )
-        if self.was_live and self.status and self.status.get("state") == "failed":
-            raise DriverFailedError(f"job {job!r} did not stop cleanly: {self.status.get('error')}")
+        if self.was_live and self.status and self.status.state == State.FAILED:
+            raise DriverFailedError(f"job {job!r} did not stop cleanly: {self.status.error}")
 
 
 def stop_driver(
@@ -174,21 +175,21 @@ def stop_driver(
     YARN/Kubernetes calls), and its status is rewritten to say so; any other raises StopTimeoutError
     naming where to stop it from.
     """
-    status = control.read_json(ControlArea.STATUS)
+    status = control.read_status()
     judged = liveness(status)
     if not judged.live:
         log.info("Nothing to stop for %s: %s", control.url, judged.reason)
         return StopOutcome(False, status)
     assert status is not None
-    deployment_id = str(status["deployment_id"])
+    deployment_id = status.deployment_id
     control.request_stop(deployment_id, reason, graceful_timeout_s)
     log.info("Requested a graceful stop of deployment %s (%s)", deployment_id, reason)
     start = time.monotonic()
     next_report = start + REPORT_EVERY_S
     while True:
         status = _status_of(control, deployment_id) or status
-        if status.get("state") in FINAL_STATES:
-            log.info("Deployment %s is %s", deployment_id, status["state"])
+        if status.state in FINAL_STATES:
+            log.info("Deployment %s is %s", deployment_id, status.state)
             left_s = max(0.0, start + kill_after_s - time.monotonic())
             exiting = wait_for_driver_exit(control, left_s, log, sleep, deployment_id)
             return StopOutcome(True, status, exiting)
@@ -203,25 +204,25 @@ def stop_driver(
             log.info(
                 "Waiting for deployment %s to stop: state %s, %.0f s elapsed",
                 deployment_id,
-                status.get("state"),
+                status.state,
                 elapsed,
             )
             next_report += REPORT_EVERY_S
         sleep(_poll_s(control))
 
 
-def _record_lost(control: ControlArea, status: dict[str, Any], why: str) -> dict[str, Any]:
-    final = dict(status, state="failed", error=why, finished_at=now())
-    control.write_json(ControlArea.STATUS, final)
+def _record_lost(control: ControlArea, status: Status, why: str) -> Status:
+    final = status.but(state=State.FAILED, error=why, finished_at=now())
+    control.write_status(final)
     return final
 
 
 def _driver_of(control: ControlArea, deployment_id: str | None = None) -> dict[str, Any] | None:
     """The driver entry of the deployment record (when given, only if the record is that deployment's)."""
-    deployment = control.read_json(ControlArea.DEPLOYMENT) or {}
-    if deployment_id is not None and deployment.get("deployment_id") != deployment_id:
+    deployment = control.read_deployment()
+    if deployment is None or (deployment_id is not None and deployment.deployment_id != deployment_id):
         return None
-    return deployment.get("driver")
+    return deployment.driver
 
 
 def wait_for_driver_exit(
@@ -249,11 +250,11 @@ def wait_for_driver_exit(
 
 def _kill(
     control: ControlArea,
-    status: dict[str, Any],
+    status: Status,
     waited_s: float,
     kill_remote: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    deployment_id = str(status.get("deployment_id"))
+) -> Status:
+    deployment_id = status.deployment_id
     driver = _driver_of(control, deployment_id)
     if driver is not None and kill_remote is not None and driver.get("kind") not in (None, "local-process"):
         kill_remote(driver)

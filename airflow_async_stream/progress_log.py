@@ -22,10 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["LEGACY_LOG", "SEGMENTS", "ProgressWriter", "Retention", "Segment", "segments"]
+__all__ = ["ProgressWriter", "Retention", "Segment", "segments"]
 
-SEGMENTS = "progress"
-LEGACY_LOG = "progress.jsonl"
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
 #: The defaults of the spec's ``logs.progress_max_bytes`` and ``logs.progress_max_age_hours``.
@@ -38,6 +36,9 @@ class _Area(Protocol):
     """What the progress log needs of a control area (see control.py)."""
 
     fs: Any
+    #: The folder of segments, and the single file of releases before segments (names: control.py).
+    PROGRESS: str
+    LEGACY_PROGRESS: str
 
     def path(self, name: str) -> str: ...
 
@@ -71,11 +72,11 @@ def segments(area: _Area) -> list[Segment]:
     """Every file of the progress log, oldest first: the legacy log, then the segments in name order."""
     found = []
     try:
-        found.append(Segment(LEGACY_LOG, int(area.fs.info(area.path(LEGACY_LOG))["size"])))
+        found.append(Segment(area.LEGACY_PROGRESS, int(area.fs.info(area.path(area.LEGACY_PROGRESS))["size"])))
     except FileNotFoundError:
         pass
     try:
-        listed = area.fs.ls(area.path(SEGMENTS), detail=True)
+        listed = area.fs.ls(area.path(area.PROGRESS), detail=True)
     except FileNotFoundError:
         listed = []
     numbered = []
@@ -85,7 +86,7 @@ def segments(area: _Area) -> list[Segment]:
         if not match:
             continue  # not ours (an editor's swap file, a temp file)
         started = float(match["started"]) if match["started"] else None
-        segment = Segment(f"{SEGMENTS}/{base}", int(entry.get("size") or 0), match["deployment"], started)
+        segment = Segment(f"{area.PROGRESS}/{base}", int(entry.get("size") or 0), match["deployment"], started)
         numbered.append(((match["deployment"], int(match["number"])), segment))
     return found + [segment for _, segment in sorted(numbered, key=lambda pair: pair[0])]
 
@@ -152,8 +153,9 @@ class ProgressWriter:
     def _start_segment(self) -> None:
         self._number += 1
         self._lines, self._size = [], 0
-        self._name = f"{SEGMENTS}/{self.deployment_id}-{self._number:06d}-t{int(time.time())}.jsonl"
-        self.area.fs.makedirs(self.area.path(SEGMENTS), exist_ok=True)
+        folder = self.area.PROGRESS
+        self._name = f"{folder}/{self.deployment_id}-{self._number:06d}-t{int(time.time())}.jsonl"
+        self.area.fs.makedirs(self.area.path(folder), exist_ok=True)
         self.apply_retention()
 
     def apply_retention(self, now: float | None = None) -> list[str]:

@@ -16,11 +16,11 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
+from airflow_async_stream.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint
 from airflow_async_stream.commit_watch import CommitCheck, wait_for_commits
-from airflow_async_stream.control import ControlArea, hold_ttl_s, now
+from airflow_async_stream.control import ACTIVE_STATES, ControlArea, Deployment, Status, hold_ttl_s, now
 from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.exceptions import SafeDisableRolledBackError, UnsafeSyncRestartError
+from airflow_async_stream.exceptions import SafeDisableRolledBackError
 from airflow_async_stream.lease import Holder, RunState
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 
@@ -30,7 +30,6 @@ __all__ = [
     "SafeDisable",
     "at_interval_0",
     "failure_reason",
-    "gate_sync_restart",
     "migration_hold_ttl_s",
     "note_failure",
     "rolled_back_error",
@@ -59,27 +58,11 @@ def _mapping(spec: JobSpec | dict[str, Any]) -> dict[str, Any]:
     return spec.to_mapping() if isinstance(spec, JobSpec) else dict(spec)
 
 
-def gate_sync_restart(checkpoint: str, log: logging.Logger = _log) -> Inspection:
-    """Read the stopped checkpoint (never write it); fail with the inspector's reason unless a synchronous
-    restart is safe."""
-    inspection = inspect_checkpoint(checkpoint)
-    log.info(
-        "Checkpoint %s: latest offset %s, latest commit %s; %s",
-        checkpoint,
-        inspection.latest_offset,
-        inspection.latest_commit,
-        inspection.reason,
-    )
-    if not inspection.sync_restart_safe:
-        raise UnsafeSyncRestartError(f"a synchronous restart is not safe: {inspection.reason}")
-    return inspection
-
-
-def rolled_back_error(job: str, reason: str, record: dict[str, Any]) -> SafeDisableRolledBackError:
+def rolled_back_error(job: str, reason: str, record: Deployment) -> SafeDisableRolledBackError:
     """The error a rolled-back migration ends with: what failed, and that the job keeps running async."""
     return SafeDisableRolledBackError(
         f"async progress tracking stays on for job {job!r}: {reason}. The job was redeployed with "
-        f"async on and checkpoint interval 0 (deployment {record['deployment_id']}) and keeps running."
+        f"async on and checkpoint interval 0 (deployment {record.deployment_id}) and keeps running."
     )
 
 
@@ -144,51 +127,51 @@ class SafeDisable:
     def hold_ttl_s(self) -> float:
         return migration_hold_ttl_s(self.deploy, self.wait_timeout_s)
 
-    def redeploy_at_interval_0(self) -> dict[str, Any]:
+    def redeploy_at_interval_0(self) -> Deployment:
         """Take over the running job with async on at interval 0; returns the deployment record."""
         return self._deploy(at_interval_0(self.spec), redeploy=True)
 
-    def wait_for_batches(self, record: dict[str, Any], needed: int) -> CommitCheck:
+    def wait_for_batches(self, record: Deployment, needed: int) -> CommitCheck:
         """Wait for ``needed`` batches committed after the deploy of ``record`` started."""
-        return wait_for_commits(self.checkpoint, record.get("start_batch"), needed, self.wait_timeout_s, self.log)
+        return wait_for_commits(self.checkpoint, record.start_batch, needed, self.wait_timeout_s, self.log)
 
-    def stop_for_gate(self, reason: str = "safe-disable: stop after two batches at interval 0") -> dict[str, Any]:
+    def stop_for_gate(self, reason: str = "safe-disable: stop after two batches at interval 0") -> Status | None:
         """Stop the job between micro-batches; fails when it failed instead of stopping. Its final status."""
         outcome = stop_job(self.control, self.holder, self.deploy, reason, self.run_state, self.log)
         outcome.raise_unless_stopped(self.spec.name, self.deploy.stop_kill_after_s)
-        return outcome.status or {}
+        return outcome.status
 
     def gate(self) -> Inspection:
         return gate_sync_restart(self.checkpoint, self.log)
 
-    def deploy_synchronously(self) -> dict[str, Any]:
+    def deploy_synchronously(self) -> Deployment:
         """Deploy the synchronous spec on the stopped checkpoint (never over a live driver)."""
         return self._deploy(self.synchronous_spec(), redeploy=False)
 
-    def roll_back(self, reason: str) -> dict[str, Any]:
+    def roll_back(self, reason: str) -> Deployment:
         """Redeploy the job's spec with async on at interval 0, so it keeps running; its deployment record."""
         self.log.warning("Safe-disable failed (%s); redeploying with async on, interval 0", reason)
         return self.redeploy_at_interval_0()
 
-    def _deploy(self, spec: JobSpec, redeploy: bool) -> dict[str, Any]:
+    def _deploy(self, spec: JobSpec, redeploy: bool) -> Deployment:
         return deploy_job(spec, self.holder, replace(self.deploy, redeploy=redeploy), self.run_state, self.log)
 
 
-def run_safe_disable(migration: SafeDisable, status: dict[str, Any] | None) -> dict[str, Any]:
+def run_safe_disable(migration: SafeDisable, status: Status | None) -> Deployment:
     """Every step in order, in this process; the synchronous deployment's record.
 
     ``status`` is the job's status record before the run: a job already stopped whose checkpoint is safe
     for a synchronous restart (a crashed run got past the gate) goes straight to the synchronous deploy.
     Raises on the first failing step; the caller rolls back.
     """
-    stopped = (status or {}).get("state") not in ControlArea.ACTIVE_STATES
+    stopped = status is None or status.state not in ACTIVE_STATES
     if stopped and inspect_checkpoint(migration.checkpoint).sync_restart_safe:
         migration.log.info("%s: stopped and its checkpoint is safe for a synchronous restart", migration.spec.name)
     else:
         record = migration.redeploy_at_interval_0()
         migration.wait_for_batches(record, migration.async_batches)
         final = migration.stop_for_gate()
-        migration.log.info("%s: the async job ended %s", migration.spec.name, final.get("state"))
+        migration.log.info("%s: the async job ended %s", migration.spec.name, final.state if final else None)
         migration.gate()
     record = migration.deploy_synchronously()
     migration.wait_for_batches(record, 1)

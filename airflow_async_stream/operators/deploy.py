@@ -61,9 +61,8 @@ class DeployStreamingJobOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         spec = resolve_spec(self.spec, self.overrides)
-        return deploy_job(
-            spec, Holder.for_task(context, f"deploy {spec.name}"), self.settings(context), dag_run_state, self.log
-        )
+        holder = Holder.for_task(context, f"deploy {spec.name}")
+        return deploy_job(spec, holder, self.settings(context), dag_run_state, self.log).to_json()
 
     def settings(self, context: Context) -> DeploySettings:
         ti = context.get("ti")

@@ -72,4 +72,4 @@ class StopStreamingJobOperator(BaseOperator):
             force=self.force,
         )
         outcome.raise_unless_stopped(spec.name, self.kill_after_s)
-        return outcome.status
+        return outcome.status.to_json() if outcome.status else None

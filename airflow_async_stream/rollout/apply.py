@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.commit_watch import wait_for_commits
-from airflow_async_stream.control import ControlArea, now
+from airflow_async_stream.control import UP_STATES, ControlArea, Deployment, Status, now
 from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError
 from airflow_async_stream.lease import Holder, RunState, held
@@ -89,7 +89,7 @@ class _Before:
     def __init__(self, control: ControlArea, name: str) -> None:
         job = read_job(name, control)
         self.stable_spec = job.stable_spec
-        self.was_running = job.state in ("starting", "running")
+        self.was_running = job.state in UP_STATES
         self.deployed_spec = job.spec
 
     def rollback_target(self) -> dict[str, Any] | None:
@@ -108,16 +108,15 @@ class _Step:
     holder: Holder
     log: logging.Logger
 
-    def deploy_and_confirm(self, spec: JobSpec, redeploy: bool, batches: int) -> dict[str, Any]:
+    def deploy_and_confirm(self, spec: JobSpec, redeploy: bool, batches: int) -> Deployment:
         """Deploy, then wait for ``batches`` committed after the deploy's start: up is not enough."""
         deploy = replace(self.settings.deploy, redeploy=redeploy)
         record = deploy_job(spec, self.holder, deploy, log=self.log)
-        wait_for_commits(spec.checkpoint, record.get("start_batch"), batches, self.settings.wait_timeout_s, self.log)
+        wait_for_commits(spec.checkpoint, record.start_batch, batches, self.settings.wait_timeout_s, self.log)
         return record
 
-    def stop(self, reason: str) -> dict[str, Any]:
-        outcome = stop_job(self.control, self.holder, self.settings.deploy, reason, log=self.log)
-        return outcome.status or {}
+    def stop(self, reason: str) -> Status | None:
+        return stop_job(self.control, self.holder, self.settings.deploy, reason, log=self.log).status
 
     def safe_disable(self) -> SafeDisable:
         """The migration of this job to its desired (synchronous) spec, each wait bounded like the rollout's."""
@@ -141,36 +140,37 @@ def _spec(item: PlanItem) -> JobSpec:
 def _unchanged(step: _Step) -> dict[str, Any]:
     if not step.item.needs_confirmation:
         return {"outcome": "unchanged"}
-    deployment = step.control.read_json(ControlArea.DEPLOYMENT) or {}
+    deployment = step.control.read_deployment()
+    assert deployment is not None, f"{step.item.job}: confirming a deployment that has no record"
     assert step.item.checkpoint is not None
     settings = step.settings
     # A deploy whose task died before its driver reported (a crashed run): wait for it, never redeploy.
     wait_until_running(
         step.control,
-        str(deployment.get("deployment_id")),
-        deployment.get("driver"),
+        deployment.deployment_id,
+        deployment.driver,
         settings.deploy.startup_timeout_s,
         step.log,
     )
     wait_for_commits(
-        step.item.checkpoint, deployment.get("start_batch"), settings.confirm_batches, settings.wait_timeout_s, step.log
+        step.item.checkpoint, deployment.start_batch, settings.confirm_batches, settings.wait_timeout_s, step.log
     )
-    return {"outcome": "confirmed", "deployment_id": deployment.get("deployment_id")}
+    return {"outcome": "confirmed", "deployment_id": deployment.deployment_id}
 
 
 def _deploy(step: _Step) -> dict[str, Any]:
     record = step.deploy_and_confirm(_spec(step.item), False, step.settings.confirm_batches)
-    return {"outcome": "done", "deployment_id": record["deployment_id"]}
+    return {"outcome": "done", "deployment_id": record.deployment_id}
 
 
 def _restart(step: _Step) -> dict[str, Any]:
     record = step.deploy_and_confirm(_spec(step.item), True, step.settings.confirm_batches)
-    return {"outcome": "done", "deployment_id": record["deployment_id"]}
+    return {"outcome": "done", "deployment_id": record.deployment_id}
 
 
 def _retire(step: _Step) -> dict[str, Any]:
     status = step.stop(f"retired: gone from {step.settings.folder}")
-    return {"outcome": "done", "final_state": status.get("state")}
+    return {"outcome": "done", "final_state": status.state if status else None}
 
 
 def _refuse(step: _Step) -> dict[str, Any]:
@@ -180,9 +180,9 @@ def _refuse(step: _Step) -> dict[str, Any]:
 
 def _safe_disable(step: _Step) -> dict[str, Any]:
     """The migration's steps in order (safe_disable_steps.py), resumed past the gate after a crashed run."""
-    status = step.control.read_json(ControlArea.STATUS)
+    status = step.control.read_status()
     record = run_safe_disable(step.safe_disable(), status)
-    return {"outcome": "done", "deployment_id": record["deployment_id"]}
+    return {"outcome": "done", "deployment_id": record.deployment_id}
 
 
 _ACTIONS = {
@@ -221,7 +221,7 @@ def _roll_back(step: _Step, before: _Before, error: str) -> dict[str, Any]:
             record = step.deploy_and_confirm(spec, True, 1)
     except AsyncStreamError as exc:
         return {"outcome": "failed", "error": f"{error}; the rollback failed too: {exc}"}
-    return {"outcome": "rolled_back", "error": error, "deployment_id": record["deployment_id"]}
+    return {"outcome": "rolled_back", "error": error, "deployment_id": record.deployment_id}
 
 
 def _record(control: ControlArea, outcome: dict[str, Any], settings: ApplySettings, holder: Holder) -> None:

@@ -28,7 +28,7 @@ from airflow_async_stream.operators.lease import dag_run_state
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder
 
-__all__ = ["rollout_dag", "toggle_off_dag", "summarize"]
+__all__ = ["report", "rollout_dag", "summarize", "toggle_off_dag"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +42,22 @@ def summarize(items: list[dict[str, Any]], run_id: str | None) -> list[dict[str,
             rows.append({k: record.get(k) for k in ("job", "action", "outcome", "duration_s", "error", "reason")})
         else:
             rows.append({**{k: item.get(k) for k in ("job", "action", "reason")}, "outcome": "not applied"})
+    return rows
+
+
+def report(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Log one line per job; fail naming every job short of its desired state."""
+    _log.info("%-24s %-13s %-12s %9s  %s", "job", "action", "outcome", "duration", "detail")
+    for row in rows:
+        duration = f"{row['duration_s']:.1f} s" if row.get("duration_s") is not None else "-"
+        detail = row.get("error") or row.get("reason") or ""
+        _log.info("%-24s %-13s %-12s %9s  %s", row["job"], row["action"], row["outcome"], duration, detail)
+    missed = [r for r in rows if r["outcome"] in FAILED_OUTCOMES | {"refused", "not applied"}]
+    if missed:
+        raise RolloutError(
+            "jobs short of their desired state: "
+            + "; ".join(f"{r['job']} ({r['action']}: {r['outcome']})" for r in missed)
+        )
     return rows
 
 
@@ -91,20 +107,7 @@ def rollout_dag(
 
         @task(task_id="summary", trigger_rule="all_done")
         def summary(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            run_id = get_current_context()["run_id"]
-            rows = summarize(items, run_id)
-            _log.info("%-24s %-13s %-12s %9s  %s", "job", "action", "outcome", "duration", "detail")
-            for row in rows:
-                duration = f"{row['duration_s']:.1f} s" if row.get("duration_s") is not None else "-"
-                detail = row.get("error") or row.get("reason") or ""
-                _log.info("%-24s %-13s %-12s %9s  %s", row["job"], row["action"], row["outcome"], duration, detail)
-            missed = [r for r in rows if r["outcome"] in FAILED_OUTCOMES | {"refused", "not applied"}]
-            if missed:
-                raise RolloutError(
-                    "jobs short of their desired state: "
-                    + "; ".join(f"{r['job']} ({r['action']}: {r['outcome']})" for r in missed)
-                )
-            return rows
+            return report(summarize(items, get_current_context()["run_id"]))
 
         planned = plan_changes()
         apply_change.expand(item=planned) >> summary(planned)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea, liveness, now
+from airflow_async_stream.control import ControlArea, Deployment, Status, liveness, now
 from airflow_async_stream.driver_process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
 
@@ -24,7 +24,7 @@ class ObservedJob:
     control_url: str
     spec: dict[str, Any] | None
     stable: dict[str, Any] | None
-    deployment: dict[str, Any] | None
+    deployment: Deployment | None
     state: str | None
     live: bool
     rollout: dict[str, Any] | None
@@ -36,25 +36,25 @@ class ObservedJob:
     @property
     def confirmed(self) -> bool:
         """The deployed spec ran stably: its deployment committed batches after its start."""
-        stable, deployment = self.stable or {}, self.deployment or {}
-        return bool(stable) and stable.get("deployment_id") == deployment.get("deployment_id")
+        stable, deployment = self.stable or {}, self.deployment
+        return bool(stable) and deployment is not None and stable.get("deployment_id") == deployment.deployment_id
 
 
 #: How long a submitted driver on another host may take to write its first status record.
 SUBMITTED_GRACE_S = 300.0
 
 
-def _still_starting(deployment: dict[str, Any] | None, status: dict[str, Any] | None) -> bool:
+def _still_starting(deployment: Deployment | None, status: Status | None) -> bool:
     """A deployment submitted but not yet reporting (its status record is older or absent) counts as live
     while its spark-submit still runs on this host, or, elsewhere, for a grace period after submit."""
-    if not deployment or not deployment.get("driver"):
+    if not deployment or not deployment.driver:
         return False
-    if (status or {}).get("deployment_id") == deployment.get("deployment_id"):
+    if status and status.deployment_id == deployment.deployment_id:
         return False  # it reports: its own status decides
-    running_here = launcher_running_here(deployment["driver"])
+    running_here = launcher_running_here(deployment.driver)
     if running_here is not None:
         return running_here
-    return now() - float(deployment.get("deployed_at") or 0) < SUBMITTED_GRACE_S
+    return now() - float(deployment.deployed_at or 0) < SUBMITTED_GRACE_S
 
 
 def read_job(name: str, control: ControlArea) -> ObservedJob:
@@ -65,15 +65,15 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         spec = None
     except ValueError as exc:
         raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
-    status = control.read_json(ControlArea.STATUS)
-    deployment = control.read_json(ControlArea.DEPLOYMENT)
+    status = control.read_status()
+    deployment = control.read_deployment()
     return ObservedJob(
         name=name,
         control_url=control.url,
         spec=spec if isinstance(spec, dict) else None,
         stable=control.read_json(ControlArea.STABLE),
         deployment=deployment,
-        state=(status or {}).get("state"),
+        state=status.state if status else None,
         live=liveness(status).live or _still_starting(deployment, status),
         rollout=control.read_json(ControlArea.ROLLOUT),
     )

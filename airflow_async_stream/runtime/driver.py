@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     redact = Redactor(secrets.secret_values)
     args = parse_driver_arguments(sys.argv[1:] if argv is None else argv)
     control = ControlArea(args.control_area)
-    job = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("job", "?")
+    deployment = control.read_deployment()
+    job = (deployment.job if deployment else None) or "?"
     governor = Governor(control, args.deployment_id, job, redact)
     governor.starting(secret_options=secrets.names(), pyspark=_pyspark_in_use())
 
@@ -136,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             logs.progress_max_bytes,
             logs.progress_max_age_hours,
         )
-        start_batch = (control.read_json(ControlArea.DEPLOYMENT) or {}).get("start_batch")
-        governor.watch_stability(spec.checkpoint, start_batch, spec.to_mapping())
+        governor.watch_stability(spec.checkpoint, deployment.start_batch if deployment else None, spec.to_mapping())
         run(spec, governor, secrets)
     except SpecError as exc:
         governor.fail(str(exc))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import HEARTBEAT_INTERVAL_S, ControlArea, now
+from airflow_async_stream.control import HEARTBEAT_INTERVAL_S, ControlArea, State, Status, now
 from airflow_async_stream.secret_options import Redactor
 
 if TYPE_CHECKING:
@@ -96,21 +96,15 @@ class Governor:
         self._query_id: str | None = None
         #: Batches already recorded (listener and end-of-query flush both report them), the newest only.
         self._recorded: collections.OrderedDict[tuple[str, int], None] = collections.OrderedDict()
-        self._status: dict[str, Any] = {
-            "job": job,
-            "deployment_id": deployment_id,
-            "state": "starting",
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "started_at": now(),
-            "heartbeat_at": now(),
-            "batches": 0,
-            "first_batch_id": None,
-            "last_batch_id": None,
-            "query_id": None,
-            "run_id": None,
-            "error": None,
-        }
+        self._status = Status(
+            job=job,
+            deployment_id=deployment_id,
+            state=State.STARTING,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=now(),
+            heartbeat_at=now(),
+        )
         self._stability: tuple[str, int | None, dict[str, Any]] | None = None
         self._stop_heartbeat = threading.Event()
         self._heartbeat = threading.Thread(target=self._beat, name="async-stream-heartbeat", daemon=True)
@@ -122,8 +116,8 @@ class Governor:
         with self._lock:
             if heartbeat and self._stop_heartbeat.is_set():
                 return  # the final status is written (or about to be): a heartbeat must not overwrite it
-            self._status.update(changes, heartbeat_at=now(), updated_at=now())
-            self.control.write_json(ControlArea.STATUS, self.redact.json(dict(self._status)))
+            self._status = self._status.but(**changes, heartbeat_at=now(), updated_at=now())
+            self.control.write_json(ControlArea.STATUS, self.redact.json(self._status.to_json()))
 
     def _beat(self) -> None:
         while not self._stop_heartbeat.wait(HEARTBEAT_INTERVAL_S):
@@ -131,11 +125,11 @@ class Governor:
 
     @property
     def failed(self) -> bool:
-        return self._status["state"] == "failed"
+        return self._status.state == State.FAILED
 
     def starting(self, **facts: Any) -> None:
         """First status write (``facts``: e.g. which options came from connections), then the heartbeat."""
-        self._write(state="starting", **facts)
+        self._write(state=State.STARTING, **facts)
         self._heartbeat.start()
 
     def watch_stability(self, checkpoint: str, start_batch: int | None, spec: dict[str, Any]) -> None:
@@ -158,7 +152,7 @@ class Governor:
 
     def fail(self, error: BaseException | str) -> None:
         text = error if isinstance(error, str) else "".join(traceback.format_exception_only(error)).strip()
-        self._finish("failed", error=text)
+        self._finish(State.FAILED, error=text)
 
     def _finish(self, state: str, **changes: Any) -> None:
         self._stop_heartbeat.set()
@@ -167,8 +161,8 @@ class Governor:
             "deployment %s %s after %d micro-batches (last batch %s)",
             self.deployment_id,
             state,
-            self._status["batches"],
-            self._status["last_batch_id"],
+            self._status.batches,
+            self._status.last_batch_id,
         )
 
     def record_progress(self, progress: Any) -> None:
@@ -183,12 +177,13 @@ class Governor:
             self._recorded[key] = None
             if len(self._recorded) > _RECORDED_KEPT:
                 self._recorded.popitem(last=False)
-            self._status["batches"] += 1
-            self._status["last_batch_id"] = record["batch_id"]
-            self._status["last_progress_at"] = now()
-            first = self._status.get("first_batch_id") is None
-            if first:
-                self._status["first_batch_id"] = record["batch_id"]
+            first = self._status.first_batch_id is None
+            self._status = self._status.but(
+                batches=self._status.batches + 1,
+                last_batch_id=record["batch_id"],
+                last_progress_at=now(),
+                first_batch_id=record["batch_id"] if first else self._status.first_batch_id,
+            )
         self.control.append_progress(self.redact.json(record))
         self._check_stability()
         if first:  # the deploy waits for this: write it now, not at the next heartbeat
@@ -198,8 +193,8 @@ class Governor:
         """Listener callback: the query runs but its source has no new data (written at once the first time,
         then with the next heartbeat: Spark reports idleness at every trigger)."""
         with self._lock:
-            first = self._status.get("idle_at") is None
-            self._status["idle_at"] = now()
+            first = self._status.idle_at is None
+            self._status = self._status.but(idle_at=now())
         if first:
             self._write()
 
@@ -216,7 +211,7 @@ class Governor:
         spark.streams.addListener(listener)
         query = writer.start()
         self._query_id = str(query.id)
-        self._write(state="running", query_id=str(query.id), run_id=str(query.runId))
+        self._write(state=State.RUNNING, query_id=str(query.id), run_id=str(query.runId))
         _log.info("deployment %s: query %s started (run %s)", self.deployment_id, query.id, query.runId)
         try:
             self._watch(query)
@@ -239,13 +234,13 @@ class Governor:
         if error is not None:
             self.fail(str(error))
         else:
-            self._finish("stopped")
+            self._finish(State.STOPPED)
             self.control.remove(ControlArea.STOP_REQUEST)
 
     def _stop_gracefully(self, query: StreamingQuery, request: dict[str, Any]) -> None:
         """Stop between micro-batches: wait until no trigger is active, then stop; force after the timeout."""
         timeout = float(request.get("graceful_timeout_s") or _DEFAULT_GRACEFUL_TIMEOUT_S)
-        self._write(state="stopping", stop_reason=request.get("reason"))
+        self._write(state=State.STOPPING, stop_reason=request.get("reason"))
         _log.info("stop requested (%s): stopping between micro-batches", self.redact(str(request.get("reason"))))
         deadline = time.monotonic() + timeout
         forced = False
@@ -256,7 +251,7 @@ class Governor:
             time.sleep(0.01)
         query.stop()
         with self._lock:
-            self._status["forced_stop"] = forced
+            self._status = self._status.but(forced_stop=forced)
 
     def request_stop_from_signal(self) -> None:
         """SIGTERM to the driver is treated as a stop request for this deployment."""

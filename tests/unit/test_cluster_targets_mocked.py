@@ -227,7 +227,7 @@ def test_a_cluster_driver_that_will_not_stop_is_killed_through_its_cluster(tmp_p
         control, "test", graceful_timeout_s=0, kill_after_s=0, sleep=lambda s: None, kill_remote=killed.append
     )
     assert killed == [driver]
-    assert outcome.status and outcome.status["state"] == "failed" and "killed on the cluster" in outcome.status["error"]
+    assert outcome.status and outcome.status.state == "failed" and "killed on the cluster" in outcome.status.error
 
 
 def test_kafka_jobs_get_the_connector_matching_spark_and_scala() -> None:

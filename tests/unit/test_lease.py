@@ -14,9 +14,7 @@ import pytest
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 from airflow_async_stream.lease import (
-    LEASE,
     MAX_REVOKED,
-    REVOKED,
     Holder,
     held,
     lease_state,
@@ -42,15 +40,15 @@ def test_a_second_holder_fails_fast_naming_the_first(control: ControlArea) -> No
 
 def test_the_same_holder_renews_and_never_shortens(control: ControlArea) -> None:
     take(control, RUN_A, 600)
-    expires = control.read_json(LEASE)["expires_at"]
+    expires = control.read_json(ControlArea.LEASE)["expires_at"]
     assert take(control, RUN_A, 5) is False
-    assert control.read_json(LEASE)["expires_at"] == expires
+    assert control.read_json(ControlArea.LEASE)["expires_at"] == expires
 
 
 def test_release_frees_the_job_only_for_its_holder(control: ControlArea) -> None:
     take(control, RUN_A, 60)
     release(control, RUN_B)
-    assert control.read_json(LEASE)["holder"] == RUN_A.name
+    assert control.read_json(ControlArea.LEASE)["holder"] == RUN_A.name
     release(control, RUN_A)
     assert take(control, RUN_B, 60) is True
 
@@ -58,7 +56,7 @@ def test_release_frees_the_job_only_for_its_holder(control: ControlArea) -> None
 def test_an_expired_lease_can_be_taken(control: ControlArea) -> None:
     take(control, RUN_A, 0.01)
     deadline = time.monotonic() + 5
-    while lease_state(control.read_json(LEASE)) != "expired":
+    while lease_state(control.read_json(ControlArea.LEASE)) != "expired":
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert take(control, RUN_B, 60) is True
@@ -68,7 +66,7 @@ def test_a_lease_of_a_dead_process_ends_at_once(control: ControlArea) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     take(control, Holder("process", "cli stop", child.pid), 3600)
-    assert lease_state(control.read_json(LEASE)) == "holder exited"
+    assert lease_state(control.read_json(ControlArea.LEASE)) == "holder exited"
     assert take(control, RUN_B, 60) is True
 
 
@@ -76,7 +74,7 @@ def test_held_releases_only_what_it_took(control: ControlArea) -> None:
     take(control, RUN_A, 60)  # a migration holds the job ...
     with held(control, RUN_A, 60):  # ... and one of its steps runs inside
         pass
-    assert control.read_json(LEASE)["holder"] == RUN_A.name
+    assert control.read_json(ControlArea.LEASE)["holder"] == RUN_A.name
     with pytest.raises(JobHeldError):
         with held(control, RUN_B, 60):
             pass
@@ -101,7 +99,7 @@ def test_only_one_of_many_simultaneous_contenders_wins(control: ControlArea) -> 
         p.join(60)
     outcomes = [results.get(timeout=5) for _ in procs]
     winners = [o for o in outcomes if o != "refused"]
-    assert len(winners) == 1 and control.read_json(LEASE)["holder"] == winners[0]
+    assert len(winners) == 1 and control.read_json(ControlArea.LEASE)["holder"] == winners[0]
 
 
 def test_a_lease_of_a_finished_dag_run_ends(control: ControlArea) -> None:
@@ -147,7 +145,7 @@ def test_a_revoked_holder_changes_the_job_no_more(control: ControlArea) -> None:
 
     ended = revoke(control, stopper, "stop --force")
 
-    assert ended is not None and ended["holder"] == RUN_A.name
+    assert ended is not None and ended.holder == RUN_A.name
     with pytest.raises(
         HoldRevokedError, match=r"DAG run migrate/run-a may no longer change .* ended by process 1 on h"
     ):
@@ -166,6 +164,6 @@ def test_the_revoked_list_keeps_the_newest(control: ControlArea) -> None:
     for n in range(MAX_REVOKED + 3):
         take(control, Holder(f"DAG run m/run-{n}", "migrate"), 60)
         revoke(control, RUN_B, "stop --force")
-    holders = control.read_json(REVOKED)["holders"]
+    holders = control.read_json(ControlArea.REVOKED_HOLDS)["holders"]
     assert len(holders) == MAX_REVOKED and "DAG run m/run-0" not in holders
     assert f"DAG run m/run-{MAX_REVOKED + 2}" in holders

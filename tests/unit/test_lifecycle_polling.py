@@ -34,5 +34,5 @@ def test_the_startup_wait_polls_local_status_often_and_remote_status_less(
 
     status = wait_until_running(control, "d1", None, timeout_s=60, sleep=sleep)
 
-    assert status["batches"] == 1
+    assert status.batches == 1
     assert slept == [expected]

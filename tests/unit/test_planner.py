@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.control import ControlArea, Deployment
 from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
@@ -45,7 +45,7 @@ def observed(live: bool = True, confirmed: bool = True, **changes: Any) -> Obser
         control_url="/ck/job.async-stream",
         spec=spec,
         stable={"deployment_id": "d1" if confirmed else "d0", "spec": spec},
-        deployment={"deployment_id": "d1"},
+        deployment=Deployment(deployment_id="d1"),
         state="running" if live else "stopped",
         live=live,
         rollout=None,

@@ -88,10 +88,11 @@ def test_segments_whose_batches_are_all_older_than_the_age_limit_are_removed(con
     writer = ProgressWriter(control, DEP_A, Retention(max_age_s=3600))
     for i in range(450):  # three segments of 200, 200 and 50 lines
         writer.append(_event(DEP_A, i))
-    assert len(segments(control)) == 4
+    names = [segment.name for segment in segments(control)]
+    assert len(names) == 4 and names[0] == "progress.jsonl"
     removed = writer.apply_retention(now=time.time() + 2 * 3600)
     # All but the newest closed segment (its end is unknown: it ended when the current one started) go.
-    assert removed == ["progress.jsonl", segments(control)[0].name.replace("000001", "000000")]
+    assert removed == names[:2]
     assert [e["batch_id"] for e in control.read_progress()] == list(range(200, 450))
     assert writer.apply_retention() == []  # nothing is old by the real clock
 
@@ -134,7 +135,7 @@ def test_a_long_running_driver_records_each_batch_once_and_remembers_only_the_ne
         governor.record_progress(progress(batch))
     assert len(governor._recorded) <= 1024  # memory: bounded, however long the driver runs
     assert [e["batch_id"] for e in area.read_progress()][-101:] == list(range(2899, 3000))
-    assert governor._status["batches"] == 3000
+    assert governor._status.batches == 3000
 
 
 def test_segments_are_ordered_by_number_past_a_million_and_names_parse_whatever_the_id() -> None:

@@ -19,7 +19,7 @@ import pytest
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError, StopTimeoutError
-from airflow_async_stream.lease import LEASE, Holder, take
+from airflow_async_stream.lease import Holder, take
 from airflow_async_stream.lifecycle import stop_driver, wait_until_running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_a_provable_driver_of_this_host_that_does_not_stop_is_killed(
     outcome = _stop(control)
 
     assert process.wait(timeout=5) == -9
-    assert outcome.status["state"] == "failed" and outcome.status["error"].startswith("killed")
+    assert outcome.status.state == "failed" and outcome.status.error.startswith("killed")
 
 
 def test_stopped_means_the_driver_process_has_exited(control: ControlArea, processes: list[Any]) -> None:
@@ -124,7 +124,7 @@ def test_stopped_means_the_driver_process_has_exited(control: ControlArea, proce
 
     outcome = _stop(control, kill_after_s=30)
 
-    assert outcome.status["state"] == "stopped"
+    assert outcome.status.state == "stopped"
     assert process.poll() is not None, "stop returned while the driver process was still running"
     assert outcome.exiting_pid is None
 
@@ -135,7 +135,7 @@ def test_a_driver_still_exiting_at_the_time_limit_is_named(control: ControlArea,
 
     outcome = _stop(control, kill_after_s=1)
 
-    assert outcome.status["state"] == "stopped"
+    assert outcome.status.state == "stopped"
     assert outcome.exiting_pid == process.pid
     assert process.poll() is None  # never killed: it stopped its query and is on its way out
 
@@ -190,7 +190,7 @@ def test_a_stop_while_another_run_holds_the_job_is_refused_unless_forced(
     assert process.poll() is not None
     with pytest.raises(HoldRevokedError):
         take(control, migration, 600)  # the migration's next step
-    assert control.read_json(LEASE) is None  # the stop released its own hold
+    assert control.read_json(ControlArea.LEASE) is None  # the stop released its own hold
 
 
 def test_the_startup_wait_fails_at_once_when_the_launcher_pid_is_another_process_now(control: ControlArea) -> None:
