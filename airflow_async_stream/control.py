@@ -28,7 +28,7 @@ import posixpath
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Self, TypeVar
@@ -303,8 +303,10 @@ class ControlArea:
     def read_status(self) -> Status | None:
         return self._read_record(self.STATUS, Status)
 
-    def write_status(self, status: Status) -> None:
-        self.write_json(self.STATUS, status.to_json())
+    def write_status(self, status: Status, scrub: Callable[[Any], Any] | None = None) -> None:
+        """Replace the status record; ``scrub`` (the driver's redactor) masks secrets in its text first."""
+        data = status.to_json()
+        self.write_json(self.STATUS, scrub(data) if scrub else data)
 
     def read_deployment(self) -> Deployment | None:
         return self._read_record(self.DEPLOYMENT, Deployment)

@@ -117,7 +117,7 @@ class Governor:
             if heartbeat and self._stop_heartbeat.is_set():
                 return  # the final status is written (or about to be): a heartbeat must not overwrite it
             self._status = self._status.but(**changes, heartbeat_at=now(), updated_at=now())
-            self.control.write_json(ControlArea.STATUS, self.redact.json(self._status.to_json()))
+            self.control.write_status(self._status, self.redact.json)
 
     def _beat(self) -> None:
         while not self._stop_heartbeat.wait(HEARTBEAT_INTERVAL_S):
