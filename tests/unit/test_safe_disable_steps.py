@@ -1,0 +1,56 @@
+"""The safe-disable steps without Spark: the specs each step deploys, what is refused at DAG parse, and that
+the TaskGroup's tasks deploy exactly what the steps (and so a rollout) deploy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pendulum
+import pytest
+from airflow.sdk import DAG
+
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.migrations import safe_disable_async_progress
+from airflow_async_stream.migrations.safe_disable_steps import SafeDisable, at_interval_0, synchronous
+from airflow_async_stream.spec import parse_spec, resolve_spec
+
+SPEC: dict[str, Any] = {
+    "name": "steps",
+    "checkpoint": "/tmp/steps-ck",
+    "source": {"format": "rate"},
+    "sink": {"format": "noop"},
+    "trigger": {"processing_time": "1 second"},
+    "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
+}
+
+
+def _group(**kwargs: Any) -> dict[str, Any]:
+    with DAG("steps_dag", schedule=None, start_date=pendulum.datetime(2026, 1, 1)) as dag:
+        safe_disable_async_progress(SPEC, **kwargs)
+    return dag.task_dict
+
+
+def test_each_step_deploys_the_spec_it_names() -> None:
+    job = parse_spec(SPEC)
+    assert at_interval_0(job).async_progress.model_dump() == {"enabled": True, "checkpoint_interval_ms": 0}
+    sync = synchronous(job, {"spark_conf": {"spark.sql.shuffle.partitions": "4"}})
+    assert sync.async_progress.enabled is False
+    assert sync.spark_conf == {"spark.sql.shuffle.partitions": "4"}
+    assert (sync.name, sync.checkpoint, sync.trigger) == (job.name, job.checkpoint, job.trigger)
+
+
+def test_the_taskgroup_deploys_what_the_steps_deploy() -> None:
+    overrides = {"spark_conf": {"spark.sql.shuffle.partitions": "4"}}
+    tasks = _group(sync_overrides=overrides)
+    migration = SafeDisable(parse_spec(SPEC), sync_overrides=overrides)
+    redeploy, deploy_sync = tasks["safe_disable.redeploy_async_interval_0"], tasks["safe_disable.deploy_sync"]
+    assert resolve_spec(redeploy.spec, redeploy.overrides) == at_interval_0(migration.spec)
+    assert resolve_spec(deploy_sync.spec, deploy_sync.overrides) == migration.synchronous_spec()
+    assert tasks["safe_disable.hold_job"].ttl_s == migration.hold_ttl_s
+
+
+def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -> None:
+    with pytest.raises(ValueError, match="async_batches must be at least 2"):
+        _group(async_batches=1)
+    with pytest.raises(SpecError, match="trigger"):
+        _group(sync_overrides={"trigger": {"once": True}})  # two trigger kinds
