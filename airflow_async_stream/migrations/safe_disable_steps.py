@@ -96,7 +96,7 @@ def migration_hold_ttl_s(deploy: DeploySettings, wait_timeout_s: float, waits: i
 
 @dataclass(frozen=True)
 class SafeDisable:
-    """One job's migration: its spec as it runs with async on, who holds it, and each step's time limits."""
+    """One job's migration: its spec (each step sets the async options), who holds it, each step's limits."""
 
     spec: JobSpec
     holder: Holder = field(default_factory=lambda: Holder.this_process("safe-disable"))
