@@ -57,13 +57,12 @@ class RollbackToAsyncOperator(DeployStreamingJobOperator):
     """
 
     def execute(self, context: Context) -> dict[str, Any]:
-        spec = resolve_spec(self.spec)
-        migration = SafeDisable(
-            spec, Holder.for_task(context, f"safe-disable {spec.name}"), self.settings(context), run_state=dag_run_state
-        )
+        spec, settings = resolve_spec(self.spec), self.settings(context)
+        holder = Holder.for_task(context, f"safe-disable {spec.name}")
+        migration = SafeDisable(spec, holder, settings, run_state=dag_run_state)
         control = migration.control
         try:
-            take(control, migration.holder, self.settings(context).hold_ttl_s, dag_run_state)
+            take(control, holder, settings.hold_ttl_s, dag_run_state)
         except JobHeldError as exc:
             raise AirflowSkipException(f"nothing to roll back, this run never held the job: {exc}") from exc
         try:
@@ -71,7 +70,7 @@ class RollbackToAsyncOperator(DeployStreamingJobOperator):
             reason = failure_reason(spec.checkpoint, ti.dag_id, ti.run_id)
             record = migration.roll_back(reason)
         finally:
-            release(control, migration.holder)
+            release(control, holder)
         raise rolled_back_error(spec.name, reason, record)
 
 
