@@ -1,4 +1,5 @@
-"""``airflow-async-stream``: validate specs, plan rollouts, inspect checkpoints, show and stop jobs, export the schema."""
+"""``airflow-async-stream``: validate specs, plan rollouts, inspect checkpoints, show, reconfigure and stop jobs,
+export the schema."""
 
 from __future__ import annotations
 
@@ -12,11 +13,26 @@ from typing import Any
 
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
-from airflow_async_stream.control import SUFFIX, ControlArea, State, control_url_for, hold_ttl_s, liveness
-from airflow_async_stream.exceptions import AsyncStreamError, DesiredStateError, JobHeldError, SpecError
+from airflow_async_stream.control import (
+    SUFFIX,
+    ControlArea,
+    Reconfiguration,
+    State,
+    SwitchOutcome,
+    control_url_for,
+    hold_ttl_s,
+    liveness,
+)
+from airflow_async_stream.exceptions import (
+    AsyncStreamError,
+    DesiredStateError,
+    JobHeldError,
+    NotSwitchableError,
+    SpecError,
+)
 from airflow_async_stream.lease import Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
-from airflow_async_stream.spec import load_spec, spec_json_schema
+from airflow_async_stream.spec import load_spec, parse_spec, spec_json_schema
 
 __all__ = ["main"]
 
@@ -241,6 +257,76 @@ def _cmd_release(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_reconfigure(args: argparse.Namespace) -> int:
+    from airflow_async_stream.in_place import assign, parse_assignment
+    from airflow_async_stream.reconfigure import reconfigure, running_spec
+
+    control = _control_for(args.target)
+    try:
+        changes = [parse_assignment(text) for text in args.set]
+    except ValueError as exc:
+        print(f"airflow-async-stream: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    mapping = running_spec(control).to_mapping()
+    for key, value in changes:
+        try:
+            mapping = assign(mapping, key, value)
+        except ValueError as exc:
+            print(f"airflow-async-stream: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        spec = parse_spec(mapping, source="the spec with --set applied")
+        record = reconfigure(
+            control, spec, require_sync_safe=args.require_sync_safe, timeout_s=args.timeout, reason="CLI reconfigure"
+        )
+    except SpecError as exc:
+        for field, reason in exc.problems:
+            print(f"{field}: {reason}", file=sys.stderr)
+        return EXIT_INVALID
+    except NotSwitchableError as exc:
+        print(f"airflow-async-stream: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps(record.to_json(), indent=2, sort_keys=True, default=str))
+    else:
+        _print_switch(record)
+    return EXIT_OK if record.outcome == SwitchOutcome.SWITCHED else EXIT_INVALID
+
+
+def _describe_configuration(configuration: dict[str, Any] | None) -> str:
+    configuration = configuration or {}
+    settings = configuration.get("async_progress") or {}
+    state = f"on, interval {settings.get('checkpoint_interval_ms')} ms" if settings.get("enabled") else "off"
+    trigger = ", ".join(f"{k}={v}" for k, v in (configuration.get("trigger") or {}).items()) or "default"
+    return f"async progress {state}; trigger {trigger}"
+
+
+def _print_switch(record: Reconfiguration) -> None:
+    headline = {
+        SwitchOutcome.SWITCHED: "switched in place",
+        SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0: "NOT synchronous: the checkpoint is not safe for it yet; "
+        "switched to async progress at interval 0 instead",
+    }.get(SwitchOutcome(record.outcome), str(record.outcome))
+    print(headline)
+    rows = [
+        ("request", record.request_id),
+        ("before", _describe_configuration(record.before)),
+        ("now", _describe_configuration(record.after)),
+        ("last batch before", record.last_batch_before),
+        ("first batch after", record.first_batch_after if record.first_batch_after is not None else "none yet"),
+        (
+            "pause",
+            f"{record.pause_s:.2f} s (end of the last batch before to the start of the first after)"
+            if record.pause_s is not None
+            else "not measured (no batch before, or none after yet)",
+        ),
+    ]
+    if record.gate:
+        rows.append(("gate", record.gate))
+    for name, value in rows:
+        print(f"  {name:<18} {value}")
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     print(json.dumps(spec_json_schema(), indent=2))
     return EXIT_OK
@@ -280,6 +366,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT")
     p.add_argument("--force", action="store_true", help="release even though the hold has not expired")
     p.set_defaults(func=_cmd_release)
+    p = sub.add_parser(
+        "reconfigure",
+        help="switch a running job's query to changed settings in place (no new driver) and print the pause",
+    )
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help="job name, spec file, checkpoint or control area")
+    p.add_argument(
+        "--set",
+        action="append",
+        required=True,
+        metavar="KEY=VALUE",
+        help="a dotted spec field and its value, read as YAML (e.g. async_progress.checkpoint_interval_ms=0); repeat",
+    )
+    p.add_argument(
+        "--require-sync-safe",
+        action="store_true",
+        help="start synchronously only if the stopped checkpoint is safe for it, else async on at interval 0",
+    )
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the switch and its first batch")
+    p.add_argument("--json", action="store_true", help="machine-readable output: the driver's account")
+    p.set_defaults(func=_cmd_reconfigure)
     p = sub.add_parser("schema", help="print the job spec's JSON Schema")
     p.set_defaults(func=_cmd_schema)
     return parser

@@ -8,9 +8,10 @@ one ended, source by source.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
-__all__ = ["continuity_problems"]
+__all__ = ["batch_window", "continuity_problems", "idle_between"]
 
 
 def continuity_problems(events: Iterable[dict[str, Any]]) -> list[str]:
@@ -29,3 +30,15 @@ def continuity_problems(events: Iterable[dict[str, Any]]) -> list[str]:
         if ends != starts:
             problems.append(f"batch {current} starts at {starts} but batch {previous} ended at {ends}")
     return problems
+
+
+def batch_window(event: dict[str, Any]) -> tuple[float, float]:
+    """When a micro-batch started and ended, in epoch seconds, from its progress event (Spark's trigger
+    timestamp and the trigger's execution time)."""
+    start = datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00")).timestamp()
+    return start, start + float((event.get("duration_ms") or {}).get("triggerExecution", 0)) / 1000
+
+
+def idle_between(before: dict[str, Any], after: dict[str, Any]) -> float:
+    """Seconds no micro-batch ran between two batches: from the end of ``before`` to the start of ``after``."""
+    return round(batch_window(after)[0] - batch_window(before)[1], 3)

@@ -8,6 +8,8 @@ Layout of ``<checkpoint>.async-stream/``:
 ``progress/``          one JSON line per micro-batch, in segment files with a retention (progress_log.py)
 ``progress.jsonl``     the progress log of releases before segments, still read (local disks, HDFS)
 ``stop-request.json``  present while a graceful stop is requested for one deployment
+``reconfigure-request.json``  present while an in-place switch of one deployment's query is requested
+``reconfiguration.json``      what the driver did with the latest such request, step by step (reconfigure.py)
 ``driver.log``         spark-submit's output, for drivers launched on the Airflow host, rotated to
                        ``driver.log.1`` ... (driver_log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
@@ -48,8 +50,12 @@ __all__ = [
     "Deployment",
     "Hold",
     "Liveness",
+    "ReconfigureRequest",
+    "Reconfiguration",
     "State",
     "Status",
+    "SwitchOutcome",
+    "SwitchPhase",
     "control_url_for",
     "hold_ttl_s",
     "liveness",
@@ -167,6 +173,9 @@ class Status(_Record):
     #: Which options came from Airflow connections (never their values), and which PySpark the driver runs.
     secret_options: list[str] = field(default_factory=list)
     pyspark: dict[str, str] | None = None
+    #: What the running query was started with (async options, trigger), and how often it was switched in place.
+    configuration: dict[str, Any] | None = None
+    switches: int = 0
 
     def check(self, where: str) -> None:
         if not self.state:
@@ -224,6 +233,82 @@ class Hold(_Record):
             raise ControlAreaError(f"{where} names no holder")
 
 
+class SwitchPhase(StrEnum):
+    """Where an in-place switch is: the driver writes each phase before it acts on it."""
+
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    STARTED = "started"
+    DONE = "done"
+
+
+class SwitchOutcome(StrEnum):
+    SWITCHED = "switched"
+    #: The request asked for a synchronous query, the stopped checkpoint was not safe for it.
+    KEPT_ASYNC_AT_INTERVAL_0 = "kept_async_at_interval_0"
+    #: The change needs a new driver; nothing was stopped.
+    REFUSED = "refused"
+    #: The new query did not start; the previous configuration runs again.
+    FAILED = "failed"
+    #: The deployment it was meant for ended before applying it (a later deployment refused it).
+    ABANDONED = "abandoned"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReconfigureRequest(_Record):
+    """``reconfigure-request.json``: switch one deployment's query to ``spec`` without a new driver."""
+
+    request_id: str = ""
+    deployment_id: str = ""
+    spec: dict[str, Any] = field(default_factory=dict)
+    #: Start synchronously only when the stopped checkpoint is safe for it, else async on at interval 0.
+    require_sync_safe: bool = False
+    reason: str | None = None
+    graceful_timeout_s: float = 60.0
+    requested_at: float | None = None
+    requested_from: str | None = None
+
+    def check(self, where: str) -> None:
+        for name in ("request_id", "deployment_id", "spec"):
+            if not getattr(self, name):
+                raise ControlAreaError(f"{where} names no {name}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reconfiguration(_Record):
+    """``reconfiguration.json``: the driver's account of one reconfigure request, rewritten at every phase."""
+
+    request_id: str = ""
+    deployment_id: str = ""
+    phase: str = SwitchPhase.DONE
+    outcome: str | None = None
+    reason: str | None = None
+    #: The configuration (async options, trigger) before and after the switch.
+    before: dict[str, Any] = field(default_factory=dict)
+    after: dict[str, Any] | None = None
+    last_batch_before: int | None = None
+    first_batch_after: int | None = None
+    run_id: str | None = None
+    forced_stop: bool | None = None
+    requested_at: float | None = None
+    stopped_at: float | None = None
+    started_at: float | None = None
+    #: Idle time of the stream across the switch: from the end of the last batch before to the start of the
+    #: first batch after, from the progress log's own timestamps.
+    pause_s: float | None = None
+    #: The inspector's verdict when the request asked for a gated synchronous start.
+    gate: str | None = None
+
+    def check(self, where: str) -> None:
+        if not self.request_id:
+            raise ControlAreaError(f"{where} names no request_id")
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more will happen to this switch (its first batch may still be awaited: see ``phase``)."""
+        return self.phase == SwitchPhase.DONE
+
+
 _R = TypeVar("_R", bound=_Record)
 
 
@@ -243,6 +328,8 @@ class ControlArea:
     DEPLOYMENT = "deployment.json"
     STATUS = "status.json"
     STOP_REQUEST = "stop-request.json"
+    RECONFIGURE_REQUEST = "reconfigure-request.json"
+    RECONFIGURATION = "reconfiguration.json"
     DRIVER_LOG = "driver.log"
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
@@ -319,6 +406,15 @@ class ControlArea:
 
     def write_hold(self, hold: Hold) -> None:
         self.write_json(self.LEASE, hold.to_json())
+
+    def read_reconfigure_request(self) -> ReconfigureRequest | None:
+        return self._read_record(self.RECONFIGURE_REQUEST, ReconfigureRequest)
+
+    def read_reconfiguration(self) -> Reconfiguration | None:
+        return self._read_record(self.RECONFIGURATION, Reconfiguration)
+
+    def write_reconfiguration(self, record: Reconfiguration) -> None:
+        self.write_json(self.RECONFIGURATION, record.to_json())
 
     def _read_record(self, name: str, kind: type[_R]) -> _R | None:
         data = self.read_json(name)

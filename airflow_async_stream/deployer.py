@@ -100,7 +100,7 @@ def deploy_job(
 ) -> Deployment:
     """Submit ``spec`` and return its deployment record once the query reports its first micro-batch."""
     control = ControlArea.for_checkpoint(spec.checkpoint)
-    spec_bytes = spec.model_dump_json(by_alias=True, exclude_none=True, indent=2).encode()
+    spec_bytes = spec.to_json_bytes()
     deployment_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     hook = StreamingJobHook(
         conn_id=settings.conn_id,

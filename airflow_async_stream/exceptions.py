@@ -22,6 +22,10 @@ __all__ = [
     "HoldRevokedError",
     "DesiredStateError",
     "RolloutError",
+    "ReconfigureError",
+    "NotSwitchableError",
+    "SwitchRefusedError",
+    "ReconfigureTimeoutError",
 ]
 
 
@@ -112,3 +116,24 @@ class DesiredStateError(AsyncStreamError, ValueError):
 
 class RolloutError(AsyncStreamError, RuntimeError):
     """A rollout left one or more jobs short of their desired state (each job's outcome is in the message)."""
+
+
+class ReconfigureError(AsyncStreamError, RuntimeError):
+    """An in-place switch did not happen: the driver refused it, failed to start the new query, or died."""
+
+
+class NotSwitchableError(ReconfigureError):
+    """The job cannot be switched in place (not running, or a driver that does not switch): redeploy it."""
+
+
+class SwitchRefusedError(NotSwitchableError):
+    """The change needs a new driver; ``problems`` lists ``(field, reason)``. Nothing was stopped."""
+
+    def __init__(self, problems: list[tuple[str, str]], where: str) -> None:
+        self.problems = problems
+        lines = [f"{field}: {reason}" for field, reason in problems]
+        super().__init__(f"{where} cannot switch in place: " + "; ".join(lines))
+
+
+class ReconfigureTimeoutError(ReconfigureError, TimeoutError):
+    """The driver did not settle the request in time."""

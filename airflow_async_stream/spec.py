@@ -339,6 +339,10 @@ class JobSpec(_Model):
         """The spec as plain JSON values, in the file format (what Airflow can template and serialize)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def to_json_bytes(self) -> bytes:
+        """The spec as ``spec.json`` holds it (its digest is what the driver checks at start)."""
+        return self.model_dump_json(by_alias=True, exclude_none=True, indent=2).encode()
+
     def spark_conf_strings(self) -> dict[str, str]:
         """The spec's ``--conf`` entries: Spark's log level from ``logs`` unless ``spark_conf`` sets its own."""
         return {"spark.log.level": self.log_settings.spark_level, **_stringify(self.spark_conf)}

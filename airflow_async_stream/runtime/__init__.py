@@ -17,7 +17,8 @@ def govern(writer: DataStreamWriter) -> None:
 
     The runtime applies the spec's checkpoint, trigger and async progress options, refuses a stateful
     query with async on before it starts, starts the query and governs it (status, progress log, graceful
-    stop) until it ends. Call it once, as the last step of your application file.
+    stop, in-place switches of those options) until it ends. Call it once, as the last step of your
+    application file.
     """
     from airflow_async_stream.runtime.query import apply_spec_to_writer, refuse_stateful_with_async
 
@@ -33,4 +34,4 @@ def govern(writer: DataStreamWriter) -> None:
     writer = apply_spec_to_writer(
         writer, ctx.spec, application_mode=True, secret_options=ctx.secrets.options.get("sink")
     )
-    ctx.governor.run(writer, ctx.spark)
+    ctx.governor.run(writer, ctx.spark, ctx.spec, df)

@@ -87,7 +87,7 @@ def _run_query(spec: JobSpec, governor: Governor, spark: Any, secrets: SecretOpt
     writer = apply_spec_to_writer(
         df.writeStream, spec, application_mode=False, secret_options=secrets.options.get("sink")
     )
-    governor.run(writer, spark)
+    governor.run(writer, spark, spec, df)
 
 
 def _pyspark_in_use() -> dict[str, str]:

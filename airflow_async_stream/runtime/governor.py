@@ -15,11 +15,25 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import HEARTBEAT_INTERVAL_S, ControlArea, State, Status, now
+from airflow_async_stream.continuity import idle_between
+from airflow_async_stream.control import (
+    HEARTBEAT_INTERVAL_S,
+    ControlArea,
+    Reconfiguration,
+    ReconfigureRequest,
+    State,
+    Status,
+    SwitchPhase,
+    now,
+)
+from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.in_place import configuration_of
 from airflow_async_stream.secret_options import Redactor
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
+
+    from airflow_async_stream.spec import JobSpec
 
 __all__ = ["Governor", "progress_record"]
 
@@ -29,6 +43,8 @@ _STOP_POLL_S = 0.25
 #: Spark's recentProgress holds the last 100 batches (spark.sql.streaming.numRecentProgressUpdates); a driver
 #: that runs for months remembers this many, not every batch it ever recorded.
 _RECORDED_KEPT = 1024
+#: Configurations remembered by query run (a late listener event of the run before a switch keeps its own).
+_CONFIGURATIONS_KEPT = 8
 #: Committed batches after its start that make a deployment's spec "stable" (a rollback target).
 STABLE_AFTER_COMMITS = 2
 _DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
@@ -106,6 +122,14 @@ class Governor:
             heartbeat_at=now(),
         )
         self._stability: tuple[str, int | None, dict[str, Any]] | None = None
+        #: The spec the query runs now (None for a bare writer), and what each query run was started with.
+        self.spec: JobSpec | None = None
+        self.configuration: dict[str, Any] | None = None
+        self._configurations: collections.OrderedDict[str, dict[str, Any] | None] = collections.OrderedDict()
+        #: The newest batch recorded, and a switch waiting for its first batch (to measure the pause).
+        self.last_event: dict[str, Any] | None = None
+        self._awaiting: tuple[Reconfiguration, dict[str, Any] | None] | None = None
+        self._first_events: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
         self._stop_heartbeat = threading.Event()
         self._heartbeat = threading.Thread(target=self._beat, name="async-stream-heartbeat", daemon=True)
 
@@ -177,6 +201,11 @@ class Governor:
             self._recorded[key] = None
             if len(self._recorded) > _RECORDED_KEPT:
                 self._recorded.popitem(last=False)
+            record["configuration"] = self._configurations.get(record["run_id"], self.configuration)
+            self.last_event = record
+            self._first_events.setdefault(record["run_id"], record)
+            while len(self._first_events) > _CONFIGURATIONS_KEPT:
+                self._first_events.popitem(last=False)
             first = self._status.first_batch_id is None
             self._status = self._status.but(
                 batches=self._status.batches + 1,
@@ -186,6 +215,7 @@ class Governor:
             )
         self.control.append_progress(self.redact.json(record))
         self._check_stability()
+        self._measure_pause()
         if first:  # the deploy waits for this: write it now, not at the next heartbeat
             self._write()
 
@@ -198,35 +228,106 @@ class Governor:
         if first:
             self._write()
 
-    def _flush_progress(self, query: StreamingQuery) -> None:
+    def _measure_pause(self) -> None:
+        """The first batch after a switch settles it: the stream's pause, end of the batch before to this one."""
+        with self._lock:
+            awaiting = self._awaiting
+            first = self._first_events.get(awaiting[0].run_id or "") if awaiting else None
+            if awaiting is None or first is None:
+                return
+            self._awaiting = None
+        switch, before = awaiting
+        pause = idle_between(before, first) if before else None
+        self.control.write_json(
+            ControlArea.RECONFIGURATION,
+            self.redact.json(
+                switch.but(phase=SwitchPhase.DONE, first_batch_after=first["batch_id"], pause_s=pause).to_json()
+            ),
+        )
+        _log.info("first batch after the switch: %s, pause %s s", first["batch_id"], pause)
+
+    def flush_progress(self, query: StreamingQuery) -> None:
         """Record batches whose listener event had not arrived when the query ended (the bus is async)."""
         for progress in query.recentProgress:
             self.record_progress(progress)
 
     # -- the query ------------------------------------------------------------------------------------
 
-    def run(self, writer: Any, spark: Any) -> None:
-        """Start the query from a fully configured writer and govern it until it ends."""
+    def run(self, writer: Any, spark: Any, spec: JobSpec | None = None, df: Any = None) -> None:
+        """Start the query from a fully configured writer and govern it until it ends; with its ``spec``
+        (and the DataFrame, to check a switch to async), reconfigure requests switch it in place."""
+        from airflow_async_stream.runtime.switch import InPlaceSwitch, abandon_stale_request
+
+        self.spec = spec
+        self.configuration = configuration_of(spec) if spec else None
+        abandon_stale_request(self.control, self.deployment_id)
         listener = _ProgressListener(self)
         spark.streams.addListener(listener)
         query = writer.start()
-        self._query_id = str(query.id)
-        self._write(state=State.RUNNING, query_id=str(query.id), run_id=str(query.runId))
+        self._started(query)
         _log.info("deployment %s: query %s started (run %s)", self.deployment_id, query.id, query.runId)
         try:
-            self._watch(query)
+            while (request := self._watch(query, switchable=spec is not None)) is not None:
+                query = InPlaceSwitch(self, spark, writer, df).apply(query, request)
         finally:
-            self._flush_progress(query)
+            self.flush_progress(query)
             spark.streams.removeListener(listener)
         self.finish_after(query)
 
-    def _watch(self, query: StreamingQuery) -> None:
+    def _started(self, query: StreamingQuery, **changes: Any) -> None:
+        self._query_id = str(query.id)
+        with self._lock:
+            self._configurations[str(query.runId)] = self.configuration
+            while len(self._configurations) > _CONFIGURATIONS_KEPT:
+                self._configurations.popitem(last=False)
+        self._write(
+            state=State.RUNNING,
+            query_id=str(query.id),
+            run_id=str(query.runId),
+            configuration=self.configuration,
+            **changes,
+        )
+
+    def switched(
+        self,
+        query: StreamingQuery,
+        spec: JobSpec | None,
+        last_before: dict[str, Any] | None,
+        record: Reconfiguration | None,
+    ) -> None:
+        """A new query runs on the checkpoint: from ``spec`` after a switch (``record``), or the previous one
+        again after a failed switch. Stability is judged afresh for a new spec."""
+        changed = record is not None
+        self._started(query, switches=self._status.switches + (1 if changed else 0))
+        if record is not None and spec is not None:
+            self.spec = spec
+            start = last_before["batch_id"] if last_before else self._status.last_batch_id
+            self.watch_stability(spec.checkpoint, start, spec.to_mapping())
+            with self._lock:
+                self._awaiting = (record, last_before)
+            self._measure_pause()  # the first batch may already be recorded
+
+    def _watch(self, query: StreamingQuery, switchable: bool = False) -> ReconfigureRequest | None:
+        """Govern until the query ends (None) or a reconfigure request for this deployment arrives."""
         while query.isActive:
             request = self.control.stop_request_for(self.deployment_id)
             if request:
                 self._stop_gracefully(query, request)
-                break
+                return None
+            switch = self._reconfigure_request() if switchable else None
+            if switch:
+                return switch
             query.awaitTermination(_STOP_POLL_S)
+        return None
+
+    def _reconfigure_request(self) -> ReconfigureRequest | None:
+        try:
+            request = self.control.read_reconfigure_request()
+        except ControlAreaError as exc:  # unreadable: it can never be applied, so it must not block the job
+            _log.warning("removing an unreadable reconfigure request: %s", exc)
+            self.control.remove(ControlArea.RECONFIGURE_REQUEST)
+            return None
+        return request if request and request.deployment_id == self.deployment_id else None
 
     def finish_after(self, query: StreamingQuery) -> None:
         """Write the final status from how the query ended."""
@@ -238,11 +339,18 @@ class Governor:
             self.control.remove(ControlArea.STOP_REQUEST)
 
     def _stop_gracefully(self, query: StreamingQuery, request: dict[str, Any]) -> None:
-        """Stop between micro-batches: wait until no trigger is active, then stop; force after the timeout."""
+        """Stop between micro-batches on a stop request."""
         timeout = float(request.get("graceful_timeout_s") or _DEFAULT_GRACEFUL_TIMEOUT_S)
         self._write(state=State.STOPPING, stop_reason=request.get("reason"))
         _log.info("stop requested (%s): stopping between micro-batches", self.redact(str(request.get("reason"))))
-        deadline = time.monotonic() + timeout
+        forced = self.stop_between_batches(query, timeout)
+        with self._lock:
+            self._status = self._status.but(forced_stop=forced)
+
+    @staticmethod
+    def stop_between_batches(query: StreamingQuery, timeout_s: float) -> bool:
+        """Wait until no trigger is active, then stop; stop anyway after ``timeout_s`` (True: forced)."""
+        deadline = time.monotonic() + timeout_s
         forced = False
         while query.isActive and query.status.get("isTriggerActive"):
             if time.monotonic() > deadline:
@@ -250,8 +358,7 @@ class Governor:
                 break
             time.sleep(0.01)
         query.stop()
-        with self._lock:
-            self._status = self._status.but(forced_stop=forced)
+        return forced
 
     def request_stop_from_signal(self) -> None:
         """SIGTERM to the driver is treated as a stop request for this deployment."""

@@ -1,0 +1,110 @@
+"""Which spec changes a running driver makes in place: a new query on the same checkpoint, same SparkSession.
+
+Stopping a query between micro-batches and starting the next one in a warm session pauses the stream for
+about a second, where a new driver pauses it for 8 s here and far longer where executors must be allocated.
+What a query is started with may change that way: the async progress options, the trigger, and the
+``spark.sql.*`` settings Spark lets a session change at runtime (the driver asks Spark, before it stops
+anything). What the JVM or the driver was started with may not: other ``spark_conf`` (memory, packages,
+the master), the application file, the source, transform and sink, the logs' settings. Such a change is
+refused and the caller redeploys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from airflow_async_stream.spec import JobSpec
+
+__all__ = [
+    "RUNTIME_CONF_PREFIX",
+    "assign",
+    "configuration_of",
+    "in_place_refusals",
+    "parse_assignment",
+    "runtime_conf_changes",
+]
+
+#: ``spark_conf`` keys that may change in place, if Spark says the key is modifiable at runtime.
+RUNTIME_CONF_PREFIX = "spark.sql."
+_IN_PLACE = frozenset({"async_progress", "trigger", "spark_conf"})
+_WHY = {
+    "name": "another name is another job: deploy it",
+    "checkpoint": "another checkpoint is another job: deploy it",
+    "application": "the application file runs once per driver: redeploy",
+    "source": "the query's source is built once per driver: redeploy",
+    "transform": "the query's transform is built once per driver: redeploy",
+    "sink": "the query's sink is built once per driver: redeploy",
+    "logs": "log settings are applied when the driver starts: redeploy",
+    "stateful": "the stateful declaration is checked when the driver starts: redeploy",
+}
+
+
+def in_place_refusals(current: JobSpec, new: JobSpec) -> list[tuple[str, str]]:
+    """``(field, reason)`` for every change from ``current`` to ``new`` that needs a new driver."""
+    before, after = current.to_mapping(), new.to_mapping()
+    problems: list[tuple[str, str]] = []
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) == after.get(key):
+            continue
+        if key == "spark_conf":
+            problems += _conf_refusals(before.get(key) or {}, after.get(key) or {})
+        elif key not in _IN_PLACE:
+            problems.append((key, _WHY.get(key, "set when the driver starts: redeploy")))
+    return problems
+
+
+def _conf_refusals(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    return [
+        (f"spark_conf.{k}", "set when the driver's JVM starts: redeploy")
+        for k in changed
+        if not k.startswith(RUNTIME_CONF_PREFIX)
+    ]
+
+
+def runtime_conf_changes(current: JobSpec, new: JobSpec) -> tuple[dict[str, str], list[str]]:
+    """The ``spark.sql.*`` settings to set, and those to unset, to go from ``current`` to ``new``."""
+    before = {k: v for k, v in current.spark_conf_strings().items() if k.startswith(RUNTIME_CONF_PREFIX)}
+    after = {k: v for k, v in new.spark_conf_strings().items() if k.startswith(RUNTIME_CONF_PREFIX)}
+    to_set = {k: v for k, v in after.items() if before.get(k) != v}
+    return to_set, sorted(set(before) - set(after))
+
+
+def configuration_of(spec: JobSpec) -> dict[str, Any]:
+    """What a query was started with that a switch may change: recorded with every batch and switch."""
+    return {
+        "async_progress": spec.async_progress.model_dump(),
+        "trigger": spec.trigger.model_dump(exclude_none=True),
+    }
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with KEY a dotted spec field and VALUE read as YAML (``true``, ``0``, ``'1 second'``)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ValueError(f"--set {text!r}: give KEY=VALUE, KEY a dotted spec field such as async_progress.enabled")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"--set {text!r}: the value is not valid YAML: {exc}") from None
+    return key, value
+
+
+def assign(mapping: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of ``mapping`` with the dotted ``key`` set to ``value`` (``spark_conf`` keys keep their dots)."""
+    parts = key.split(".")
+    if parts[0] == "spark_conf" and len(parts) > 1:
+        parts = ["spark_conf", ".".join(parts[1:])]
+    result = dict(mapping)
+    node = result
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is not None and not isinstance(child, dict):
+            raise ValueError(f"--set {key}: {part} is not a section of the spec")
+        node[part] = dict(child or {})
+        node = node[part]
+    node[parts[-1]] = value
+    return result

@@ -1,0 +1,170 @@
+"""Ask a job's running driver to switch its query to a new spec in place, and wait for its account.
+
+The driver (runtime/switch.py) stops its query between micro-batches and starts the new one in the same
+SparkSession, on the same checkpoint: about a second of pause where a redeploy costs a new driver. A change
+that needs a new driver is refused here, before anything is asked, and again by the driver before it stops
+anything; the caller then redeploys. The request is made under the job's hold, like a deploy.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+import uuid
+
+from airflow_async_stream import lease
+from airflow_async_stream.control import (
+    ControlArea,
+    Reconfiguration,
+    ReconfigureRequest,
+    State,
+    SwitchOutcome,
+    SwitchPhase,
+    liveness,
+    now,
+)
+from airflow_async_stream.exceptions import (
+    NotSwitchableError,
+    ReconfigureError,
+    ReconfigureTimeoutError,
+    SwitchRefusedError,
+)
+from airflow_async_stream.in_place import in_place_refusals
+from airflow_async_stream.lease import Holder, RunState
+from airflow_async_stream.spec import JobSpec, parse_spec
+
+__all__ = ["reconfigure", "running_spec"]
+
+_log = logging.getLogger(__name__)
+#: Beyond the wait itself, what the hold allows for the graceful stop and the new query's start.
+_HOLD_MARGIN_S = 60.0
+
+
+def running_spec(control: ControlArea) -> JobSpec:
+    """The spec the job's driver runs now (spec.json: the deploy's, or the latest switch's)."""
+    return parse_spec(json.loads(control.read_bytes(ControlArea.SPEC)), source=control.path(ControlArea.SPEC))
+
+
+def reconfigure(
+    control: ControlArea,
+    spec: JobSpec,
+    *,
+    require_sync_safe: bool = False,
+    holder: Holder | None = None,
+    run_state: RunState | None = None,
+    timeout_s: float = 120.0,
+    graceful_timeout_s: float = 60.0,
+    reason: str = "reconfigure",
+    log: logging.Logger = _log,
+) -> Reconfiguration:
+    """Switch the job's query to ``spec`` without a new driver; return the driver's account of the switch
+    (``outcome``, ``pause_s``; ``phase`` is ``started`` when no batch ran within ``timeout_s`` after it).
+
+    With ``require_sync_safe``, a synchronous ``spec`` starts only if the stopped checkpoint is safe for it;
+    otherwise the job runs on with async on at interval 0 (outcome ``kept_async_at_interval_0``, the
+    inspector's reason in ``reason``). Raises SwitchRefusedError (nothing stopped) when the change needs a new
+    driver, NotSwitchableError when no driver of this release runs the job, ReconfigureError when the new
+    query did not start (the previous configuration runs again) or the driver died, ReconfigureTimeoutError.
+    """
+    deployment_id = _switchable_deployment(control, spec)
+    holder = holder or Holder.this_process("reconfigure")
+    with lease.held(control, holder, timeout_s + graceful_timeout_s + _HOLD_MARGIN_S, run_state):
+        request = ReconfigureRequest(
+            request_id=uuid.uuid4().hex,
+            deployment_id=deployment_id,
+            spec=spec.to_mapping(),
+            require_sync_safe=require_sync_safe,
+            reason=reason,
+            graceful_timeout_s=graceful_timeout_s,
+            requested_at=now(),
+            requested_from=socket.gethostname(),
+        )
+        control.write_json(ControlArea.RECONFIGURE_REQUEST, request.to_json())
+        log.info(
+            "Asked deployment %s of %s to switch in place (request %s%s)",
+            deployment_id,
+            spec.name,
+            request.request_id,
+            ", synchronous only if the checkpoint is safe" if require_sync_safe else "",
+        )
+        record = _await(control, request, timeout_s, log)
+    if record.outcome == SwitchOutcome.REFUSED:
+        raise SwitchRefusedError([("(driver)", record.reason or "refused")], f"deployment {deployment_id}")
+    if record.outcome == SwitchOutcome.FAILED:
+        raise ReconfigureError(
+            f"deployment {deployment_id} could not start the new query and runs its previous configuration "
+            f"again: {record.reason}"
+        )
+    return record
+
+
+def _switchable_deployment(control: ControlArea, spec: JobSpec) -> str:
+    """The running deployment to ask, after the checks that need no driver."""
+    status = control.read_status()
+    judged = liveness(status)
+    if status is None or not judged.live or status.state != State.RUNNING:
+        state = status.state if status else "never deployed"
+        raise NotSwitchableError(f"{control.url}: the job is not running ({state}; {judged.reason}): deploy it")
+    if status.configuration is None:
+        raise NotSwitchableError(
+            f"{control.url}: deployment {status.deployment_id} runs a driver that does not switch in place "
+            "(an earlier release): redeploy it"
+        )
+    problems = in_place_refusals(running_spec(control), spec)
+    if problems:
+        raise SwitchRefusedError(problems, f"{control.url}")
+    return status.deployment_id
+
+
+def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, log: logging.Logger) -> Reconfiguration:
+    """Poll the driver's account until the switch is settled; log each phase as it is reached."""
+    deadline = time.monotonic() + timeout_s
+    poll = 0.05 if control.is_local else 0.5
+    seen = None
+    record = None
+    while True:
+        current = control.read_reconfiguration()
+        if current is not None and current.request_id == request.request_id:
+            record = current
+            if record.phase != seen:
+                seen = record.phase
+                log.info("switch %s: %s", request.request_id, _describe(record))
+            if record.settled:
+                return record
+        status = control.read_status()
+        if status is None or status.deployment_id != request.deployment_id or not liveness(status).live:
+            phase = record.phase if record else "before it read the request"
+            raise ReconfigureError(
+                f"deployment {request.deployment_id} ended during the switch ({phase}); the checkpoint is as "
+                "Spark left it and the next deploy refuses the request: deploy the job again"
+            )
+        if time.monotonic() > deadline:
+            return _timed_out(control, request, record, timeout_s)
+        time.sleep(poll)
+
+
+def _timed_out(
+    control: ControlArea, request: ReconfigureRequest, record: Reconfiguration | None, timeout_s: float
+) -> Reconfiguration:
+    if record is not None and record.phase == SwitchPhase.STARTED:
+        return record  # switched; the source gave the new query no batch yet
+    if record is None:  # never picked up: withdraw it, so it is not applied after we gave up
+        pending = control.read_reconfigure_request()
+        if pending is not None and pending.request_id == request.request_id:
+            control.remove(ControlArea.RECONFIGURE_REQUEST)
+    raise ReconfigureTimeoutError(
+        f"deployment {request.deployment_id} did not settle the switch within {timeout_s:.0f} s "
+        f"({record.phase if record else 'never picked up: request withdrawn'})"
+    )
+
+
+def _describe(record: Reconfiguration) -> str:
+    if record.phase == SwitchPhase.DONE and record.pause_s is not None:
+        return f"{record.outcome}, first batch {record.first_batch_after}, pause {record.pause_s:.2f} s"
+    if record.phase == SwitchPhase.DONE:
+        return f"{record.outcome}: {record.reason}"
+    if record.phase == SwitchPhase.STARTED:
+        return f"{record.outcome}, new query run {record.run_id} started, waiting for its first batch"
+    return str(record.phase)

@@ -1,0 +1,201 @@
+"""Switch a governed query to a new configuration in place: same driver, same SparkSession, same checkpoint.
+
+    reconfigure-request.json ─▶ refuse what needs a new driver (nothing stopped)
+        ─▶ stop between micro-batches ─▶ gated? inspector on the stopped checkpoint
+        ─▶ safe or not gated: the requested spec │ unsafe: the requested spec, async on at interval 0
+        ─▶ new query from the same writer ─▶ first batch: the pause, measured from the progress log
+
+Every phase is written to ``reconfiguration.json`` before the driver acts on it, and the request is removed
+once it is settled, so a request is applied once: a driver that dies mid-switch leaves it to the next
+deployment, which refuses it (``abandoned``). Only one query runs on the checkpoint at any time, and
+nothing in the checkpoint is written here (the inspector only reads it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from airflow_async_stream.checkpoint import inspect_checkpoint
+from airflow_async_stream.control import (
+    ControlArea,
+    Reconfiguration,
+    ReconfigureRequest,
+    SwitchOutcome,
+    SwitchPhase,
+    now,
+)
+from airflow_async_stream.exceptions import ControlAreaError, SpecError
+from airflow_async_stream.in_place import configuration_of, in_place_refusals, runtime_conf_changes
+from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+
+    from airflow_async_stream.runtime.governor import Governor
+
+__all__ = ["InPlaceSwitch", "abandon_stale_request"]
+
+_log = logging.getLogger(__name__)
+
+
+def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
+    """At a driver's start: a request addressed to an earlier deployment is never applied (that driver may
+    have applied part of it before it died); say so in reconfiguration.json and remove it."""
+    try:
+        request = control.read_reconfigure_request()
+    except ControlAreaError as exc:
+        _log.warning("ignoring an unreadable reconfigure request: %s", exc)
+        control.remove(ControlArea.RECONFIGURE_REQUEST)
+        return
+    if request is None or request.deployment_id == deployment_id:
+        return
+    previous = control.read_reconfiguration()
+    phase = previous.phase if previous and previous.request_id == request.request_id else "not started"
+    control.write_reconfiguration(
+        Reconfiguration(
+            request_id=request.request_id,
+            deployment_id=request.deployment_id,
+            outcome=SwitchOutcome.ABANDONED,
+            reason=(
+                f"deployment {request.deployment_id} ended before the switch was done (at {phase}); deployment "
+                f"{deployment_id} started from its own spec and did not apply the request"
+            ),
+            before=previous.before if previous and previous.request_id == request.request_id else {},
+            requested_at=request.requested_at,
+        )
+    )
+    control.remove(ControlArea.RECONFIGURE_REQUEST)
+    _log.info("reconfigure request %s of deployment %s abandoned", request.request_id, request.deployment_id)
+
+
+class InPlaceSwitch:
+    """One request applied to the governor's query (``apply`` returns the query that runs afterwards)."""
+
+    def __init__(self, governor: Governor, spark: Any, writer: Any, df: Any) -> None:
+        self.governor = governor
+        self.control = governor.control
+        self.spark = spark
+        self.writer = writer
+        self.df = df
+
+    def apply(self, query: StreamingQuery, request: ReconfigureRequest) -> StreamingQuery:
+        current = self.governor.spec
+        assert current is not None
+        record = Reconfiguration(
+            request_id=request.request_id,
+            deployment_id=request.deployment_id,
+            phase=SwitchPhase.STOPPING,
+            before=configuration_of(current),
+            requested_at=request.requested_at,
+        )
+        try:
+            new = self._judge(current, request)
+        except SpecError as exc:
+            return self._settle(query, record, SwitchOutcome.REFUSED, str(exc))
+        self._write(record)
+        _log.info("switching in place (request %s): stopping between micro-batches", request.request_id)
+        forced = self.governor.stop_between_batches(query, request.graceful_timeout_s)
+        self.governor.flush_progress(query)
+        last_before = self.governor.last_event
+        record = record.but(
+            phase=SwitchPhase.STOPPED,
+            stopped_at=now(),
+            forced_stop=forced,
+            last_batch_before=last_before["batch_id"] if last_before else None,
+        )
+        self._write(record)
+        target, outcome, gate = self._gate(current, new, request)
+        record = record.but(gate=gate)
+        try:
+            started = self._start(target, current)
+        except Exception as exc:  # the job keeps running as it was; the caller learns why
+            _log.warning("the new query did not start (%s): starting the previous configuration again", exc)
+            started = self._start(current, target)
+            return self._settle(started, record.but(after=configuration_of(current)), SwitchOutcome.FAILED, str(exc))
+        record = record.but(
+            phase=SwitchPhase.STARTED,
+            outcome=outcome,
+            after=configuration_of(target),
+            started_at=now(),
+            run_id=str(started.runId),
+            reason=None if outcome == SwitchOutcome.SWITCHED else gate,
+        )
+        self._write(record)  # before the governor may settle it at the first batch
+        self.control.remove(ControlArea.RECONFIGURE_REQUEST)
+        self._publish(target, started)
+        self.governor.switched(started, target, last_before, record)
+        _log.info("switched in place to %s: run %s", record.after, started.runId)
+        return started
+
+    def _judge(self, current: JobSpec, request: ReconfigureRequest) -> JobSpec:
+        """The requested spec, or SpecError when it is invalid or needs a new driver (nothing stopped yet)."""
+        new = parse_spec(request.spec, source="the reconfigure request")
+        problems = in_place_refusals(current, new)
+        to_set, to_unset = runtime_conf_changes(current, new)
+        for key in [*to_set, *to_unset]:
+            if not self.spark.conf.isModifiable(key):
+                problems.append((f"spark_conf.{key}", "Spark sets it only when the session starts: redeploy"))
+        if not problems and new.async_progress.enabled and self.df is not None:
+            from airflow_async_stream.runtime.query import refuse_stateful_with_async
+
+            refuse_stateful_with_async(self.df, new)
+        if problems:
+            raise SpecError(problems, "the reconfigure request")
+        return new
+
+    def _gate(self, current: JobSpec, new: JobSpec, request: ReconfigureRequest) -> tuple[JobSpec, str, str | None]:
+        """What to start: ``new``, unless it is synchronous, gated, and the stopped checkpoint is not safe."""
+        if not request.require_sync_safe or new.async_progress.enabled:
+            return new, SwitchOutcome.SWITCHED, None
+        inspection = inspect_checkpoint(new.checkpoint)
+        _log.info(
+            "gate: latest offset %s, latest commit %s; %s",
+            inspection.latest_offset,
+            inspection.latest_commit,
+            inspection.reason,
+        )
+        if inspection.sync_restart_safe:
+            return new, SwitchOutcome.SWITCHED, inspection.reason
+        fallback = deep_merge(new.to_mapping(), {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}})
+        return parse_spec(fallback), SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0, inspection.reason
+
+    def _start(self, spec: JobSpec, previous: JobSpec) -> StreamingQuery:
+        """Set the session's runtime settings and the writer's options from ``spec``, and start the query."""
+        from airflow_async_stream.runtime.query import apply_spec_to_writer
+
+        to_set, to_unset = runtime_conf_changes(previous, spec)
+        for key, value in to_set.items():
+            self.spark.conf.set(key, value)
+        for key in to_unset:
+            self.spark.conf.unset(key)
+        self.governor.configuration = configuration_of(spec)
+        writer = apply_spec_to_writer(self.writer, spec, application_mode=True)
+        return writer.start()
+
+    def _settle(
+        self, query: StreamingQuery, record: Reconfiguration, outcome: SwitchOutcome, reason: str
+    ) -> StreamingQuery:
+        _log.info("reconfigure request %s %s: %s", record.request_id, outcome, self.governor.redact(reason))
+        self._write(record.but(phase=SwitchPhase.DONE, outcome=outcome, reason=reason, started_at=now()))
+        self.control.remove(ControlArea.RECONFIGURE_REQUEST)
+        if outcome == SwitchOutcome.FAILED:
+            self.governor.switched(query, self.governor.spec, None, None)
+        return query
+
+    def _publish(self, spec: JobSpec, query: StreamingQuery) -> None:
+        """spec.json and deployment.json describe what runs now (a rollout plans from them)."""
+        self.control.write_bytes(ControlArea.SPEC, spec.to_json_bytes())
+        deployment = self.control.read_deployment()
+        if deployment and deployment.deployment_id == self.governor.deployment_id:
+            configuration = configuration_of(spec)
+            self.control.write_deployment(
+                deployment.but(
+                    async_progress=configuration["async_progress"],
+                    trigger=configuration["trigger"],
+                    run_id=str(query.runId),
+                )
+            )
+
+    def _write(self, record: Reconfiguration) -> None:
+        self.control.write_json(ControlArea.RECONFIGURATION, self.governor.redact.json(record.to_json()))

@@ -1,0 +1,159 @@
+"""In-place switches of a running driver (real PySpark, one driver through every switch): a change that needs a
+new driver is refused before anything stops; a gated synchronous switch on a gapped async checkpoint keeps the
+job async at interval 0 with the inspector's reason; after two committed batches the gated switch runs it
+synchronously, with every batch contiguous; a driver killed between stop and start is recovered by the next
+deploy, which abandons the request, with the checkpoint untouched."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
+from airflow_async_stream.continuity import continuity_problems
+from airflow_async_stream.control import ControlArea, SwitchOutcome, SwitchPhase
+from airflow_async_stream.deployer import DeploySettings, deploy_job
+from airflow_async_stream.exceptions import ReconfigureError, SwitchRefusedError
+from airflow_async_stream.lease import Holder
+from airflow_async_stream.reconfigure import reconfigure, running_spec
+from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+from tests.integration.conftest import checkpoint_files
+
+pytestmark = pytest.mark.integration
+HOLDER = Holder.this_process("test")
+
+
+def _job(checkpoint: str) -> JobSpec:
+    return parse_spec(
+        {
+            "name": "switch-job",
+            "checkpoint": checkpoint,
+            "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
+            "sink": {"format": "noop"},
+            "trigger": {"processing_time": "100 milliseconds"},
+            "async_progress": {"enabled": True, "checkpoint_interval_ms": 3000},
+        }
+    )
+
+
+def _with(spec: JobSpec, **changes: dict) -> JobSpec:
+    return parse_spec(deep_merge(spec.to_mapping(), changes))
+
+
+def _await(condition, what: str, timeout_s: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _commits_after(checkpoint: str, batch: int) -> list[int]:
+    return [b for b in batch_ids(checkpoint, "commits") if b > batch]
+
+
+def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: str) -> None:
+    spec = _job(checkpoint_dir)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+    # A gap in the offset log: with a 3 s interval and 100 ms batches, most batches live only in memory.
+    _await(lambda: len(batch_ids(checkpoint_dir, "commits")) >= 2, "two durable async commits")
+    first_run = control.read_status().run_id
+
+    # 1. What needs a new driver is refused before anything stops: here, and by the driver.
+    with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory: set when the driver's JVM"):
+        reconfigure(control, _with(spec, spark_conf={"spark.executor.memory": "2g"}))
+    with pytest.raises(SwitchRefusedError, match=r"spark\.sql\.warehouse\.dir: Spark sets it only when the session"):
+        reconfigure(control, _with(spec, spark_conf={"spark.sql.warehouse.dir": "/tmp/elsewhere"}))
+    assert control.read_reconfiguration().outcome == SwitchOutcome.REFUSED
+    status = control.read_status()
+    assert (status.run_id, status.switches, status.state) == (first_run, 0, "running")
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+
+    # 2. Synchronous through the gate on a gapped checkpoint: unsafe, so async on at interval 0, with the reason.
+    synchronous = _with(spec, async_progress={"enabled": False})
+    unsafe = reconfigure(control, synchronous, require_sync_safe=True, timeout_s=60)
+    assert unsafe.outcome == SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0, unsafe
+    assert "doesn't exist" in unsafe.reason or "missing" in unsafe.reason, unsafe.reason
+    assert unsafe.after == {
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+        "trigger": {"processing_time": "100 milliseconds"},
+    }
+    assert unsafe.phase == SwitchPhase.DONE and unsafe.pause_s is not None, unsafe
+    status = control.read_status()
+    assert status.run_id != first_run and status.switches == 1 and status.state == "running"
+    assert running_spec(control).async_progress.checkpoint_interval_ms == 0
+    assert control.read_deployment().async_progress == {"enabled": True, "checkpoint_interval_ms": 0}
+
+    # 3. After two committed batches at interval 0, the gated switch runs it synchronously.
+    _await(lambda: len(_commits_after(checkpoint_dir, unsafe.last_batch_before)) >= 2, "two interval-0 commits")
+    safe = reconfigure(control, synchronous, require_sync_safe=True, timeout_s=60)
+    assert safe.outcome == SwitchOutcome.SWITCHED and safe.phase == SwitchPhase.DONE, safe
+    assert safe.after["async_progress"]["enabled"] is False
+    _await(lambda: len(_commits_after(checkpoint_dir, safe.first_batch_after)) >= 2, "two synchronous commits")
+    inspection = inspect_checkpoint(checkpoint_dir)
+    assert inspection.sync_restart_safe, inspection.reason
+    offsets = batch_ids(checkpoint_dir, "offsets")
+    since = [b for b in offsets if b >= unsafe.last_batch_before + 1]
+    assert since == list(range(since[0], since[-1] + 1)), f"offsets not contiguous after the switch: {since}"
+    events = control.read_progress(control.read_status().deployment_id)
+    assert not continuity_problems(events), continuity_problems(events)
+    configs = {e["run_id"]: e["configuration"]["async_progress"] for e in events}
+    assert configs[safe.run_id] == {"enabled": False, "checkpoint_interval_ms": 3000}
+    assert configs[unsafe.run_id] == {"enabled": True, "checkpoint_interval_ms": 0}
+    assert configs[first_run] == {"enabled": True, "checkpoint_interval_ms": 3000}
+    print(f"pauses: to interval 0 {unsafe.pause_s:.2f} s, to synchronous {safe.pause_s:.2f} s")
+
+    # 4. A driver killed between stop and start: the next deploy abandons the request; the checkpoint is kept.
+    struck = _strike_between_stop_and_start(control, checkpoint_dir, spec)
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is not None  # left for the next deploy
+
+    redeployed = deploy_job(synchronous, HOLDER, DeploySettings(startup_timeout_s=180))
+    record = control.read_reconfiguration()
+    assert record.outcome == SwitchOutcome.ABANDONED and "at stopped" in record.reason, record
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    after = checkpoint_files(checkpoint_dir)
+    changed = sorted(name for name, digest in struck.items() if after.get(name) != digest)
+    assert not changed, f"checkpoint files deleted or rewritten: {changed}"
+    status = control.read_status()
+    assert status.deployment_id == redeployed.deployment_id and status.switches == 0
+    assert status.configuration["trigger"] == {"processing_time": "100 milliseconds"}
+
+
+def _kill_when_stopped(control: ControlArea, checkpoint: str, previous_request: str, struck: dict) -> None:
+    """SIGKILL the driver once a new switch says "stopped"; give up when it gets past that."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "done" not in struck:
+        record = control.read_reconfiguration()
+        if record and record.request_id != previous_request:
+            if record.phase == SwitchPhase.STOPPED:
+                os.killpg(int(control.read_deployment().driver["launcher_pid"]), signal.SIGKILL)
+                struck["files"] = checkpoint_files(checkpoint)  # the JVM died too: nothing writes them now
+                return
+            if record.phase != SwitchPhase.STOPPING:
+                return  # too late: the next query started
+        time.sleep(0.002)
+
+
+def _strike_between_stop_and_start(control: ControlArea, checkpoint: str, spec: JobSpec) -> dict[str, str]:
+    """Ask for trigger switches and SIGKILL the driver the moment it says its query is stopped and the next
+    not yet started (tens of milliseconds: a strike that comes late is tried again); return the checkpoint's
+    files as the kill left them."""
+    for attempt in range(6):
+        struck: dict = {}
+        previous = control.read_reconfiguration().request_id
+        killer = threading.Thread(target=_kill_when_stopped, args=(control, checkpoint, previous, struck))
+        killer.start()
+        try:
+            reconfigure(control, _with(spec, trigger={"processing_time": f"{200 + 100 * attempt} milliseconds"}))
+        except ReconfigureError as exc:
+            assert "ended during the switch (stopped)" in str(exc), exc
+        finally:
+            struck["done"] = True
+            killer.join()
+        if "files" in struck:
+            return struck["files"]
+    raise AssertionError("the driver was never struck between stop and start")

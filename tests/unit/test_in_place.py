@@ -1,0 +1,143 @@
+"""Which changes switch in place, how ``--set`` edits a spec, and what a caller is told before anything is asked."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from airflow_async_stream.continuity import idle_between
+from airflow_async_stream.control import ControlArea, ReconfigureRequest, Status, now
+from airflow_async_stream.exceptions import ControlAreaError, NotSwitchableError, SwitchRefusedError
+from airflow_async_stream.in_place import (
+    assign,
+    configuration_of,
+    in_place_refusals,
+    parse_assignment,
+    runtime_conf_changes,
+)
+from airflow_async_stream.reconfigure import reconfigure
+from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+
+BASE = {
+    "name": "clicks",
+    "checkpoint": "/data/ck/clicks",
+    "source": {"format": "rate", "options": {"rowsPerSecond": 10}},
+    "sink": {"format": "noop"},
+    "trigger": {"processing_time": "1 second"},
+    "async_progress": {"enabled": True, "checkpoint_interval_ms": 3000},
+    "spark_conf": {"spark.sql.shuffle.partitions": 4, "spark.executor.memory": "1g"},
+}
+
+
+def spec(**changes: object) -> JobSpec:
+    return parse_spec(deep_merge(BASE, changes))
+
+
+def test_async_options_trigger_and_runtime_sql_conf_switch_in_place() -> None:
+    new = spec(
+        async_progress={"enabled": False},
+        trigger={"processing_time": "5 seconds"},
+        spark_conf={"spark.sql.shuffle.partitions": 8, "spark.sql.ansi.enabled": True},
+    )
+    assert in_place_refusals(spec(), new) == []
+    assert runtime_conf_changes(spec(), new) == (
+        {"spark.sql.shuffle.partitions": "8", "spark.sql.ansi.enabled": "true"},
+        [],
+    )
+    fewer = parse_spec({**BASE, "spark_conf": {"spark.executor.memory": "1g"}})
+    assert runtime_conf_changes(spec(), fewer) == ({}, ["spark.sql.shuffle.partitions"])
+
+
+def test_what_the_driver_was_started_with_is_refused_field_by_field() -> None:
+    new = spec(
+        spark_conf={"spark.executor.memory": "2g", "spark.jars.packages": "a:b:1"},
+        sink={"options": {"path": "/x"}},
+        logs={"spark_level": "INFO"},
+    )
+    problems = dict(in_place_refusals(spec(), new))
+    assert set(problems) == {"spark_conf.spark.executor.memory", "spark_conf.spark.jars.packages", "sink", "logs"}
+    assert "JVM starts" in problems["spark_conf.spark.executor.memory"]
+    assert "another job" in dict(in_place_refusals(spec(), spec(checkpoint="/data/ck/other")))["checkpoint"]
+
+
+def test_configuration_is_what_a_switch_may_change() -> None:
+    assert configuration_of(spec()) == {
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 3000},
+        "trigger": {"processing_time": "1 second"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("async_progress.enabled=false", ("async_progress.enabled", False)),
+        ("async_progress.checkpoint_interval_ms=0", ("async_progress.checkpoint_interval_ms", 0)),
+        ("trigger.processing_time=2 seconds", ("trigger.processing_time", "2 seconds")),
+        ("spark_conf.spark.sql.shuffle.partitions= 16", ("spark_conf.spark.sql.shuffle.partitions", 16)),
+    ],
+)
+def test_assignments_read_values_as_yaml(text: str, expected: tuple) -> None:
+    assert parse_assignment(text) == expected
+
+
+@pytest.mark.parametrize("text", ["async_progress.enabled", "=1", "a..b=1", "x=[unclosed"])
+def test_bad_assignments_say_what_to_give(text: str) -> None:
+    with pytest.raises(ValueError, match=r"--set"):
+        parse_assignment(text)
+
+
+def test_assign_keeps_spark_conf_keys_whole_and_leaves_the_input_alone() -> None:
+    changed = assign(BASE, "spark_conf.spark.sql.shuffle.partitions", 16)
+    assert changed["spark_conf"] == {"spark.sql.shuffle.partitions": 16, "spark.executor.memory": "1g"}
+    assert BASE["spark_conf"]["spark.sql.shuffle.partitions"] == 4
+    assert assign(BASE, "trigger.processing_time", "2 seconds")["trigger"] == {"processing_time": "2 seconds"}
+    with pytest.raises(ValueError, match="name is not a section"):
+        assign(BASE, "name.first", "x")
+
+
+def test_idle_between_is_end_of_one_batch_to_start_of_the_next() -> None:
+    before = {"timestamp": "2026-11-23T20:00:00.000Z", "duration_ms": {"triggerExecution": 250}}
+    after = {"timestamp": "2026-11-23T20:00:01.000Z", "duration_ms": {"triggerExecution": 100}}
+    assert idle_between(before, after) == 0.75
+
+
+def test_a_request_without_its_deployment_is_an_error_naming_the_file() -> None:
+    with pytest.raises(ControlAreaError, match="names no deployment_id"):
+        ReconfigureRequest.from_json({"request_id": "r", "spec": {"name": "x"}}, "reconfigure-request.json")
+
+
+def _control_with(tmp_path, status: Status | None) -> ControlArea:  # type: ignore[no-untyped-def]
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    control.write_bytes(ControlArea.SPEC, spec(checkpoint=str(tmp_path / "ck")).to_json_bytes())
+    if status:
+        control.write_status(status)
+    return control
+
+
+def _running(**changes: object) -> Status:
+    return Status(
+        deployment_id="d1",
+        state="running",
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        heartbeat_at=now(),
+        configuration={"async_progress": {}, "trigger": {}},
+    ).but(**changes)
+
+
+def test_reconfigure_refuses_before_asking_when_nothing_can_switch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    target = spec(checkpoint=str(tmp_path / "ck"), async_progress={"enabled": False})
+    with pytest.raises(NotSwitchableError, match="not running \\(never deployed"):
+        reconfigure(_control_with(tmp_path, None), target)
+    with pytest.raises(NotSwitchableError, match="not running \\(stopped"):
+        reconfigure(_control_with(tmp_path, _running(state="stopped")), target)
+    with pytest.raises(NotSwitchableError, match="does not switch in place \\(an earlier release\\)"):
+        reconfigure(_control_with(tmp_path, _running(configuration=None)), target)
+    control = _control_with(tmp_path, _running())
+    with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory"):
+        reconfigure(control, spec(checkpoint=str(tmp_path / "ck"), spark_conf={"spark.executor.memory": "4g"}))
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    assert control.read_json(ControlArea.LEASE) is None
