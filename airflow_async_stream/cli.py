@@ -108,7 +108,9 @@ def status_report(control: ControlArea) -> dict[str, Any]:
     deployment = control.read_deployment()
     judged = liveness(status)
     latest = control.latest_progress(status.deployment_id) if status else None
+    switch = control.read_reconfiguration()
     return {
+        "reconfiguration": switch.to_json() if switch else None,
         "control_area": control.url,
         "live": judged.live,
         "liveness": judged.reason,
@@ -155,6 +157,15 @@ def _print_status(report: dict[str, Any]) -> None:
                 "latest batch",
                 f"{latest['batch_id']}: {latest['num_input_rows']} rows, triggerExecution "
                 f"{durations.get('triggerExecution', '-')} ms, offset management {latest.get('offset_management_ms')} ms",
+            )
+        )
+    switch = report.get("reconfiguration")
+    if switch and switch.get("deployment_id") == status.get("deployment_id"):
+        pause = f", pause {switch['pause_s']:.2f} s" if switch.get("pause_s") is not None else ""
+        rows.append(
+            (
+                "switched in place",
+                f"{status.get('switches', 0)} times; latest {switch.get('outcome') or switch.get('phase')}{pause}",
             )
         )
     if status.get("idle_at"):

@@ -44,7 +44,11 @@ _HOLD_MARGIN_S = 60.0
 
 def running_spec(control: ControlArea) -> JobSpec:
     """The spec the job's driver runs now (spec.json: the deploy's, or the latest switch's)."""
-    return parse_spec(json.loads(control.read_bytes(ControlArea.SPEC)), source=control.path(ControlArea.SPEC))
+    try:
+        raw = control.read_bytes(ControlArea.SPEC)
+    except FileNotFoundError:
+        raise NotSwitchableError(f"{control.url}: no {ControlArea.SPEC}: the job was never deployed") from None
+    return parse_spec(json.loads(raw), source=control.path(ControlArea.SPEC))
 
 
 def reconfigure(

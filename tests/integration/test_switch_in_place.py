@@ -6,10 +6,14 @@ deploy, which abandons the request, with the checkpoint untouched."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +29,7 @@ from tests.integration.conftest import checkpoint_files
 
 pytestmark = pytest.mark.integration
 HOLDER = Holder.this_process("test")
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 
 def _job(checkpoint: str) -> JobSpec:
@@ -157,3 +162,44 @@ def _strike_between_stop_and_start(control: ControlArea, checkpoint: str, spec: 
         if "files" in struck:
             return struck["files"]
     raise AssertionError("the driver was never struck between stop and start")
+
+
+def test_an_application_switches_its_trigger_and_a_session_setting_from_the_command_line(
+    airflow_db: None, checkpoint_dir: str, user_code_on_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    echo = tmp_path / "batches.jsonl"
+    monkeypatch.setenv("CONF_ECHO_OUT", str(echo))  # the driver inherits it
+    spec = parse_spec(
+        {
+            "name": "echo-app",
+            "checkpoint": checkpoint_dir,
+            "application": str(user_code_on_path / "conf_echo_app.py"),
+            "trigger": {"processing_time": "200 milliseconds"},
+            "spark_conf": {"spark.sql.shuffle.partitions": 3},
+        }
+    )
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+
+    run = subprocess.run(
+        [CLI, "reconfigure", checkpoint_dir, "--set", "spark_conf.spark.sql.shuffle.partitions=7",
+         "--set", "trigger.processing_time=300 milliseconds"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    record = control.read_reconfiguration()
+    assert run.stdout.startswith("switched in place\n")
+    assert f"pause              {record.pause_s:.2f} s" in run.stdout
+    assert "trigger processing_time=300 milliseconds" in run.stdout
+    _await(lambda: len(_commits_after(checkpoint_dir, record.first_batch_after)) >= 1, "a batch after the switch")
+    seen = {}
+    for line in echo.read_text().splitlines():
+        row = json.loads(line)
+        seen[row["batch_id"]] = row["shuffle_partitions"]
+    assert {p for b, p in seen.items() if b <= record.last_batch_before} == {3}, seen
+    assert {p for b, p in seen.items() if b >= record.first_batch_after} == {7}, seen
+    assert control.read_status().configuration["trigger"] == {"processing_time": "300 milliseconds"}
+    assert running_spec(control).spark_conf["spark.sql.shuffle.partitions"] == 7
+    shown = subprocess.run([CLI, "status", checkpoint_dir], capture_output=True, text=True, timeout=60)
+    assert f"1 times; latest switched, pause {record.pause_s:.2f} s" in shown.stdout, shown.stdout

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from airflow_async_stream import registry
 from airflow_async_stream.control import ControlArea
 
@@ -195,3 +197,20 @@ def test_unreadable_folder_and_garbled_status_are_one_line_errors(tmp_path: Path
     result = cli("status", str(root))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "status.json is not valid JSON" in result.stderr
+
+
+def test_reconfigure_answers_before_asking_a_driver(tmp_path: Path) -> None:
+    never = cli("reconfigure", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
+    assert never.returncode == 2 and "no spec.json: the job was never deployed" in never.stderr, never
+    control = _fake_deployment(tmp_path)
+    control.write_bytes(
+        ControlArea.SPEC, json.dumps(yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}).encode()
+    )
+    older = cli("reconfigure", str(tmp_path / "ck"), "--set", "async_progress.enabled=false")
+    assert older.returncode == 1 and "does not switch in place (an earlier release): redeploy" in older.stderr, older
+    invalid = cli("reconfigure", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=-1")
+    assert invalid.returncode == 1, invalid
+    assert invalid.stderr.startswith("async_progress.checkpoint_interval_ms: "), invalid.stderr
+    usage = cli("reconfigure", str(tmp_path / "ck"), "--set", "async_progress.enabled")
+    assert usage.returncode == 2 and "give KEY=VALUE" in usage.stderr, usage
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
