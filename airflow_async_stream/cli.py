@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from datetime import datetime, timezone
@@ -288,7 +289,12 @@ def _cmd_reconfigure(args: argparse.Namespace) -> int:
     try:
         spec = parse_spec(mapping, source="the spec with --set applied")
         record = reconfigure(
-            control, spec, require_sync_safe=args.require_sync_safe, timeout_s=args.timeout, reason="CLI reconfigure"
+            control,
+            spec,
+            require_sync_safe=args.require_sync_safe,
+            timeout_s=args.timeout,
+            reason="CLI reconfigure",
+            log=_progress_log(),
         )
     except SpecError as exc:
         for field, reason in exc.problems:
@@ -302,6 +308,18 @@ def _cmd_reconfigure(args: argparse.Namespace) -> int:
     else:
         _print_switch(record)
     return EXIT_OK if record.outcome == SwitchOutcome.SWITCHED else EXIT_INVALID
+
+
+def _progress_log() -> logging.Logger:
+    """Each phase of a long wait, as it is reached, on stderr (stdout keeps the result, --json included)."""
+    log = logging.getLogger("airflow_async_stream.cli.progress")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
 
 
 def _describe_configuration(configuration: dict[str, Any] | None) -> str:

@@ -1,4 +1,4 @@
-"""Govern a running query: status with heartbeat, a progress log, and graceful stops on request."""
+"""Govern a running query: status with heartbeat, a progress log, graceful stops and in-place switches on request."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ nothing in the checkpoint is written here (the inspector only reads it).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.control import (
@@ -32,11 +32,34 @@ from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-    from airflow_async_stream.runtime.governor import Governor
+    from airflow_async_stream.secret_options import Redactor
 
-__all__ = ["InPlaceSwitch", "abandon_stale_request"]
+__all__ = ["Governed", "InPlaceSwitch", "abandon_stale_request"]
 
 _log = logging.getLogger(__name__)
+
+
+class Governed(Protocol):
+    """What a switch needs of the governor that owns the query (runtime/governor.py)."""
+
+    control: ControlArea
+    deployment_id: str
+    redact: Redactor
+    spec: JobSpec | None
+    configuration: dict[str, Any] | None
+    last_event: dict[str, Any] | None
+
+    def stop_between_batches(self, query: StreamingQuery, timeout_s: float) -> bool: ...
+
+    def flush_progress(self, query: StreamingQuery) -> None: ...
+
+    def switched(
+        self,
+        query: StreamingQuery,
+        spec: JobSpec | None,
+        last_before: dict[str, Any] | None,
+        record: Reconfiguration | None,
+    ) -> None: ...
 
 
 def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
@@ -72,7 +95,7 @@ def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
 class InPlaceSwitch:
     """One request applied to the governor's query (``apply`` returns the query that runs afterwards)."""
 
-    def __init__(self, governor: Governor, spark: Any, writer: Any, df: Any) -> None:
+    def __init__(self, governor: Governed, spark: Any, writer: Any, df: Any) -> None:
         self.governor = governor
         self.control = governor.control
         self.spark = spark

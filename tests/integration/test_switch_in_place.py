@@ -99,6 +99,8 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     assert safe.outcome == SwitchOutcome.SWITCHED and safe.phase == SwitchPhase.DONE, safe
     assert safe.after["async_progress"]["enabled"] is False
     _await(lambda: len(_commits_after(checkpoint_dir, safe.first_batch_after)) >= 2, "two synchronous commits")
+    stable = lambda: (control.read_json(ControlArea.STABLE) or {}).get("spec", {}).get("async_progress")  # noqa: E731
+    _await(lambda: stable() == {"enabled": False, "checkpoint_interval_ms": 3000}, "the synchronous spec stable")
     inspection = inspect_checkpoint(checkpoint_dir)
     assert inspection.sync_restart_safe, inspection.reason
     offsets = batch_ids(checkpoint_dir, "offsets")
@@ -190,6 +192,7 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     assert run.returncode == 0, run.stdout + run.stderr
     record = control.read_reconfiguration()
     assert run.stdout.startswith("switched in place\n")
+    assert "Asked deployment" in run.stderr and f"switch {record.request_id}: stopped" in run.stderr, run.stderr
     assert f"pause              {record.pause_s:.2f} s" in run.stdout
     assert "trigger processing_time=300 milliseconds" in run.stdout
     _await(lambda: len(_commits_after(checkpoint_dir, record.first_batch_after)) >= 1, "a batch after the switch")
