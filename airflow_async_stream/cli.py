@@ -28,7 +28,7 @@ from airflow_async_stream.exceptions import (
     AsyncStreamError,
     DesiredStateError,
     JobHeldError,
-    NotSwitchableError,
+    ReconfigureError,
     SpecError,
 )
 from airflow_async_stream.lease import Holder, held, lease_state, revoke
@@ -300,7 +300,7 @@ def _cmd_reconfigure(args: argparse.Namespace) -> int:
         for field, reason in exc.problems:
             print(f"{field}: {reason}", file=sys.stderr)
         return EXIT_INVALID
-    except NotSwitchableError as exc:
+    except ReconfigureError as exc:  # the answer is no: the job runs on as it was (the message says how)
         print(f"airflow-async-stream: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:

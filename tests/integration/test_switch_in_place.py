@@ -206,3 +206,46 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     assert running_spec(control).spark_conf["spark.sql.shuffle.partitions"] == 7
     shown = subprocess.run([CLI, "status", checkpoint_dir], capture_output=True, text=True, timeout=60)
     assert f"1 times; latest switched, pause {record.pause_s:.2f} s" in shown.stdout, shown.stdout
+
+    # A new query Spark refuses to start (foreachBatch has no continuous mode): the previous one runs again.
+    before = control.read_status()
+    failed = subprocess.run(
+        [CLI, "reconfigure", checkpoint_dir, "--set", "trigger.processing_time=null",
+         "--set", "trigger.continuous=1 second"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "could not start the new query and runs its previous configuration again" in failed.stderr
+    record = control.read_reconfiguration()
+    assert record.outcome == SwitchOutcome.FAILED and "continuous" in record.reason.lower(), record
+    status = control.read_status()
+    assert status.state == "running" and status.run_id != before.run_id and status.switches == before.switches
+    assert status.configuration["trigger"] == {"processing_time": "300 milliseconds"}
+    assert running_spec(control).trigger.processing_time == "300 milliseconds"
+    latest = status.last_batch_id
+    _await(lambda: control.read_status().last_batch_id > latest, "a batch of the restarted query")
+
+
+def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
+    airflow_db: None, checkpoint_dir: str
+) -> None:
+    spec = parse_spec(
+        {
+            "name": "counts",
+            "checkpoint": checkpoint_dir,
+            "source": {"format": "rate", "options": {"rowsPerSecond": 50}},
+            "transform": {"sql": "SELECT value % 2 AS k, count(*) AS n FROM source GROUP BY value % 2"},
+            "sink": {"format": "noop", "output_mode": "complete"},
+            "trigger": {"processing_time": "200 milliseconds"},
+            "spark_conf": {"spark.sql.shuffle.partitions": 2},  # a first stateful batch in 1 s, not 10
+        }
+    )
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+    run_id = control.read_status().run_id
+
+    with pytest.raises(SwitchRefusedError, match="stateful operators: Aggregate"):
+        reconfigure(control, _with(spec, async_progress={"enabled": True, "checkpoint_interval_ms": 0}))
+    status = control.read_status()
+    assert (status.state, status.run_id, status.switches) == ("running", run_id, 0)
+    assert running_spec(control).async_progress.enabled is False

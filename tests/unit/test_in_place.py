@@ -8,7 +8,15 @@ import socket
 import pytest
 
 from airflow_async_stream.continuity import idle_between
-from airflow_async_stream.control import ControlArea, ReconfigureRequest, Status, now
+from airflow_async_stream.control import (
+    ControlArea,
+    Reconfiguration,
+    ReconfigureRequest,
+    Status,
+    SwitchOutcome,
+    SwitchPhase,
+    now,
+)
 from airflow_async_stream.exceptions import ControlAreaError, NotSwitchableError, SwitchRefusedError
 from airflow_async_stream.in_place import (
     assign,
@@ -141,3 +149,43 @@ def test_reconfigure_refuses_before_asking_when_nothing_can_switch(tmp_path) -> 
         reconfigure(control, spec(checkpoint=str(tmp_path / "ck"), spark_conf={"spark.executor.memory": "4g"}))
     assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
     assert control.read_json(ControlArea.LEASE) is None
+
+
+def _request(deployment_id: str = "d-old") -> dict:
+    return ReconfigureRequest(request_id="r1", deployment_id=deployment_id, spec=BASE, requested_at=now()).to_json()
+
+
+def test_a_request_left_by_an_earlier_driver_is_abandoned_never_applied(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from airflow_async_stream.runtime.switch import abandon_stale_request
+
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    control.write_json(ControlArea.RECONFIGURE_REQUEST, _request())
+    control.write_reconfiguration(
+        Reconfiguration(request_id="r1", deployment_id="d-old", phase=SwitchPhase.STOPPED, before={"x": 1})
+    )
+    abandon_stale_request(control, "d-new")
+    record = control.read_reconfiguration()
+    assert record.outcome == SwitchOutcome.ABANDONED and record.settled
+    assert "deployment d-old ended before the switch was done (at stopped)" in record.reason
+    assert "d-new started from its own spec" in record.reason and record.before == {"x": 1}
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+
+    control.write_bytes(ControlArea.RECONFIGURE_REQUEST, b"{torn")
+    abandon_stale_request(control, "d-new")  # unreadable: removed, so it can never be applied
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+
+
+def test_the_governor_takes_only_requests_for_its_own_deployment(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from airflow_async_stream.runtime.governor import Governor
+
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    governor = Governor(control, "d-new", "clicks")
+    control.write_json(ControlArea.RECONFIGURE_REQUEST, _request("d-old"))
+    assert governor._reconfigure_request() is None
+    control.write_json(ControlArea.RECONFIGURE_REQUEST, _request("d-new"))
+    assert governor._reconfigure_request().request_id == "r1"
+    control.write_json(ControlArea.RECONFIGURE_REQUEST, {"request_id": "r2"})  # no deployment, no spec
+    assert governor._reconfigure_request() is None
+    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
