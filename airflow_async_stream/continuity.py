@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-__all__ = ["batch_window", "continuity_problems", "idle_between"]
+__all__ = ["batch_window", "continuity_problems", "idle_between", "ran_a_batch"]
 
 
 def continuity_problems(events: Iterable[dict[str, Any]]) -> list[str]:
@@ -30,6 +30,12 @@ def continuity_problems(events: Iterable[dict[str, Any]]) -> list[str]:
         if ends != starts:
             problems.append(f"batch {current} starts at {starts} but batch {previous} ended at {ends}")
     return problems
+
+
+def ran_a_batch(event: dict[str, Any]) -> bool:
+    """Whether a progress event is of a micro-batch that ran; Spark also reports triggers that found no new
+    data (``latestOffset`` and ``triggerExecution`` only), under the id of the batch still to come."""
+    return "addBatch" in (event.get("duration_ms") or {})
 
 
 def batch_window(event: dict[str, Any]) -> tuple[float, float]:

@@ -20,6 +20,7 @@ from airflow_async_stream.control import (
     Reconfiguration,
     ReconfigureRequest,
     State,
+    Status,
     SwitchOutcome,
     SwitchPhase,
     liveness,
@@ -64,7 +65,8 @@ def reconfigure(
     log: logging.Logger = _log,
 ) -> Reconfiguration:
     """Switch the job's query to ``spec`` without a new driver; return the driver's account of the switch
-    (``outcome``, ``pause_s``; ``phase`` is ``started`` when no batch ran within ``timeout_s`` after it).
+    (``outcome``, ``pause_s``; ``phase`` is ``started`` when the source had no new data for the new query, or
+    no batch ran within ``timeout_s``).
 
     With ``require_sync_safe``, a synchronous ``spec`` starts only if the stopped checkpoint is safe for it;
     otherwise the job runs on with async on at interval 0 (outcome ``kept_async_at_interval_0``, the
@@ -138,6 +140,12 @@ def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, 
             if record.settled:
                 return record
         status = control.read_status()
+        if record is not None and record.phase == SwitchPhase.STARTED and _idle_since(status, record.started_at):
+            log.info(
+                "switch %s: the new query runs; its source has no new data, so no pause to measure yet",
+                record.request_id,
+            )
+            return record
         if status is None or status.deployment_id != request.deployment_id or not liveness(status).live:
             phase = record.phase if record else "before it read the request"
             raise ReconfigureError(
@@ -147,6 +155,11 @@ def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, 
         if time.monotonic() > deadline:
             return _timed_out(control, request, record, timeout_s)
         time.sleep(poll)
+
+
+def _idle_since(status: Status | None, started_at: float | None) -> bool:
+    """The driver says the query started at ``started_at`` has found its source without new data."""
+    return bool(status and status.source_idle and started_at and (status.idle_at or 0) > started_at)
 
 
 def _timed_out(

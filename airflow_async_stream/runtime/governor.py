@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.continuity import idle_between
+from airflow_async_stream.continuity import idle_between, ran_a_batch
 from airflow_async_stream.control import (
     HEARTBEAT_INTERVAL_S,
     ControlArea,
@@ -126,7 +126,7 @@ class Governor:
         self.spec: JobSpec | None = None
         self.configuration: dict[str, Any] | None = None
         self._configurations: collections.OrderedDict[str, dict[str, Any] | None] = collections.OrderedDict()
-        #: The newest batch recorded, and a switch waiting for its first batch (to measure the pause).
+        #: The newest batch that ran, and a switch waiting for its first batch (to measure the pause).
         self.last_event: dict[str, Any] | None = None
         self._awaiting: tuple[Reconfiguration, dict[str, Any] | None] | None = None
         self._first_events: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
@@ -202,10 +202,11 @@ class Governor:
             if len(self._recorded) > _RECORDED_KEPT:
                 self._recorded.popitem(last=False)
             record["configuration"] = self._configurations.get(record["run_id"], self.configuration)
-            self.last_event = record
-            self._first_events.setdefault(record["run_id"], record)
-            while len(self._first_events) > _CONFIGURATIONS_KEPT:
-                self._first_events.popitem(last=False)
+            if ran_a_batch(record):  # a switch's pause runs from batch to batch, not from an idle trigger
+                self.last_event = record
+                self._first_events.setdefault(record["run_id"], record)
+                while len(self._first_events) > _CONFIGURATIONS_KEPT:
+                    self._first_events.popitem(last=False)
             first = self._status.first_batch_id is None
             self._status = self._status.but(
                 batches=self._status.batches + 1,

@@ -249,3 +249,33 @@ def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
     status = control.read_status()
     assert (status.state, status.run_id, status.switches) == ("running", run_id, 0)
     assert running_spec(control).async_progress.enabled is False
+
+
+def test_a_switch_on_an_idle_source_returns_once_the_new_query_runs(
+    airflow_db: None, checkpoint_dir: str, tmp_path: Path
+) -> None:
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    spec = parse_spec(
+        {
+            "name": "idle-files",
+            "checkpoint": checkpoint_dir,
+            "source": {"format": "json", "schema": "v INT", "options": {"path": str(incoming)}},
+            "sink": {"format": "noop"},
+            "trigger": {"processing_time": "200 milliseconds"},
+            # Spark reports an idle source every 10 s by default: every second here, to keep the test short.
+            "spark_conf": {"spark.sql.streaming.noDataProgressEventInterval": "1s"},
+        }
+    )
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+
+    started = time.monotonic()
+    record = reconfigure(control, _with(spec, trigger={"processing_time": "300 milliseconds"}), timeout_s=600)
+    assert time.monotonic() - started < 30, "waited for a batch the idle source could not give"
+    assert (record.outcome, record.phase, record.first_batch_after) == (SwitchOutcome.SWITCHED, "started", None)
+
+    (incoming / "a.json").write_text('{"v": 1}\n')
+    _await(lambda: control.read_reconfiguration().phase == SwitchPhase.DONE, "the first batch after the switch")
+    done = control.read_reconfiguration()
+    assert done.first_batch_after == 0 and done.pause_s is None  # no batch before it to measure from

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from airflow_async_stream.continuity import idle_between
+from airflow_async_stream.continuity import idle_between, ran_a_batch
 from airflow_async_stream.control import (
     ControlArea,
     Reconfiguration,
@@ -109,6 +109,11 @@ def test_idle_between_is_end_of_one_batch_to_start_of_the_next() -> None:
     before = {"timestamp": "2026-11-23T20:00:00.000Z", "duration_ms": {"triggerExecution": 250}}
     after = {"timestamp": "2026-11-23T20:00:01.000Z", "duration_ms": {"triggerExecution": 100}}
     assert idle_between(before, after) == 0.75
+
+
+def test_a_trigger_that_found_no_data_is_no_batch() -> None:
+    assert not ran_a_batch({"batch_id": 0, "duration_ms": {"latestOffset": 3, "triggerExecution": 3}})
+    assert ran_a_batch({"batch_id": 0, "duration_ms": {"addBatch": 40, "triggerExecution": 90}})
 
 
 def test_a_request_without_its_deployment_is_an_error_naming_the_file() -> None:
