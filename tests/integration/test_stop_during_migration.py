@@ -19,15 +19,20 @@ CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 
 def _run_with_stop(path: Path, dag_id: str, control: ControlArea, *stop_args: str) -> tuple[Any, dict]:
-    """Run the DAG; once its interval-0 deploy runs under the run's hold, `airflow-async-stream stop` it."""
+    """Run the DAG; once its interval-0 driver is up (from its first status record) under the run's hold,
+    `airflow-async-stream stop` it. The driver says "starting" seconds before its query runs, so the stop
+    comes while the migration still needs the job, whatever the phase of the trigger's clock (a later
+    moment, such as the deploy's confirmation, can fall after the second batch that ends the wait)."""
     seen: dict = {}
 
     def stop_when_held() -> bool:
         record = control.read_json(ControlArea.DEPLOYMENT) or {}
+        status = control.read_json(ControlArea.STATUS) or {}
         lease = control.read_json("lease.json") or {}
         if (
             record.get("async_progress") != {"enabled": True, "checkpoint_interval_ms": 0}
-            or record.get("state") != "running"
+            or status.get("deployment_id") != record.get("deployment_id")
+            or status.get("state") not in ("starting", "running")
             or not str(lease.get("holder", "")).startswith("DAG run")
         ):
             return False
@@ -36,7 +41,7 @@ def _run_with_stop(path: Path, dag_id: str, control: ControlArea, *stop_args: st
         return True
 
     dag_run = run_dag_while(path, dag_id, stop_when_held)
-    assert "stop" in seen, "the run never held a running interval-0 deployment"
+    assert "stop" in seen, "the run never held a live interval-0 deployment"
     return dag_run, seen
 
 
@@ -46,8 +51,7 @@ def test_a_stop_during_the_migration_is_refused_and_a_forced_one_ends_it_without
     start_async_job(checkpoint_dir)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     dag_id = "stop_during_migration"
-    # A batch every 3 s: the run waits about 3 s for its second interval-0 batch, room for the CLI (about 1-2 s
-    # to start and stop under load) to find the job still running.
+    # A batch every 3 s keeps the migration waiting a while after the stop is refused.
     path = migration_dag(checkpoint_dir, dag_id, "3 seconds")
 
     dag_run, seen = _run_with_stop(path, dag_id, control)
