@@ -41,10 +41,20 @@ _WHY = {
 }
 
 
-def in_place_refusals(current: JobSpec, new: JobSpec) -> list[tuple[str, str]]:
-    """``(field, reason)`` for every change from ``current`` to ``new`` that needs a new driver."""
+def in_place_refusals(current: JobSpec, new: JobSpec, require_sync_safe: bool = False) -> list[tuple[str, str]]:
+    """``(field, reason)`` for every change from ``current`` to ``new`` that needs a new driver, and for
+    turning async progress tracking off without the gate (on a gapped checkpoint Spark's synchronous query
+    would die at its first batch: the very trap this provider exists to avoid)."""
     before, after = current.to_mapping(), new.to_mapping()
     problems: list[tuple[str, str]] = []
+    if current.async_progress.enabled and not new.async_progress.enabled and not require_sync_safe:
+        problems.append(
+            (
+                "async_progress.enabled",
+                "turning async progress tracking off in place needs the gate (require_sync_safe=True, "
+                "--require-sync-safe): a checkpoint with gaps cannot run synchronously yet",
+            )
+        )
     for key in sorted(set(before) | set(after)):
         if before.get(key) == after.get(key):
             continue

@@ -68,13 +68,13 @@ def reconfigure(
     (``outcome``, ``pause_s``; ``phase`` is ``started`` when the source had no new data for the new query, or
     no batch ran within ``timeout_s``).
 
-    With ``require_sync_safe``, a synchronous ``spec`` starts only if the stopped checkpoint is safe for it;
-    otherwise the job runs on with async on at interval 0 (outcome ``kept_async_at_interval_0``, the
+    Turning async progress tracking off needs ``require_sync_safe``: a synchronous ``spec`` then starts only
+    if the stopped checkpoint is safe for it; otherwise the job runs on with async on at interval 0 (outcome ``kept_async_at_interval_0``, the
     inspector's reason in ``reason``). Raises SwitchRefusedError (nothing stopped) when the change needs a new
     driver, NotSwitchableError when no driver of this release runs the job, ReconfigureError when the new
     query did not start (the previous configuration runs again) or the driver died, ReconfigureTimeoutError.
     """
-    deployment_id = _switchable_deployment(control, spec)
+    deployment_id = _switchable_deployment(control, spec, require_sync_safe)
     holder = holder or Holder.this_process("reconfigure")
     with lease.held(control, holder, timeout_s + graceful_timeout_s + _HOLD_MARGIN_S, run_state):
         request = ReconfigureRequest(
@@ -106,7 +106,7 @@ def reconfigure(
     return record
 
 
-def _switchable_deployment(control: ControlArea, spec: JobSpec) -> str:
+def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_safe: bool) -> str:
     """The running deployment to ask, after the checks that need no driver."""
     status = control.read_status()
     judged = liveness(status)
@@ -118,7 +118,7 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec) -> str:
             f"{control.url}: deployment {status.deployment_id} runs a driver that does not switch in place "
             "(an earlier release): redeploy it"
         )
-    problems = in_place_refusals(running_spec(control), spec)
+    problems = in_place_refusals(running_spec(control), spec, require_sync_safe)
     if problems:
         raise SwitchRefusedError(problems, f"{control.url}")
     return status.deployment_id

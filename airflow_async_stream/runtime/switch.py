@@ -154,7 +154,7 @@ class InPlaceSwitch:
     def _judge(self, current: JobSpec, request: ReconfigureRequest) -> JobSpec:
         """The requested spec, or SpecError when it is invalid or needs a new driver (nothing stopped yet)."""
         new = parse_spec(request.spec, source="the reconfigure request")
-        problems = in_place_refusals(current, new)
+        problems = in_place_refusals(current, new, request.require_sync_safe)
         to_set, to_unset = runtime_conf_changes(current, new)
         for key in [*to_set, *to_unset]:
             if not self.spark.conf.isModifiable(key):

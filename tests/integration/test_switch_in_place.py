@@ -19,7 +19,7 @@ import pytest
 
 from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.continuity import continuity_problems
-from airflow_async_stream.control import ControlArea, SwitchOutcome, SwitchPhase
+from airflow_async_stream.control import ControlArea, ReconfigureRequest, SwitchOutcome, SwitchPhase
 from airflow_async_stream.deployer import DeploySettings, deploy_job
 from airflow_async_stream.exceptions import ReconfigureError, SwitchRefusedError
 from airflow_async_stream.lease import Holder
@@ -74,12 +74,22 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     with pytest.raises(SwitchRefusedError, match=r"spark\.sql\.warehouse\.dir: Spark sets it only when the session"):
         reconfigure(control, _with(spec, spark_conf={"spark.sql.warehouse.dir": "/tmp/elsewhere"}))
     assert control.read_reconfiguration().outcome == SwitchOutcome.REFUSED
+    # Turning async off in place without the gate: refused here, and by the driver if asked directly.
+    synchronous = _with(spec, async_progress={"enabled": False})
+    with pytest.raises(SwitchRefusedError, match="async_progress.enabled: turning async progress tracking off"):
+        reconfigure(control, synchronous)
+    ungated = ReconfigureRequest(
+        request_id="ungated", deployment_id=control.read_status().deployment_id, spec=synchronous.to_mapping()
+    )
+    control.write_json(ControlArea.RECONFIGURE_REQUEST, ungated.to_json())
+    _await(lambda: control.read_reconfiguration().request_id == "ungated", "the driver's answer")
+    assert control.read_reconfiguration().outcome == SwitchOutcome.REFUSED
+    assert "needs the gate" in control.read_reconfiguration().reason
     status = control.read_status()
     assert (status.run_id, status.switches, status.state) == (first_run, 0, "running")
     assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
 
     # 2. Synchronous through the gate on a gapped checkpoint: unsafe, so async on at interval 0, with the reason.
-    synchronous = _with(spec, async_progress={"enabled": False})
     unsafe = reconfigure(control, synchronous, require_sync_safe=True, timeout_s=60)
     assert unsafe.outcome == SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0, unsafe
     assert "doesn't exist" in unsafe.reason or "missing" in unsafe.reason, unsafe.reason

@@ -49,13 +49,21 @@ def test_async_options_trigger_and_runtime_sql_conf_switch_in_place() -> None:
         trigger={"processing_time": "5 seconds"},
         spark_conf={"spark.sql.shuffle.partitions": 8, "spark.sql.ansi.enabled": True},
     )
-    assert in_place_refusals(spec(), new) == []
+    assert in_place_refusals(spec(), new, require_sync_safe=True) == []
     assert runtime_conf_changes(spec(), new) == (
         {"spark.sql.shuffle.partitions": "8", "spark.sql.ansi.enabled": "true"},
         [],
     )
     fewer = parse_spec({**BASE, "spark_conf": {"spark.executor.memory": "1g"}})
     assert runtime_conf_changes(spec(), fewer) == ({}, ["spark.sql.shuffle.partitions"])
+
+
+def test_turning_async_off_in_place_needs_the_gate() -> None:
+    off = spec(async_progress={"enabled": False})
+    (problem,) = in_place_refusals(spec(), off)
+    assert problem[0] == "async_progress.enabled" and "--require-sync-safe" in problem[1]
+    assert in_place_refusals(spec(), off, require_sync_safe=True) == []
+    assert in_place_refusals(off, spec()) == []  # turning it on needs no gate
 
 
 def test_what_the_driver_was_started_with_is_refused_field_by_field() -> None:
