@@ -163,10 +163,12 @@ def _print_status(report: dict[str, Any]) -> None:
     switch = report.get("reconfiguration")
     if switch and switch.get("deployment_id") == status.get("deployment_id"):
         pause = f", pause {switch['pause_s']:.2f} s" if switch.get("pause_s") is not None else ""
+        switches = int(status.get("switches") or 0)
         rows.append(
             (
                 "switched in place",
-                f"{status.get('switches', 0)} times; latest {switch.get('outcome') or switch.get('phase')}{pause}",
+                f"{switches} time{'' if switches == 1 else 's'}; "
+                f"latest {switch.get('outcome') or switch.get('phase')}{pause}",
             )
         )
     if status.get("idle_at"):

@@ -215,7 +215,7 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     assert control.read_status().configuration["trigger"] == {"processing_time": "300 milliseconds"}
     assert running_spec(control).spark_conf["spark.sql.shuffle.partitions"] == 7
     shown = subprocess.run([CLI, "status", checkpoint_dir], capture_output=True, text=True, timeout=60)
-    assert f"1 times; latest switched, pause {record.pause_s:.2f} s" in shown.stdout, shown.stdout
+    assert f" 1 time; latest switched, pause {record.pause_s:.2f} s" in shown.stdout, shown.stdout
 
     # A new query Spark refuses to start (foreachBatch has no continuous mode): the previous one runs again.
     before = control.read_status()
