@@ -413,8 +413,13 @@ class ControlArea:
     def read_reconfiguration(self) -> Reconfiguration | None:
         return self._read_record(self.RECONFIGURATION, Reconfiguration)
 
-    def write_reconfiguration(self, record: Reconfiguration) -> None:
-        self.write_json(self.RECONFIGURATION, record.to_json())
+    def write_reconfigure_request(self, request: ReconfigureRequest) -> None:
+        self.write_json(self.RECONFIGURE_REQUEST, request.to_json())
+
+    def write_reconfiguration(self, record: Reconfiguration, scrub: Callable[[Any], Any] | None = None) -> None:
+        """Replace the switch's account; ``scrub`` (the driver's redactor) masks secrets in its text first."""
+        data = record.to_json()
+        self.write_json(self.RECONFIGURATION, scrub(data) if scrub else data)
 
     def _read_record(self, name: str, kind: type[_R]) -> _R | None:
         data = self.read_json(name)

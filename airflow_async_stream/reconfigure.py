@@ -87,7 +87,7 @@ def reconfigure(
             requested_at=now(),
             requested_from=socket.gethostname(),
         )
-        control.write_json(ControlArea.RECONFIGURE_REQUEST, request.to_json())
+        control.write_reconfigure_request(request)
         log.info(
             "Asked deployment %s of %s to switch in place (request %s%s)",
             deployment_id,

@@ -239,11 +239,8 @@ class Governor:
             self._awaiting = None
         switch, before = awaiting
         pause = idle_between(before, first) if before else None
-        self.control.write_json(
-            ControlArea.RECONFIGURATION,
-            self.redact.json(
-                switch.but(phase=SwitchPhase.DONE, first_batch_after=first["batch_id"], pause_s=pause).to_json()
-            ),
+        self.control.write_reconfiguration(
+            switch.but(phase=SwitchPhase.DONE, first_batch_after=first["batch_id"], pause_s=pause), self.redact.json
         )
         _log.info("first batch after the switch: %s, pause %s s", first["batch_id"], pause)
 

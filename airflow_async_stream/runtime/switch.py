@@ -221,4 +221,4 @@ class InPlaceSwitch:
             )
 
     def _write(self, record: Reconfiguration) -> None:
-        self.control.write_json(ControlArea.RECONFIGURATION, self.governor.redact.json(record.to_json()))
+        self.control.write_reconfiguration(record, self.governor.redact.json)

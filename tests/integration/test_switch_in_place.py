@@ -56,6 +56,10 @@ def _await(condition, what: str, timeout_s: float = 90.0) -> None:  # type: igno
         time.sleep(0.05)
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+
+
 def _commits_after(checkpoint: str, batch: int) -> list[int]:
     return [b for b in batch_ids(checkpoint, "commits") if b > batch]
 
@@ -81,7 +85,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     ungated = ReconfigureRequest(
         request_id="ungated", deployment_id=control.read_status().deployment_id, spec=synchronous.to_mapping()
     )
-    control.write_json(ControlArea.RECONFIGURE_REQUEST, ungated.to_json())
+    control.write_reconfigure_request(ungated)
     _await(lambda: control.read_reconfiguration().request_id == "ungated", "the driver's answer")
     assert control.read_reconfiguration().outcome == SwitchOutcome.REFUSED
     assert "needs the gate" in control.read_reconfiguration().reason
@@ -193,11 +197,8 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
 
-    run = subprocess.run(
-        [CLI, "reconfigure", checkpoint_dir, "--set", "spark_conf.spark.sql.shuffle.partitions=7",
-         "--set", "trigger.processing_time=300 milliseconds"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    run = _cli("reconfigure", checkpoint_dir, "--set", "spark_conf.spark.sql.shuffle.partitions=7",
+               "--set", "trigger.processing_time=300 milliseconds")  # fmt: skip
 
     assert run.returncode == 0, run.stdout + run.stderr
     record = control.read_reconfiguration()
@@ -214,16 +215,13 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     assert {p for b, p in seen.items() if b >= record.first_batch_after} == {7}, seen
     assert control.read_status().configuration["trigger"] == {"processing_time": "300 milliseconds"}
     assert running_spec(control).spark_conf["spark.sql.shuffle.partitions"] == 7
-    shown = subprocess.run([CLI, "status", checkpoint_dir], capture_output=True, text=True, timeout=60)
+    shown = _cli("status", checkpoint_dir)
     assert f" 1 time; latest switched, pause {record.pause_s:.2f} s" in shown.stdout, shown.stdout
 
     # A new query Spark refuses to start (foreachBatch has no continuous mode): the previous one runs again.
     before = control.read_status()
-    failed = subprocess.run(
-        [CLI, "reconfigure", checkpoint_dir, "--set", "trigger.processing_time=null",
-         "--set", "trigger.continuous=1 second"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    failed = _cli("reconfigure", checkpoint_dir, "--set", "trigger.processing_time=null",
+                  "--set", "trigger.continuous=1 second")  # fmt: skip
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "could not start the new query and runs its previous configuration again" in failed.stderr
     record = control.read_reconfiguration()
