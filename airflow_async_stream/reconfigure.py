@@ -128,15 +128,16 @@ def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, 
     """Poll the driver's account until the switch is settled; log each phase as it is reached."""
     deadline = time.monotonic() + timeout_s
     poll = 0.05 if control.is_local else 0.5
-    seen = None
+    told: set[str] = set()
     record = None
     while True:
         current = control.read_reconfiguration()
         if current is not None and current.request_id == request.request_id:
             record = current
-            if record.phase != seen:
-                seen = record.phase
-                log.info("switch %s: %s", request.request_id, _describe(record))
+            for phase in phases_passed(record):
+                if phase not in told:
+                    told.add(phase)
+                    log.info("switch %s: %s", request.request_id, _describe(record.but(phase=phase)))
             if record.settled:
                 return record
         status = control.read_status()
@@ -155,6 +156,23 @@ def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, 
         if time.monotonic() > deadline:
             return _timed_out(control, request, record, timeout_s)
         time.sleep(poll)
+
+
+def phases_passed(record: Reconfiguration) -> list[str]:
+    """Every phase the driver's account shows it went through, in order, up to its current one.
+
+    A poll can miss a short phase (a switch is stopped for a few hundredths of a second); the account's own
+    fields say it was passed: ``stopped_at`` once the query stopped, ``run_id`` once the new query started.
+    A refused request goes straight to ``done``.
+    """
+    passed = {
+        SwitchPhase.STOPPING: record.stopped_at is not None,
+        SwitchPhase.STOPPED: record.stopped_at is not None,
+        SwitchPhase.STARTED: record.run_id is not None,
+    }
+    order = [str(phase) for phase in SwitchPhase]
+    earlier = order[: order.index(record.phase)] if record.phase in order else []
+    return [phase for phase in earlier if passed[SwitchPhase(phase)]] + [record.phase]
 
 
 def _idle_since(status: Status | None, started_at: float | None) -> bool:

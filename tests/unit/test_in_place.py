@@ -25,7 +25,7 @@ from airflow_async_stream.in_place import (
     parse_assignment,
     runtime_conf_changes,
 )
-from airflow_async_stream.reconfigure import reconfigure
+from airflow_async_stream.reconfigure import phases_passed, reconfigure
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 
 BASE = {
@@ -202,3 +202,17 @@ def test_the_governor_takes_only_requests_for_its_own_deployment(tmp_path) -> No
     control.write_json(ControlArea.RECONFIGURE_REQUEST, {"request_id": "r2"})  # no deployment, no spec
     assert governor._reconfigure_request() is None
     assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+
+
+def test_a_phase_the_poll_missed_is_still_reported_in_order() -> None:
+    """The CLI prints every phase the switch went through, also when the driver passed one between two polls."""
+    stopping = Reconfiguration(request_id="r", phase=SwitchPhase.STOPPING)
+    done = stopping.but(phase=SwitchPhase.DONE, stopped_at=1.0, run_id="run-2", outcome=SwitchOutcome.SWITCHED)
+    refused = Reconfiguration(request_id="r", phase=SwitchPhase.DONE, outcome=SwitchOutcome.REFUSED)
+    failed = done.but(run_id=None, outcome=SwitchOutcome.FAILED)
+
+    assert phases_passed(stopping) == ["stopping"]
+    assert phases_passed(done) == ["stopping", "stopped", "started", "done"]
+    assert phases_passed(refused) == ["done"]
+    assert phases_passed(failed) == ["stopping", "stopped", "done"]
+    assert phases_passed(stopping.but(phase="from-a-newer-driver")) == ["from-a-newer-driver"]
