@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-__all__ = ["batch_window", "continuity_problems", "idle_between", "ran_a_batch"]
+__all__ = ["batch_window", "continuity_problems", "idle_between", "longest_idle", "ran_a_batch"]
 
 
 def continuity_problems(events: Iterable[dict[str, Any]]) -> list[str]:
@@ -48,3 +48,11 @@ def batch_window(event: dict[str, Any]) -> tuple[float, float]:
 def idle_between(before: dict[str, Any], after: dict[str, Any]) -> float:
     """Seconds no micro-batch ran between two batches: from the end of ``before`` to the start of ``after``."""
     return round(batch_window(after)[0] - batch_window(before)[1], 3)
+
+
+def longest_idle(events: Iterable[dict[str, Any]]) -> tuple[float, dict[str, Any], dict[str, Any]] | None:
+    """The longest time no micro-batch ran between two consecutive batches that ran (in the order written,
+    across deployments and switches), with those two batches; None with fewer than two."""
+    ran = [event for event in events if ran_a_batch(event)]
+    gaps = [(idle_between(before, after), before, after) for before, after in zip(ran, ran[1:], strict=False)]
+    return max(gaps, key=lambda gap: gap[0]) if gaps else None

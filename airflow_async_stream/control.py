@@ -287,6 +287,9 @@ class Reconfiguration(_Record):
     before: dict[str, Any] = field(default_factory=dict)
     after: dict[str, Any] | None = None
     last_batch_before: int | None = None
+    #: The newest batch in the commit log once the query stopped: every commit after it is the new query's
+    #: (a wait for batches of the new configuration counts from it, as it counts from a deploy's start_batch).
+    committed_before: int | None = None
     first_batch_after: int | None = None
     run_id: str | None = None
     forced_stop: bool | None = None

@@ -36,7 +36,7 @@ from airflow_async_stream.in_place import in_place_refusals
 from airflow_async_stream.lease import Holder, RunState
 from airflow_async_stream.spec import JobSpec, parse_spec
 
-__all__ = ["reconfigure", "running_spec"]
+__all__ = ["reconfigure", "running_spec", "why_not_in_place"]
 
 _log = logging.getLogger(__name__)
 #: Beyond the wait itself, what the hold allows for the graceful stop and the new query's start.
@@ -104,6 +104,16 @@ def reconfigure(
             f"again: {record.reason}"
         )
     return record
+
+
+def why_not_in_place(control: ControlArea, spec: JobSpec, require_sync_safe: bool = False) -> str | None:
+    """Why the job's running driver cannot switch to ``spec`` in place (None: it can, as far as can be known
+    without asking it; the driver may still refuse a ``spark.sql`` key Spark sets only at session start)."""
+    try:
+        _switchable_deployment(control, spec, require_sync_safe)
+    except (NotSwitchableError, SwitchRefusedError) as exc:
+        return str(exc)
+    return None
 
 
 def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_safe: bool) -> str:

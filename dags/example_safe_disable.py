@@ -1,8 +1,10 @@
 """Turn async progress tracking off for the clicks-async job, safely.
 
-Redeploys it with async on and interval 0, waits for two committed batches, stops it gracefully, checks
-that Spark could restart the checkpoint synchronously, then redeploys it synchronously and waits for a
-committed batch. On failure it puts the job back on async (interval 0) and fails with the reason.
+Switches the running driver in place to async on and interval 0, waits for two committed batches, then
+switches it to synchronous through the gate (the driver stops its query between micro-batches and starts
+synchronously only if Spark could restart the checkpoint that way), and waits for a committed batch. Where
+the driver cannot switch in place, each change is a graceful stop and a redeploy instead. On failure it puts
+the job back on async (interval 0) and fails with the reason.
 """
 
 from __future__ import annotations

@@ -109,10 +109,26 @@ def main() -> int:
     cli(env, "inspect", checkpoint)
     say("the job after:")
     cli(env, "status", checkpoint)
+    say(longest_idle_text(checkpoint))
     say("stopping the job so nothing is left running:")
     cli(env, "stop", checkpoint)
     say(disk_use(checkpoint))
     return code
+
+
+def longest_idle_text(checkpoint: str) -> str:
+    """The stream's longest pause over the whole demo, from the progress log's own timestamps."""
+    from airflow_async_stream.continuity import longest_idle
+    from airflow_async_stream.control import ControlArea
+
+    found = longest_idle(ControlArea.for_checkpoint(checkpoint).read_progress())
+    if found is None:
+        return "fewer than two micro-batches in the progress log"
+    idle, before, after = found
+    return (
+        f"longest idle time between consecutive micro-batches: {idle:.2f} s (after batch {before['batch_id']}, "
+        f"before batch {after['batch_id']}; from the progress log's timestamps, start of the job to now)"
+    )
 
 
 def disk_use(checkpoint: str) -> str:

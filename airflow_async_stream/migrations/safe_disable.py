@@ -3,9 +3,12 @@ unrestartable checkpoint.
 
 The documented cure, automated and guarded, one task per step (the steps: safe_disable_steps.py)::
 
-    hold the job -> redeploy(async on, interval 0) -> wait >=2 committed batches -> graceful stop
-        -> gate: sync restart safe? -> redeploy(async off) -> wait >=1 committed batch -> release the job
-    on any failure: redeploy(async on, interval 0) so the job keeps running, and fail the run with the reason
+    hold the job -> to async on, interval 0 -> wait >=2 committed batches -> graceful stop
+        -> gate: sync restart safe? -> to async off -> wait >=1 committed batch -> release the job
+    on any failure: back to async on, interval 0 so the job keeps running, and fail the run with the reason
+
+Each change is switched in place by the running driver where it can be (about a second of pause), else made
+by a redeploy; in place, the stop and the gate happen inside the synchronous switch and their tasks say so.
 """
 
 from __future__ import annotations
@@ -28,16 +31,21 @@ from airflow_async_stream.migrations.safe_disable_steps import (
     rolled_back_error,
 )
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
-from airflow_async_stream.operators.gate import SyncRestartGateOperator
 from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator, dag_run_state
-from airflow_async_stream.operators.stop import StopStreamingJobOperator
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
-from airflow_async_stream.spec import SpecInput, deep_merge, resolve_spec
+from airflow_async_stream.spec import SpecInput, resolve_spec
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["ASYNC_EVERY_BATCH", "SYNCHRONOUS", "RollbackToAsyncOperator", "safe_disable_async_progress"]
+__all__ = [
+    "ASYNC_EVERY_BATCH",
+    "SYNCHRONOUS",
+    "ReleaseAfterSafeDisableOperator",
+    "RollbackToAsyncOperator",
+    "SafeDisableStepOperator",
+    "safe_disable_async_progress",
+]
 
 
 def _failure_recorder(checkpoint: str) -> Any:
@@ -50,28 +58,84 @@ def _failure_recorder(checkpoint: str) -> Any:
     return record
 
 
-class RollbackToAsyncOperator(DeployStreamingJobOperator):
-    """Runs only when a step failed: redeploy with async on (interval 0), then fail with the reason.
+class SafeDisableStepOperator(DeployStreamingJobOperator):
+    """One step of the migration (a method of ``SafeDisable``): switched in place or redeployed as the
+    running job allows; returns (and pushes to XCom) the step's result, e.g. a switch with its pause.
+
+    :param step: ``to_interval_0``, ``stop_for_gate``, ``gate`` or ``to_synchronous``.
+    :param sync_overrides: further changes for the synchronous target.
+    :param in_place: switch in place where the running driver can (False: redeploy every time).
+    """
+
+    STEPS = ("to_interval_0", "stop_for_gate", "gate", "to_synchronous")
+
+    def __init__(
+        self, *, step: str, sync_overrides: dict[str, Any] | None = None, in_place: bool = True, **kwargs: Any
+    ) -> None:
+        if step not in self.STEPS:
+            raise ValueError(f"step must be one of {', '.join(self.STEPS)}, got {step!r}")
+        super().__init__(**kwargs)
+        self.step = step
+        self.sync_overrides = sync_overrides or {}
+        self.in_place = in_place
+
+    def migration(self, context: Context | None) -> SafeDisable:
+        spec = resolve_spec(self.spec)
+        return SafeDisable(
+            spec,
+            Holder.for_task(context, f"safe-disable {spec.name}"),
+            self.settings(context) if context is not None else DeploySettings(conn_id=self.conn_id),
+            sync_overrides=self.sync_overrides,
+            run_state=dag_run_state,
+            log=self.log,
+            in_place=self.in_place,
+        )
+
+    def execute(self, context: Context) -> dict[str, Any] | None:
+        result = getattr(self.migration(context), self.step)()
+        return result.to_json() if result is not None else None
+
+
+class RollbackToAsyncOperator(SafeDisableStepOperator):
+    """Runs only when a step failed: back to async on (interval 0), then fail with the reason.
 
     Skipped when another run holds the job (this run never got to change it). Releases this run's lease.
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(step="to_interval_0", **kwargs)
+
     def execute(self, context: Context) -> dict[str, Any]:
-        spec, settings = resolve_spec(self.spec), self.settings(context)
-        holder = Holder.for_task(context, f"safe-disable {spec.name}")
-        migration = SafeDisable(spec, holder, settings, run_state=dag_run_state)
-        control = migration.control
+        migration = self.migration(context)
+        control, holder, spec = migration.control, migration.holder, migration.spec
         try:
-            take(control, holder, settings.hold_ttl_s, dag_run_state)
+            take(control, holder, migration.deploy.hold_ttl_s, dag_run_state)
         except JobHeldError as exc:
             raise AirflowSkipException(f"nothing to roll back, this run never held the job: {exc}") from exc
         try:
             ti = context["ti"]
             reason = failure_reason(spec.checkpoint, ti.dag_id, ti.run_id)
-            record = migration.roll_back(reason)
+            switch = migration.roll_back(reason)
         finally:
             release(control, holder)
-        raise rolled_back_error(spec.name, reason, record)
+        raise rolled_back_error(spec.name, reason, switch)
+
+
+class ReleaseAfterSafeDisableOperator(ReleaseJobLeaseOperator):
+    """Give up the run's hold; returns the migration's result: every switch it made, in place or by restart,
+    with its pause (the XCom of the switch tasks)."""
+
+    def __init__(self, *, switch_task_ids: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.switch_task_ids = switch_task_ids
+
+    def execute(self, context: Context) -> dict[str, Any]:  # type: ignore[override]
+        super().execute(context)
+        switches = [context["ti"].xcom_pull(task_ids=task_id) for task_id in self.switch_task_ids]
+        for switch in filter(None, switches):
+            self.log.info("switched to %s %s, pause %s s (%s)", switch["to"], switch["path"], switch["pause_s"],
+                          switch["why"])  # fmt: skip
+        return {"switches": [s for s in switches if s]}
 
 
 def safe_disable_async_progress(
@@ -86,12 +150,16 @@ def safe_disable_async_progress(
     graceful_timeout_s: float = 60.0,
     deferrable: bool = True,
     lease_ttl_s: float | None = None,
+    in_place: bool = True,
 ) -> TaskGroup:
     """Build the safe-disable TaskGroup for one job, inside the DAG being defined.
 
     :param spec: the job's spec (mapping, ``JobSpec`` or file path); its async settings are overridden per step.
-    :param sync_overrides: further changes for the synchronous redeploy (e.g. new ``spark_conf``).
+    :param sync_overrides: further changes for the synchronous target (e.g. new ``spark_conf``); a change
+        the running driver cannot make in place (the JVM's settings) makes that switch a redeploy.
     :param async_batches: committed batches to wait for under interval 0 (the cure needs at least 2).
+    :param in_place: switch the running driver in place where it can (about a second of pause each); False
+        redeploys at every change, as before in-place switching.
     :param lease_ttl_s: how long the run holds the job (default: the sum of every step's time limits);
         no other run may deploy, stop or migrate the job meanwhile, and a dead run's hold expires then.
     """
@@ -105,6 +173,7 @@ def safe_disable_async_progress(
         wait_timeout_s=wait_timeout_s,
         async_batches=async_batches,
         sync_overrides=sync_overrides or {},
+        in_place=in_place,
     )
     plan.synchronous_spec()
     with TaskGroup(group_id=group_id, tooltip=f"turn async progress tracking off for {job.name}") as group:
@@ -114,60 +183,45 @@ def safe_disable_async_progress(
 
 def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool) -> None:
     """The TaskGroup's tasks, one per step, and their order."""
-    job, spec_data, recorder = plan.spec, plan.spec.to_mapping(), _failure_recorder(plan.checkpoint)
+    job, recorder = plan.spec, _failure_recorder(plan.checkpoint)
     common = {
+        "spec": job.to_mapping(),
+        "sync_overrides": plan.sync_overrides,
+        "in_place": plan.in_place,
         "conn_id": plan.deploy.conn_id,
         "startup_timeout_s": plan.deploy.startup_timeout_s,
         "stop_graceful_timeout_s": plan.deploy.stop_graceful_timeout_s,
     }
+    step = {**common, "on_failure_callback": recorder}
     wait = {"checkpoint": job.checkpoint, "wait_timeout_s": plan.wait_timeout_s, "deferrable": deferrable}
     hold = TakeJobLeaseOperator(
         task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=lease_ttl_s
     )
-    redeploy_async = DeployStreamingJobOperator(
-        task_id="redeploy_async_interval_0",
-        spec=spec_data,
-        overrides=ASYNC_EVERY_BATCH,
-        redeploy=True,
-        on_failure_callback=recorder,
-        **common,
-    )
+    to_async = SafeDisableStepOperator(task_id="redeploy_async_interval_0", step="to_interval_0", **step)
     wait_async = CommittedBatchesSensor(
         task_id="wait_async_batches",
         min_batches=plan.async_batches,
-        baseline_batch=redeploy_async.output,
+        baseline_batch=to_async.output,
         on_failure_callback=recorder,
         **wait,
     )
-    stop = StopStreamingJobOperator(
-        task_id="stop_async",
-        spec=spec_data,
-        conn_id=plan.deploy.conn_id,
-        graceful_timeout_s=plan.deploy.stop_graceful_timeout_s,
-        on_failure_callback=recorder,
-    )
-    gate = SyncRestartGateOperator(
-        task_id="gate_sync_restart_safe", checkpoint=job.checkpoint, on_failure_callback=recorder
-    )
-    deploy_sync = DeployStreamingJobOperator(
-        task_id="deploy_sync",
-        spec=spec_data,
-        overrides=deep_merge(SYNCHRONOUS, plan.sync_overrides),
-        redeploy=False,
-        on_failure_callback=recorder,
-        **common,
-    )
+    stop = SafeDisableStepOperator(task_id="stop_async", step="stop_for_gate", **step)
+    gate = SafeDisableStepOperator(task_id="gate_sync_restart_safe", step="gate", **step)
+    to_sync = SafeDisableStepOperator(task_id="deploy_sync", step="to_synchronous", **step)
     wait_sync = CommittedBatchesSensor(
         task_id="wait_sync_batch",
         min_batches=1,
-        baseline_batch=deploy_sync.output,
+        baseline_batch=to_sync.output,
         on_failure_callback=recorder,
         **wait,
     )
-    rollback = RollbackToAsyncOperator(task_id="rollback_to_async", spec=spec_data, trigger_rule="one_failed", **common)
+    rollback = RollbackToAsyncOperator(task_id="rollback_to_async", trigger_rule="one_failed", **common)
     # The group's only leaf: succeeds when the migration did, so `group >> next_task` waits for that.
-    done = ReleaseJobLeaseOperator(
-        task_id="release_job", checkpoint=job.checkpoint, trigger_rule="none_failed_min_one_success"
+    done = ReleaseAfterSafeDisableOperator(
+        task_id="release_job",
+        checkpoint=job.checkpoint,
+        switch_task_ids=[to_async.task_id, to_sync.task_id],
+        trigger_rule="none_failed_min_one_success",
     )
-    hold >> redeploy_async >> wait_async >> stop >> gate >> deploy_sync >> wait_sync >> done
-    [gate, deploy_sync, wait_sync] >> rollback >> done
+    hold >> to_async >> wait_async >> stop >> gate >> to_sync >> wait_sync >> done
+    [gate, to_sync, wait_sync] >> rollback >> done

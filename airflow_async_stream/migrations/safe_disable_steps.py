@@ -1,12 +1,20 @@
 """The safe-disable migration's steps, as plain functions: the TaskGroup's tasks and rollouts both call them.
 
-    redeploy_at_interval_0 -> wait_for_batches(>= 2) -> stop_for_gate -> gate_sync_restart
-        -> deploy_synchronously -> wait_for_batches(>= 1)
+    to_interval_0 -> wait_for_batches(>= 2) -> stop_for_gate -> gate -> to_synchronous -> wait_for_batches(>= 1)
     on failure: roll_back (the job's spec with async on at interval 0; it keeps running)
 
-``run_safe_disable`` runs them in order inside one process (a rollout's mapped task); the TaskGroup runs one
-per task. No Airflow import here. No step deletes or rewrites a checkpoint file. A wait counts batches
-newer than its deploy's own ``start_batch`` (read from the checkpoint before it launched), so a retried
+Each switch is made **in place** when the running driver can make it (reconfigure.py: the driver stops its
+query between micro-batches and starts the new one in the same SparkSession, about a second of pause), and
+by a **restart** otherwise (a driver of an earlier release, a change that needs a new driver such as a
+``sync_overrides`` of the JVM's settings, a job not running) or when the migration asks for restarts
+(``in_place=False``). In place, ``stop_for_gate`` and ``gate`` have nothing to do: the driver stops the
+query and runs the gate itself at the synchronous switch, and keeps async on at interval 0 when the gate says
+unsafe. ``to_synchronous`` stops, gates and deploys itself whenever it has to restart, so it is correct
+whatever happened before it.
+
+``run_safe_disable`` runs the steps in order inside one process (a rollout's mapped task); the TaskGroup runs
+one per task. No Airflow import here. No step deletes or rewrites a checkpoint file. A wait counts batches
+newer than its switch's own ``start_batch`` (the newest commit before the new configuration ran), so a retried
 wait counts the same batches.
 """
 
@@ -16,18 +24,36 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from airflow_async_stream.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint
+from airflow_async_stream.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint, latest_batch
 from airflow_async_stream.commit_watch import CommitCheck, wait_for_commits
-from airflow_async_stream.control import ACTIVE_STATES, ControlArea, Deployment, Status, hold_ttl_s, now
+from airflow_async_stream.continuity import idle_between, ran_a_batch
+from airflow_async_stream.control import (
+    ACTIVE_STATES,
+    ControlArea,
+    Deployment,
+    Reconfiguration,
+    Status,
+    SwitchOutcome,
+    hold_ttl_s,
+    liveness,
+    now,
+)
 from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.exceptions import SafeDisableRolledBackError
+from airflow_async_stream.exceptions import (
+    NotSwitchableError,
+    SafeDisableRolledBackError,
+    SwitchRefusedError,
+    UnsafeSyncRestartError,
+)
 from airflow_async_stream.lease import Holder, RunState
+from airflow_async_stream.reconfigure import reconfigure, running_spec, why_not_in_place
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 
 __all__ = [
     "ASYNC_EVERY_BATCH",
     "SYNCHRONOUS",
     "SafeDisable",
+    "Switch",
     "at_interval_0",
     "failure_reason",
     "migration_hold_ttl_s",
@@ -58,11 +84,12 @@ def _mapping(spec: JobSpec | dict[str, Any]) -> dict[str, Any]:
     return spec.to_mapping() if isinstance(spec, JobSpec) else dict(spec)
 
 
-def rolled_back_error(job: str, reason: str, record: Deployment) -> SafeDisableRolledBackError:
+def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolledBackError:
     """The error a rolled-back migration ends with: what failed, and that the job keeps running async."""
+    how = "switched in place" if switch.path == IN_PLACE else "redeployed"
     return SafeDisableRolledBackError(
-        f"async progress tracking stays on for job {job!r}: {reason}. The job was redeployed with "
-        f"async on and checkpoint interval 0 (deployment {record.deployment_id}) and keeps running."
+        f"async progress tracking stays on for job {job!r}: {reason}. The job was {how} to async on and "
+        f"checkpoint interval 0 (deployment {switch.deployment_id}) and keeps running."
     )
 
 
@@ -94,6 +121,49 @@ def migration_hold_ttl_s(deploy: DeploySettings, wait_timeout_s: float, waits: i
     )
 
 
+IN_PLACE, RESTART = "in_place", "restart"
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One configuration change of the migration: how it was made and why, where its wait counts from, and
+    the stream's pause across it (idle time between the last batch before and the first after, from the
+    progress log's own timestamps; None while no batch ran after it)."""
+
+    to: str
+    path: str
+    why: str
+    deployment_id: str
+    start_batch: int | None
+    pause_s: float | None = None
+    outcome: str = SwitchOutcome.SWITCHED
+    #: The driver's reason when the switch did not go as asked (the gate's verdict).
+    reason: str | None = None
+
+    def describe(self) -> str:
+        pause = "not measured: no batch ran yet" if self.pause_s is None else f"{self.pause_s:.2f} s"
+        return f"to {self.to}: {self.path.replace('_', ' ')} ({self.why}), pause {pause}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "to": self.to,
+            "path": self.path,
+            "why": self.why,
+            "deployment_id": self.deployment_id,
+            "start_batch": self.start_batch,
+            "pause_s": self.pause_s,
+            "outcome": self.outcome,
+            "reason": self.reason,
+        }
+
+
+def restart_pause(control: ControlArea, before_id: str | None, after_id: str) -> float | None:
+    """Idle time across a redeploy: end of the previous deployment's last batch to the new one's first."""
+    before = [e for e in control.read_progress(before_id) if ran_a_batch(e)] if before_id else []
+    after = [e for e in control.read_progress(after_id) if ran_a_batch(e)]
+    return idle_between(before[-1], after[0]) if before and after else None
+
+
 @dataclass(frozen=True)
 class SafeDisable:
     """One job's migration: its spec (each step sets the async options), who holds it, each step's limits."""
@@ -106,6 +176,8 @@ class SafeDisable:
     sync_overrides: dict[str, Any] = field(default_factory=dict)
     run_state: RunState | None = None
     log: logging.Logger = _log
+    #: Switch in place where the running driver can (False: always redeploy, as before in-place switching).
+    in_place: bool = True
 
     def __post_init__(self) -> None:
         if self.async_batches < 2:
@@ -127,52 +199,158 @@ class SafeDisable:
     def hold_ttl_s(self) -> float:
         return migration_hold_ttl_s(self.deploy, self.wait_timeout_s)
 
-    def redeploy_at_interval_0(self) -> Deployment:
-        """Take over the running job with async on at interval 0; returns the deployment record."""
-        return self._deploy(at_interval_0(self.spec), redeploy=True)
+    def path(self, target: JobSpec, require_sync_safe: bool = False) -> tuple[str, str]:
+        """How the job gets to ``target`` now (``in_place`` or ``restart``), and why."""
+        if not self.in_place:
+            return RESTART, "the migration asks for restarts (in_place=False)"
+        why_not = why_not_in_place(self.control, target, require_sync_safe)
+        return (RESTART, why_not) if why_not else (IN_PLACE, "the running driver switches in place")
 
-    def wait_for_batches(self, record: Deployment, needed: int) -> CommitCheck:
-        """Wait for ``needed`` batches committed after the deploy of ``record`` started."""
-        return wait_for_commits(self.checkpoint, record.start_batch, needed, self.wait_timeout_s, self.log)
+    def to_interval_0(self) -> Switch:
+        """Async on, every batch checkpointed: switched in place, or the running job taken over by a redeploy."""
+        target = at_interval_0(self.spec)
+        if self.runs(target):
+            self.log.info("%s already runs with async on at interval 0: nothing to switch", self.spec.name)
+            status = self.control.read_status()
+            assert status is not None
+            return Switch("async_interval_0", IN_PLACE, "already running it", status.deployment_id,
+                          latest_batch(self.checkpoint, "commits"), 0.0, "unchanged")  # fmt: skip
+        path, why = self.path(target)
+        if path == IN_PLACE:
+            try:
+                return self._switch("async_interval_0", target, require_sync_safe=False, why=why)
+            except (NotSwitchableError, SwitchRefusedError) as exc:
+                path, why = RESTART, f"the driver did not switch in place: {exc}"
+        self.log.info("%s: redeploying with async on at interval 0 (%s)", self.spec.name, why)
+        return self._restart("async_interval_0", target, redeploy=True, why=why)
+
+    def wait_for_batches(self, after: Switch | Deployment, needed: int) -> CommitCheck:
+        """Wait for ``needed`` batches committed after the switch (or deploy) ``after`` started."""
+        return wait_for_commits(self.checkpoint, after.start_batch, needed, self.wait_timeout_s, self.log)
 
     def stop_for_gate(self, reason: str = "safe-disable: stop after two batches at interval 0") -> Status | None:
-        """Stop the job between micro-batches; fails when it failed instead of stopping. Its final status."""
+        """Stop the job between micro-batches, unless the synchronous switch will be made in place (the driver
+        then stops the query itself). Fails when the job failed instead of stopping. Its final status."""
+        path, why = self.path(self.synchronous_spec(), require_sync_safe=True)
+        if path == IN_PLACE:
+            self.log.info(
+                "%s: not stopped: the synchronous switch is made in place (%s); the driver stops its query "
+                "between micro-batches then, and the job never stops running",
+                self.spec.name,
+                why,
+            )
+            return self.control.read_status()
+        self.log.info("%s: stopping for the synchronous restart (%s)", self.spec.name, why)
         outcome = stop_job(self.control, self.holder, self.deploy, reason, self.run_state, self.log)
         outcome.raise_unless_stopped(self.spec.name, self.deploy.stop_kill_after_s)
         return outcome.status
 
-    def gate(self) -> Inspection:
+    def gate(self) -> Inspection | None:
+        """The inspector's verdict on the stopped checkpoint; None when the job runs on to switch in place
+        (the driver runs this gate itself on the stopped checkpoint at the switch)."""
+        if self.live():
+            self.log.info(
+                "%s runs on: the driver runs the gate itself when it stops for the synchronous switch",
+                self.spec.name,
+            )
+            return None
         return gate_sync_restart(self.checkpoint, self.log)
+
+    def to_synchronous(self) -> Switch:
+        """Async off: switched in place through the driver's gate, or stopped, gated and redeployed.
+
+        Raises UnsafeSyncRestartError when the gate says no (in place the job then runs on with async on at
+        interval 0; after a stop it stays stopped until the rollback).
+        """
+        target = self.synchronous_spec()
+        path, why = self.path(target, require_sync_safe=True)
+        if path == IN_PLACE:
+            try:
+                switch = self._switch("synchronous", target, require_sync_safe=True, why=why)
+            except (NotSwitchableError, SwitchRefusedError) as exc:
+                why = f"the driver did not switch in place: {exc}"
+            else:
+                if switch.outcome == SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0:
+                    raise UnsafeSyncRestartError(
+                        f"a synchronous restart is not safe: {switch.reason}; the job runs on with async on "
+                        "at interval 0"
+                    )
+                return switch
+        if self.live():
+            self.stop_for_gate(f"safe-disable: stop for the synchronous restart ({why})")
+        self.gate()
+        return self._restart("synchronous", target, redeploy=False, why=why)
+
+    def roll_back(self, reason: str) -> Switch:
+        """Back to the job's spec with async on at interval 0, so it keeps running (switched in place when
+        the running driver can, else redeployed)."""
+        self.log.warning("Safe-disable failed (%s); back to async on, interval 0", reason)
+        return self.to_interval_0()
+
+    # Earlier names of the restart path's steps (rollouts and callers of this release use them).
+    def redeploy_at_interval_0(self) -> Deployment:
+        """Take over the running job with async on at interval 0 by a redeploy; the deployment record."""
+        return self._deploy(at_interval_0(self.spec), redeploy=True)
 
     def deploy_synchronously(self) -> Deployment:
         """Deploy the synchronous spec on the stopped checkpoint (never over a live driver)."""
         return self._deploy(self.synchronous_spec(), redeploy=False)
 
-    def roll_back(self, reason: str) -> Deployment:
-        """Redeploy the job's spec with async on at interval 0, so it keeps running; its deployment record."""
-        self.log.warning("Safe-disable failed (%s); redeploying with async on, interval 0", reason)
-        return self.redeploy_at_interval_0()
+    def live(self) -> bool:
+        return liveness(self.control.read_status()).live
+
+    def runs(self, target: JobSpec) -> bool:
+        """The job's live driver runs ``target`` now."""
+        try:
+            return self.live() and running_spec(self.control) == target
+        except NotSwitchableError:
+            return False
+
+    def _switch(self, to: str, target: JobSpec, *, require_sync_safe: bool, why: str) -> Switch:
+        record: Reconfiguration = reconfigure(
+            self.control,
+            target,
+            require_sync_safe=require_sync_safe,
+            holder=self.holder,
+            run_state=self.run_state,
+            timeout_s=self.deploy.startup_timeout_s,
+            graceful_timeout_s=self.deploy.stop_graceful_timeout_s,
+            reason=f"safe-disable: to {to}",
+            log=self.log,
+        )
+        switch = Switch(to, IN_PLACE, why, record.deployment_id, record.committed_before, record.pause_s,
+                        record.outcome or SwitchOutcome.SWITCHED, record.reason)  # fmt: skip
+        self.log.info("%s: switched %s", self.spec.name, switch.describe())
+        return switch
+
+    def _restart(self, to: str, target: JobSpec, *, redeploy: bool, why: str) -> Switch:
+        status = self.control.read_status()
+        record = self._deploy(target, redeploy=redeploy)
+        pause = restart_pause(self.control, status.deployment_id if status else None, record.deployment_id)
+        switch = Switch(to, RESTART, why, record.deployment_id, record.start_batch, pause, "deployed")
+        self.log.info("%s: %s", self.spec.name, switch.describe())
+        return switch
 
     def _deploy(self, spec: JobSpec, redeploy: bool) -> Deployment:
         return deploy_job(spec, self.holder, replace(self.deploy, redeploy=redeploy), self.run_state, self.log)
 
 
-def run_safe_disable(migration: SafeDisable, status: Status | None) -> Deployment:
-    """Every step in order, in this process; the synchronous deployment's record.
+def run_safe_disable(migration: SafeDisable, status: Status | None) -> list[Switch]:
+    """Every step in order, in this process; the switches made (the last one: to synchronous).
 
     ``status`` is the job's status record before the run: a job already stopped whose checkpoint is safe
     for a synchronous restart (a crashed run got past the gate) goes straight to the synchronous deploy.
     Raises on the first failing step; the caller rolls back.
     """
+    switches: list[Switch] = []
     stopped = status is None or status.state not in ACTIVE_STATES
     if stopped and inspect_checkpoint(migration.checkpoint).sync_restart_safe:
         migration.log.info("%s: stopped and its checkpoint is safe for a synchronous restart", migration.spec.name)
     else:
-        record = migration.redeploy_at_interval_0()
-        migration.wait_for_batches(record, migration.async_batches)
-        final = migration.stop_for_gate()
-        migration.log.info("%s: the async job ended %s", migration.spec.name, final.state if final else None)
+        switches.append(migration.to_interval_0())
+        migration.wait_for_batches(switches[-1], migration.async_batches)
+        migration.stop_for_gate()
         migration.gate()
-    record = migration.deploy_synchronously()
-    migration.wait_for_batches(record, 1)
-    return record
+    switches.append(migration.to_synchronous())
+    migration.wait_for_batches(switches[-1], 1)
+    return switches

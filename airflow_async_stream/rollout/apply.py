@@ -181,8 +181,12 @@ def _refuse(step: _Step) -> dict[str, Any]:
 def _safe_disable(step: _Step) -> dict[str, Any]:
     """The migration's steps in order (safe_disable_steps.py), resumed past the gate after a crashed run."""
     status = step.control.read_status()
-    record = run_safe_disable(step.safe_disable(), status)
-    return {"outcome": "done", "deployment_id": record.deployment_id}
+    switches = run_safe_disable(step.safe_disable(), status)
+    return {
+        "outcome": "done",
+        "deployment_id": switches[-1].deployment_id,
+        "switches": [switch.to_json() for switch in switches],
+    }
 
 
 _ACTIONS = {

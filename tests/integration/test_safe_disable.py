@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.continuity import continuity_problems
 from airflow_async_stream.control import ControlArea, liveness
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
-from tests.integration.conftest import checkpoint_files, run_dag, task_states, write_dag
+from tests.integration.conftest import checkpoint_files, run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 SCRIPTS = Path(__file__).resolve().parent / "spark_scripts"
@@ -45,16 +46,26 @@ def test_negative_control_plain_sync_restart_over_async_gaps_really_fails(checkp
     assert spark_said.search(restarted["error"] or ""), (restarted["error"] or "")[:400]
 
 
-def test_safe_disable_dag_turns_async_off_without_losing_anything(airflow_db: None) -> None:
-    started = run_dag(DAGS_FOLDER / "example_start_async_job.py", "example_start_async_job")
+def _start_gapped_async_job(checkpoint: str | None = None) -> str:
+    """The example job, started by its example DAG (or by a DAG of the same shape on ``checkpoint``), with
+    gaps in its offset and commit logs: a direct synchronous restart would fail."""
+    if checkpoint is None:
+        started = run_dag(DAGS_FOLDER / "example_start_async_job.py", "example_start_async_job")
+        checkpoint = str(CHECKPOINT_ROOT / "clicks-async")
+    else:
+        source = (DAGS_FOLDER / "example_start_async_job.py").read_text()
+        dag_id = "start_async_job_at_" + Path(checkpoint).name.replace("-", "_")
+        path = write_dag(dag_id, source.replace('f"{ROOT}/clicks-async"', repr(checkpoint)).replace(
+            "def example_start_async_job", f"def {dag_id}").replace("example_start_async_job()", f"{dag_id}()"))  # fmt: skip
+        started = run_dag(path, dag_id)
     assert task_states(started) == {"deploy": "success", "three_durable_commits": "success"}
-    checkpoint = str(CHECKPOINT_ROOT / "clicks-async")
     before = inspect_checkpoint(checkpoint)
     assert not before.sync_restart_safe and "doesn't exist" in before.reason
-    files_before = checkpoint_files(checkpoint)
+    return checkpoint
 
-    migrated = run_dag(DAGS_FOLDER / "example_safe_disable.py", "example_safe_disable")
 
+def _assert_safe_and_synchronous(checkpoint: str, files_before: dict[str, str], migrated: Any) -> list[dict]:
+    """Every step succeeded, the job runs synchronously on a safe checkpoint that lost nothing; the switches."""
     steps = task_states(migrated)
     assert steps.pop("safe_disable.rollback_to_async") == "skipped"
     assert set(steps.values()) == {"success"}, steps
@@ -63,17 +74,64 @@ def test_safe_disable_dag_turns_async_off_without_losing_anything(airflow_db: No
     assert deployment["async_progress"]["enabled"] is False
     status = control.read_json("status.json")
     assert status["deployment_id"] == deployment["deployment_id"] and liveness(status).live
+    assert status["configuration"]["async_progress"]["enabled"] is False
 
+    switches = xcom(migrated, "safe_disable.release_job")["switches"]
+    assert [s["to"] for s in switches] == ["async_interval_0", "synchronous"], switches
+    assert all(isinstance(s["pause_s"], float) and s["pause_s"] > 0 for s in switches), switches
     gate = inspect_checkpoint(checkpoint)
     assert gate.sync_restart_safe
-    committed_sync = [b for b in batch_ids(checkpoint, "commits") if b > deployment["start_batch"]]
+    committed_sync = [b for b in batch_ids(checkpoint, "commits") if b > switches[-1]["start_batch"]]
     assert committed_sync, "the synchronous job committed no batch"
 
     files_after = checkpoint_files(checkpoint)
     changed = {name for name, digest in files_before.items() if files_after.get(name) != digest}
     assert not changed, f"checkpoint files deleted or rewritten: {sorted(changed)}"
-
     assert continuity_problems(control.read_progress()) == []
+    return switches
+
+
+def test_safe_disable_dag_switches_the_running_driver_in_place(airflow_db: None) -> None:
+    checkpoint = _start_gapped_async_job()
+    control = ControlArea.for_checkpoint(checkpoint)
+    driver = control.read_json("status.json")["deployment_id"]
+    files_before = checkpoint_files(checkpoint)
+
+    migrated = run_dag(DAGS_FOLDER / "example_safe_disable.py", "example_safe_disable")
+
+    switches = _assert_safe_and_synchronous(checkpoint, files_before, migrated)
+    assert [(s["path"], s["outcome"]) for s in switches] == [("in_place", "switched")] * 2, switches
+    status = control.read_json("status.json")
+    assert status["deployment_id"] == driver and status["switches"] == 2  # one driver throughout
+    assert control.read_reconfiguration().gate, "the driver ran no gate at the synchronous switch"
+
+
+def test_safe_disable_dag_asked_for_restarts_redeploys_at_each_switch(airflow_db: None, checkpoint_dir: str) -> None:
+    checkpoint = _start_gapped_async_job(checkpoint_dir)
+    driver = ControlArea.for_checkpoint(checkpoint).read_json("status.json")["deployment_id"]
+    files_before = checkpoint_files(checkpoint)
+    path = write_dag(
+        "safe_disable_by_restarts",
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.spec import resolve_spec
+
+        @dag(schedule=None)
+        def safe_disable_by_restarts():
+            safe_disable_async_progress(
+                resolve_spec({str(DAGS_FOLDER / "specs" / "clicks_async.yaml")!r}, {{"checkpoint": {checkpoint!r}}}),
+                in_place=False,
+            )
+
+        safe_disable_by_restarts()
+        """,
+    )
+
+    switches = _assert_safe_and_synchronous(checkpoint, files_before, run_dag(path, "safe_disable_by_restarts"))
+
+    assert [(s["path"], s["outcome"]) for s in switches] == [("restart", "deployed")] * 2, switches
+    assert len({driver, *(s["deployment_id"] for s in switches)}) == 3  # a new driver at each switch
 
 
 def test_failed_sync_redeploy_rolls_back_to_async(airflow_db: None, checkpoint_dir: str, capfd) -> None:

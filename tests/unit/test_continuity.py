@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_async_stream.continuity import continuity_problems
+from airflow_async_stream.continuity import continuity_problems, longest_idle
 
 
 def event(batch: int, start: int | None, end: int) -> dict:
@@ -27,3 +27,19 @@ def test_a_hole_in_the_offsets_is_reported() -> None:
 
 def test_missing_batch_ids_are_reported() -> None:
     assert continuity_problems([event(0, None, 5), event(3, 5, 9)]) == ["no progress for batches 1..2"]
+
+
+def test_the_longest_idle_time_is_between_consecutive_batches_that_ran() -> None:
+    def event(batch: int, start: str, ms: int, ran: bool = True) -> dict:
+        durations = {"triggerExecution": ms, **({"addBatch": 1} if ran else {})}
+        return {"batch_id": batch, "timestamp": f"2026-01-01T00:00:{start}Z", "duration_ms": durations}
+
+    events = [
+        event(0, "00.000", 500),
+        event(1, "01.000", 500),
+        event(2, "02.000", 0, ran=False),
+        event(2, "04.000", 500),
+    ]
+    idle, before, after = longest_idle(events)  # type: ignore[misc]
+    assert (idle, before["batch_id"], after["batch_id"]) == (2.5, 1, 2)
+    assert longest_idle(events[:1]) is None

@@ -216,3 +216,24 @@ def test_a_phase_the_poll_missed_is_still_reported_in_order() -> None:
     assert phases_passed(refused) == ["done"]
     assert phases_passed(failed) == ["stopping", "stopped", "done"]
     assert phases_passed(stopping.but(phase="from-a-newer-driver")) == ["from-a-newer-driver"]
+
+
+def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each switch of the safe-disable migration says which way it goes and why, before anything is asked."""
+    from airflow_async_stream.migrations.safe_disable_steps import IN_PLACE, RESTART, SafeDisable
+
+    job = spec(checkpoint=str(tmp_path / "ck"))
+
+    def path(status: Status | None, **kwargs: object) -> tuple[str, str]:
+        migration = SafeDisable(job, **kwargs)  # type: ignore[arg-type]
+        _control_with(tmp_path, status)
+        return migration.path(migration.synchronous_spec(), require_sync_safe=True)
+
+    assert path(_running()) == (IN_PLACE, "the running driver switches in place")
+    assert path(_running(), in_place=False) == (RESTART, "the migration asks for restarts (in_place=False)")
+    assert path(_running(configuration=None))[0] == RESTART
+    assert "an earlier release" in path(_running(configuration=None))[1]
+    assert "not running (stopped" in path(_running(state="stopped"))[1]
+    heavier = path(_running(), sync_overrides={"spark_conf": {"spark.executor.memory": "4g"}})
+    assert heavier[0] == RESTART and "spark_conf.spark.executor.memory" in heavier[1]
+    assert path(_running(), sync_overrides={"spark_conf": {"spark.sql.shuffle.partitions": 9}})[0] == IN_PLACE

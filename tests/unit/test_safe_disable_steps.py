@@ -12,7 +12,7 @@ from airflow.sdk import DAG
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.migrations import safe_disable_async_progress
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable, at_interval_0, synchronous
-from airflow_async_stream.spec import parse_spec, resolve_spec
+from airflow_async_stream.spec import parse_spec
 
 SPEC: dict[str, Any] = {
     "name": "steps",
@@ -39,14 +39,28 @@ def test_each_step_deploys_the_spec_it_names() -> None:
     assert (sync.name, sync.checkpoint, sync.trigger) == (job.name, job.checkpoint, job.trigger)
 
 
-def test_the_taskgroup_deploys_what_the_steps_deploy() -> None:
+def test_the_taskgroup_runs_the_steps_of_the_same_migration() -> None:
     overrides = {"spark_conf": {"spark.sql.shuffle.partitions": "4"}}
-    tasks = _group(sync_overrides=overrides)
     migration = SafeDisable(parse_spec(SPEC), sync_overrides=overrides)
-    redeploy, deploy_sync = tasks["safe_disable.redeploy_async_interval_0"], tasks["safe_disable.deploy_sync"]
-    assert resolve_spec(redeploy.spec, redeploy.overrides) == at_interval_0(migration.spec)
-    assert resolve_spec(deploy_sync.spec, deploy_sync.overrides) == migration.synchronous_spec()
-    assert tasks["safe_disable.hold_job"].ttl_s == migration.hold_ttl_s
+    for in_place in (True, False):
+        tasks = _group(sync_overrides=overrides, in_place=in_place)
+        steps = {
+            task_id.removeprefix("safe_disable."): (task.step, task.migration(None))
+            for task_id, task in tasks.items()
+            if hasattr(task, "step")
+        }
+        assert {k: step for k, (step, _) in steps.items()} == {
+            "redeploy_async_interval_0": "to_interval_0",
+            "stop_async": "stop_for_gate",
+            "gate_sync_restart_safe": "gate",
+            "deploy_sync": "to_synchronous",
+            "rollback_to_async": "to_interval_0",
+        }
+        for _, built in steps.values():
+            assert built.in_place is in_place
+            assert at_interval_0(built.spec) == at_interval_0(migration.spec)
+            assert built.synchronous_spec() == migration.synchronous_spec()
+        assert tasks["safe_disable.hold_job"].ttl_s == migration.hold_ttl_s
 
 
 def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -> None:
