@@ -48,8 +48,9 @@ def live_drivers(control: ControlArea) -> list[int]:
     return pids
 
 
-def migration_dag(checkpoint: str, dag_id: str, trigger: str) -> Path:
-    """A DAG file running the safe-disable migration of the job at ``checkpoint`` (batches every ``trigger``)."""
+def migration_dag(checkpoint: str, dag_id: str, trigger: str, in_place: bool = True) -> Path:
+    """A DAG file running the safe-disable migration of the job at ``checkpoint`` (batches every ``trigger``),
+    switching in place where it can, or by restarts only."""
     from tests.integration.conftest import write_dag
 
     spec = async_job(checkpoint, trigger)
@@ -61,7 +62,8 @@ def migration_dag(checkpoint: str, dag_id: str, trigger: str) -> Path:
 
         @dag(schedule=None)
         def {dag_id}():
-            safe_disable_async_progress({spec!r}, startup_timeout_s=180, wait_timeout_s=120, deferrable=False)
+            safe_disable_async_progress({spec!r}, startup_timeout_s=180, wait_timeout_s=120, deferrable=False,
+                                        in_place={in_place!r})
 
         {dag_id}()
         """,

@@ -1,5 +1,5 @@
-"""Faults injected during the safe-disable migration: SIGKILL to the driver at each stage, and to the
-Airflow run itself. After each: no synchronous job ran on an unsafe checkpoint, no checkpoint file was
+"""Faults injected during the safe-disable migration: SIGKILL to the driver at each stage of both paths
+(switched in place, and by restarts), and to the Airflow run itself. After each: no synchronous job ran on an unsafe checkpoint, no checkpoint file was
 deleted or changed, at most one driver runs and it is the one the status record names, and a re-run of
 the DAG completes the migration."""
 
@@ -27,8 +27,8 @@ Trigger = Callable[[ControlArea, str], "int | str | None"]
 AIRFLOW_RUN = "the airflow run"
 
 
-def _dag(checkpoint: str, dag_id: str, trigger: str = "300 milliseconds") -> Path:
-    return migration_dag(checkpoint, dag_id, trigger)
+def _dag(checkpoint: str, dag_id: str, trigger: str = "300 milliseconds", in_place: bool = True) -> Path:
+    return migration_dag(checkpoint, dag_id, trigger, in_place)
 
 
 def _run_dag_process(dag_id: str, strike: Trigger | None, control: ControlArea) -> tuple[int, str | None]:
@@ -118,17 +118,54 @@ def during_sync_redeploy(control: ControlArea, dag_id: str) -> int | None:
     return int(record["driver"]["launcher_pid"]) if record else None
 
 
+# -- in place: the same driver switches; the strikes follow its account of each switch ------------------------
+
+
+def _switch(control: ControlArea, to_interval_0: bool, phases: tuple[str, ...]) -> int | None:
+    """The driver's process group while its switch to interval 0 (or to synchronous) is in one of ``phases``."""
+    record = control.read_json("reconfiguration.json") or {}
+    before = (record.get("before") or {}).get("async_progress") or {}
+    deployment = control.read_json("deployment.json") or {}
+    if record.get("phase") in phases and (before.get("checkpoint_interval_ms") != 0) is to_interval_0:
+        return int(deployment["driver"]["launcher_pid"])
+    return None
+
+
+def switching_to_interval_0(control: ControlArea, dag_id: str) -> int | None:
+    return _switch(control, True, ("stopping", "stopped"))  # stopping its async query between micro-batches
+
+
+def between_first_and_second_interval_0_batch(control: ControlArea, dag_id: str) -> int | None:
+    record = control.read_json("reconfiguration.json") or {}
+    after = (record.get("after") or {}).get("async_progress") or {}
+    if after.get("checkpoint_interval_ms") == 0 and record.get("committed_before") is not None:
+        committed = batch_ids(control.url.removesuffix(".async-stream"), "commits")
+        if len([b for b in committed if b > record["committed_before"]]) == 1:
+            return int((control.read_json("deployment.json") or {})["driver"]["launcher_pid"])
+    return None
+
+
+def synchronous_query_started(control: ControlArea, dag_id: str) -> int | None:
+    return _switch(control, False, ("started",))  # the synchronous query runs, its first batch not yet reported
+
+
+_RESTART_STRIKES = [before_first_async_batch, between_first_and_second_async_batch, during_graceful_stop,
+                    during_sync_redeploy]  # fmt: skip
+_IN_PLACE_STRIKES = [switching_to_interval_0, between_first_and_second_interval_0_batch, synchronous_query_started]
+
+
 @pytest.mark.parametrize(
-    "strike",
-    [before_first_async_batch, between_first_and_second_async_batch, during_graceful_stop, during_sync_redeploy],
+    ("in_place", "strike"),
+    [(False, strike) for strike in _RESTART_STRIKES] + [(True, strike) for strike in _IN_PLACE_STRIKES],
+    ids=lambda value: value.__name__ if callable(value) else ("in_place" if value else "restart"),
 )
-def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, strike: Trigger) -> None:
+def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, in_place: bool, strike: Trigger) -> None:
     dag_id = f"faults_{strike.__name__}"
     # Slow batches leave room to strike between the first and the second async batch; the other faults
-    # strike at a deploy or a stop, whose windows do not depend on the trigger, and short batches keep
-    # the migration's waits short.
-    slow = strike is between_first_and_second_async_batch
-    path = _dag(checkpoint_dir, dag_id, "2 seconds" if slow else "300 milliseconds")
+    # strike at a deploy, a stop or a switch, whose windows do not depend on the trigger, and short batches
+    # keep the migration's waits short.
+    slow = strike in (between_first_and_second_async_batch, between_first_and_second_interval_0_batch)
+    path = _dag(checkpoint_dir, dag_id, "2 seconds" if slow else "300 milliseconds", in_place)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     start_async_job(checkpoint_dir)
     before = checkpoint_files(checkpoint_dir)
@@ -169,14 +206,26 @@ def airflow_run_during_sync_deploy(control: ControlArea, dag_id: str) -> str | N
     return None
 
 
-def test_airflow_run_killed_mid_step_then_rerun(airflow_db: None, checkpoint_dir: str) -> None:
-    dag_id = "faults_airflow_run_killed"
-    path = _dag(checkpoint_dir, dag_id)
+def airflow_run_during_sync_switch(control: ControlArea, dag_id: str) -> str | None:
+    if _switch(control, False, ("stopping", "stopped", "started")):
+        return AIRFLOW_RUN  # deploy_sync waits for the driver's switch to synchronous: the driver goes on alone
+    return None
+
+
+@pytest.mark.parametrize(
+    ("in_place", "strike"), [(False, airflow_run_during_sync_deploy), (True, airflow_run_during_sync_switch)],
+    ids=["restart", "in_place"],
+)  # fmt: skip
+def test_airflow_run_killed_mid_step_then_rerun(
+    airflow_db: None, checkpoint_dir: str, in_place: bool, strike: Trigger
+) -> None:
+    dag_id = f"faults_airflow_run_killed_{'in_place' if in_place else 'restart'}"
+    path = _dag(checkpoint_dir, dag_id, in_place=in_place)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     start_async_job(checkpoint_dir)
     before = checkpoint_files(checkpoint_dir)
 
-    _, struck = _run_dag_process(dag_id, airflow_run_during_sync_deploy, control)
+    _, struck = _run_dag_process(dag_id, strike, control)
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
     lease = control.read_json("lease.json")
     assert lease and lease["dag_id"] == dag_id, "the dead run should still hold the job"
