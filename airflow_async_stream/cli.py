@@ -66,11 +66,15 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             print(f"{Path(args.folder) / file if file != '(folder)' else args.folder}: {field}: {reason}")
         return EXIT_INVALID
     if args.json:
-        rows = [{k: i.to_json()[k] for k in ("job", "action", "reason", "diff")} for i in items]
+        rows = [
+            {k: i.to_json()[k] for k in ("job", "action", "reason", "diff", "switch", "switch_reason")} for i in items
+        ]
         print(json.dumps(rows, indent=2, sort_keys=True, default=str))
         return EXIT_OK
     for item in items:
         print(f"{item.job:<24} {item.action:<13} {item.reason}")
+        if item.switch:
+            print(f"{'':<24}   how: {item.switch.replace('_', ' ')} ({item.switch_reason})")
         for field, change in item.diff.items():
             if item.action != "deploy":
                 print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")

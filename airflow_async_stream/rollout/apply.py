@@ -1,6 +1,8 @@
 """Carry out one job's planned action, holding the job, judged by committed batches, rolled back on failure.
 
-A deploy or restart counts as done only when the new deployment commits batches after its start; if it
+A ``restart`` the plan marks ``in_place`` is asked of the running driver (reconfigure.py: about a second of
+pause) and falls back to a graceful stop and redeploy when the driver does not switch. A deploy or restart
+counts as done only when the new deployment (or the switched query) commits batches after its start; if it
 does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
 what ran before the rollout when no stable spec is on record. A rollback never restarts synchronously
 over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0.
@@ -21,7 +23,13 @@ from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.commit_watch import wait_for_commits
 from airflow_async_stream.control import UP_STATES, ControlArea, Deployment, Status, now
 from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, RolloutError
+from airflow_async_stream.exceptions import (
+    AsyncStreamError,
+    JobHeldError,
+    NotSwitchableError,
+    RolloutError,
+    SwitchRefusedError,
+)
 from airflow_async_stream.lease import Holder, RunState, held
 from airflow_async_stream.lifecycle import wait_until_running
 from airflow_async_stream.migrations.safe_disable_steps import (
@@ -30,8 +38,9 @@ from airflow_async_stream.migrations.safe_disable_steps import (
     migration_hold_ttl_s,
     run_safe_disable,
 )
+from airflow_async_stream.reconfigure import reconfigure
 from airflow_async_stream.rollout.observed import read_job
-from airflow_async_stream.rollout.planner import PlanItem
+from airflow_async_stream.rollout.planner import IN_PLACE, RESTART, PlanItem
 from airflow_async_stream.spec import JobSpec, parse_spec
 
 __all__ = ["ApplySettings", "apply_item"]
@@ -164,8 +173,27 @@ def _deploy(step: _Step) -> dict[str, Any]:
 
 
 def _restart(step: _Step) -> dict[str, Any]:
-    record = step.deploy_and_confirm(_spec(step.item), True, step.settings.confirm_batches)
-    return {"outcome": "done", "deployment_id": record.deployment_id}
+    spec, settings = _spec(step.item), step.settings
+    if step.item.switch == IN_PLACE:
+        try:
+            switch = reconfigure(
+                step.control,
+                spec,
+                holder=step.holder,
+                timeout_s=settings.deploy.startup_timeout_s,
+                graceful_timeout_s=settings.deploy.stop_graceful_timeout_s,
+                reason=f"rollout of {settings.folder}",
+                log=step.log,
+            )
+        except (NotSwitchableError, SwitchRefusedError) as exc:
+            step.log.info("%s: not switched in place (%s): a graceful stop and redeploy", step.item.job, exc)
+        else:
+            wait_for_commits(spec.checkpoint, switch.committed_before, settings.confirm_batches,
+                             settings.wait_timeout_s, step.log)  # fmt: skip
+            return {"outcome": "done", "deployment_id": switch.deployment_id, "switch": IN_PLACE,
+                    "pause_s": switch.pause_s}  # fmt: skip
+    record = step.deploy_and_confirm(spec, True, settings.confirm_batches)
+    return {"outcome": "done", "deployment_id": record.deployment_id, "switch": RESTART}
 
 
 def _retire(step: _Step) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea, Deployment, Status, liveness, now
+from airflow_async_stream.control import ControlArea, Deployment, State, Status, liveness, now
 from airflow_async_stream.driver_process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
 
@@ -28,6 +28,9 @@ class ObservedJob:
     state: str | None
     live: bool
     rollout: dict[str, Any] | None
+    #: A driver of this release runs the job and can switch its query in place (its status names the
+    #: configuration it runs; an earlier release's does not).
+    switchable: bool = False
 
     @property
     def stable_spec(self) -> dict[str, Any] | None:
@@ -35,9 +38,15 @@ class ObservedJob:
 
     @property
     def confirmed(self) -> bool:
-        """The deployed spec ran stably: its deployment committed batches after its start."""
+        """The deployed spec ran stably: its deployment committed batches after its start (after an in-place
+        switch the deployment stays; the stable spec must be the one it runs now)."""
         stable, deployment = self.stable or {}, self.deployment
-        return bool(stable) and deployment is not None and stable.get("deployment_id") == deployment.deployment_id
+        return (
+            bool(stable)
+            and deployment is not None
+            and stable.get("deployment_id") == deployment.deployment_id
+            and (self.spec is None or stable.get("spec") in (None, self.spec))
+        )
 
 
 #: How long a submitted driver on another host may take to write its first status record.
@@ -76,6 +85,8 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         state=status.state if status else None,
         live=liveness(status).live or _still_starting(deployment, status),
         rollout=control.read_json(ControlArea.ROLLOUT),
+        switchable=bool(status and status.configuration is not None and liveness(status).live)
+        and status.state == State.RUNNING,
     )
 
 

@@ -1,8 +1,11 @@
 """Compare desired and deployed state job by job; classify each difference, with the reason in words.
 
 Actions: ``unchanged``, ``deploy`` (new job), ``retire`` (gone from the folder: graceful stop, checkpoint
-kept), ``restart`` (graceful stop and redeploy), ``safe_disable`` (async turned off: the safe-disable
-migration), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as it runs).
+kept), ``restart`` (the new spec replaces the running one), ``safe_disable`` (async turned off: the
+safe-disable migration), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as
+it runs). A ``restart`` or ``safe_disable`` says how its changes are made (``switch``): ``in_place`` when the
+running driver can switch its query (in_place.py: async options, trigger, runtime ``spark.sql`` settings; a
+driver of this release), else ``restart`` (a graceful stop and a redeploy), with the reason.
 
 What counts as ``refuse`` follows Spark's "Recovery Semantics after Changes in a Streaming Query": a
 different source, a source's subscription or path, a changed checkpoint, a file sink's directory, a change
@@ -16,12 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.control import control_url_for
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.in_place import in_place_refusals
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
+from airflow_async_stream.spec import parse_spec
 
-__all__ = ["ACTIONS", "PlanItem", "changes_between", "plan", "plan_folder", "plan_job"]
+__all__ = ["ACTIONS", "IN_PLACE", "RESTART", "PlanItem", "changes_between", "plan", "plan_folder", "plan_job"]
 
 ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse")
+#: How a ``restart`` or ``safe_disable`` item makes its changes.
+IN_PLACE, RESTART = "in_place", "restart"
 
 #: Source options that say *what* is read: changing them leaves the checkpoint's offsets meaningless.
 SOURCE_IDENTITY_OPTIONS = frozenset({"subscribe", "subscribepattern", "assign", "path", "kafka.bootstrap.servers"})
@@ -41,6 +49,9 @@ class PlanItem:
     control_url: str | None = None
     desired_spec: dict[str, Any] | None = None
     needs_confirmation: bool = False
+    #: For ``restart`` and ``safe_disable``: ``in_place`` or ``restart``, and why.
+    switch: str | None = None
+    switch_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,6 +137,21 @@ def _stateful_changed(deployed: dict[str, Any], desired: dict[str, Any]) -> bool
     return bool(deployed.get("stateful")) != bool(desired.get("stateful"))
 
 
+def switch_for(observed: ObservedJob, target: dict[str, Any], require_sync_safe: bool) -> tuple[str, str]:
+    """Whether the running driver can make the change in place, and why (or why not)."""
+    if not observed.live:
+        return RESTART, f"no driver runs (state {observed.state})"
+    if not observed.switchable:
+        return RESTART, "its driver does not switch in place (an earlier release, or not yet running)"
+    try:
+        refused = in_place_refusals(parse_spec(observed.spec or {}), parse_spec(target), require_sync_safe)
+    except SpecError as exc:
+        return RESTART, f"the deployed spec does not validate here: {exc}"
+    if refused:
+        return RESTART, "needs a new driver: " + "; ".join(f"{field}: {why}" for field, why in refused)
+    return IN_PLACE, "the running driver switches its query in place"
+
+
 def _async_on(spec: dict[str, Any] | None) -> bool:
     return bool(_part(spec or {}, "async_progress", "enabled"))
 
@@ -154,13 +180,23 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
             reason += (
                 " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
             )
-        return PlanItem(name, "safe_disable", reason + ": through the safe-disable migration", diff, **item)
+        how, why = switch_for(observed, target, require_sync_safe=True)
+        return PlanItem(
+            name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(how)}", diff, **item,
+            switch=how, switch_reason=why,
+        )  # fmt: skip
     if diff:
         fields = ", ".join(sorted({key.split(".")[0] if key.startswith("spark_conf") else key for key in diff}))
         turned_on = " (async progress tracking turned on)" if _async_on(target) and not _async_on(observed.spec) else ""
-        return PlanItem(name, "restart", f"changed: {fields}{turned_on}; a graceful stop and redeploy", diff, **item)
+        how, why = switch_for(observed, target, require_sync_safe=False)
+        return PlanItem(
+            name, "restart", f"changed: {fields}{turned_on}; {_words(how)}", diff, **item, switch=how, switch_reason=why
+        )  # fmt: skip
     if not observed.live:
-        return PlanItem(name, "restart", f"runs nothing (state {observed.state}): redeploy the desired spec", **item)
+        return PlanItem(
+            name, "restart", f"runs nothing (state {observed.state}): redeploy the desired spec", **item,
+            switch=RESTART, switch_reason=f"no driver runs (state {observed.state})",
+        )  # fmt: skip
     if not observed.confirmed:
         return PlanItem(
             name,
@@ -170,6 +206,10 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
             **item,
         )
     return PlanItem(name, "unchanged", "runs the desired spec", **item)
+
+
+def _words(how: str) -> str:
+    return "switched in place" if how == IN_PLACE else "a graceful stop and redeploy"
 
 
 def plan(desired: dict[str, DesiredJob], observed: dict[str, ObservedJob]) -> list[PlanItem]:

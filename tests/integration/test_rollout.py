@@ -136,6 +136,10 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
     }
     for name in ("newcomer", "retrigger", "toggle"):
         assert _running_spec(v2[name]) == v2[name], name
+    # A trigger change and the migration switch the running driver in place; a transform change redeploys.
+    assert _control(v2["retrigger"]).read_json("rollout.json")["switch"] == "in_place"
+    assert _deployment_id(v2["retrigger"]) == first["retrigger"]
+    assert migrated == first["toggle"], "the migration started a new driver"
     assert _deployment_id(v2["steady"]) == first["steady"]
     assert _deployment_id(v2["toggle"]) == migrated
     assert _running_spec(v2["broken"]) == v1["broken"], "not rolled back to its last stable spec"

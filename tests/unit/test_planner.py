@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -197,12 +198,17 @@ def test_a_file_asking_for_what_async_cannot_run_with_turns_async_off(tmp_path: 
     assert item.action == "safe_disable" and "because the file asks for" in item.reason
 
 
-def _deployed(checkpoint: str, spec: dict[str, Any], folder: Path | None = None, live: bool = True) -> None:
+def _deployed(
+    checkpoint: str, spec: dict[str, Any], folder: Path | None = None, live: bool = True, switches: bool = True
+) -> None:
+    """A job as its driver leaves it; ``switches``: a driver of this release (its status names what it runs)."""
     control = ControlArea.for_checkpoint(checkpoint)
     control.ensure()
     control.write_bytes("spec.json", json.dumps(spec).encode())
     control.write_json("deployment.json", {"deployment_id": "d1", "start_batch": None})
     status = {"deployment_id": "d1", "state": "running" if live else "stopped", "heartbeat_at": time.time()}
+    if switches:
+        status["configuration"] = {"async_progress": spec["async_progress"], "trigger": spec["trigger"]}
     control.write_json("status.json", {**status, "pid": os.getpid(), "host": socket.gethostname()})
     control.write_json("stable.json", {"deployment_id": "d1", "spec": spec})
     if folder is not None:
@@ -217,6 +223,12 @@ def test_plan_folder_reads_control_areas_and_the_registry(tmp_path: Path, monkey
     for name in "bcdf":
         _deployed(str(ck / name), specs[name], folder)
     _deployed(str(ck / "e"), specs["e"], folder)  # e's file is removed below: retire
+    specs["g"] = parse_spec({**BASE, "name": "g", "checkpoint": str(ck / "g")}).to_mapping()
+    _deployed(str(ck / "g"), specs["g"], folder, switches=False)  # an earlier release's driver
+    _write(folder, "g.yaml", deep_merge(specs["g"], {"trigger": {"processing_time": "2 seconds"}}))
+    specs["h"] = parse_spec({**BASE, "name": "h", "checkpoint": str(ck / "h")}).to_mapping()
+    _deployed(str(ck / "h"), specs["h"], folder)
+    _write(folder, "h.yaml", deep_merge(specs["h"], {"spark_conf": {"spark.executor.memory": "2g"}}))
     moved = {**specs["f"], "checkpoint": str(ck / "f-new")}
     _write(folder, "a.yaml", specs["a"])
     _write(folder, "b.yaml", specs["b"])
@@ -224,16 +236,21 @@ def test_plan_folder_reads_control_areas_and_the_registry(tmp_path: Path, monkey
     _write(folder, "d.yaml", deep_merge(specs["d"], {"async_progress": {"enabled": False}}))
     _write(folder, "f.yaml", moved)
 
-    actions = {item.job: item.action for item in plan_folder(folder)}
+    items = {item.job: item for item in plan_folder(folder)}
 
-    assert actions == {
-        "a": "deploy",
-        "b": "unchanged",
-        "c": "restart",
-        "d": "safe_disable",
-        "e": "retire",
-        "f": "refuse",
+    assert {job: (item.action, item.switch) for job, item in items.items()} == {
+        "a": ("deploy", None),
+        "b": ("unchanged", None),
+        "c": ("restart", "in_place"),
+        "d": ("safe_disable", "in_place"),
+        "e": ("retire", None),
+        "f": ("refuse", None),
+        "g": ("restart", "restart"),
+        "h": ("restart", "restart"),
     }
+    assert items["c"].reason == "changed: trigger.processing_time; switched in place"
+    assert "an earlier release" in str(items["g"].switch_reason)
+    assert "needs a new driver: spark_conf.spark.executor.memory" in str(items["h"].switch_reason)
 
 
 def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -247,6 +264,7 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
     people = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
     assert people.returncode == 0, people.stderr
     assert "job                      safe_disable  async progress tracking is turned off" in people.stdout
+    assert "how: in place (the running driver switches its query in place)" in people.stdout
     assert "async_progress.enabled: True -> False" in people.stdout
 
     machines = json.loads(
@@ -256,10 +274,12 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
         {
             "job": "job",
             "action": "safe_disable",
-            "reason": "async progress tracking is turned off: through the safe-disable migration",
+            "reason": "async progress tracking is turned off: through the safe-disable migration, switched in place",
             "diff": {
                 "async_progress.enabled": {"from": True, "to": False},
             },
+            "switch": "in_place",
+            "switch_reason": "the running driver switches its query in place",
         }
     ]
 
@@ -293,3 +313,12 @@ def test_a_submitted_deployment_not_yet_reporting_counts_as_running(tmp_path: Pa
     reused = {"kind": "local-process", **identify(os.getpid()), "launcher_started": 1}
     control.write_json("deployment.json", {"deployment_id": "new", "driver": reused})
     assert not read_job("job", control).live
+
+
+def test_after_an_in_place_switch_the_new_spec_is_confirmed_afresh() -> None:
+    """The deployment stays across a switch: its stable record counts only once it names the spec it runs."""
+    switched = observed(trigger={"processing_time": "2 seconds"})
+    old_stable = {"deployment_id": "d1", "spec": observed().spec}
+    item = plan_job("job", desired(trigger={"processing_time": "2 seconds"}), replace(switched, stable=old_stable))
+    assert item.action == "unchanged" and item.needs_confirmation
+    assert plan_job("job", desired(trigger={"processing_time": "2 seconds"}), switched).needs_confirmation is False
