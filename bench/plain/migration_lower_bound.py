@@ -3,14 +3,17 @@
     migration_lower_bound.py CHECKPOINT async0   start, run with async on and interval 0 until two batches
                                                  newer than the start are committed, stop
     migration_lower_bound.py CHECKPOINT sync     start synchronously, stop at the first committed batch
-Each phase is its own process, as each deploy is. Prints {"seconds": ...} measured inside the process from
-interpreter start (the process launch itself is timed by the caller).
+Each phase is its own process, as each deploy is. Prints {"seconds": ..., "first_batch_start": ...,
+"last_batch_end": ...}: seconds measured inside the process from interpreter start (the process launch itself
+is timed by the caller), and when its first micro-batch that ran started and its last one ended (epoch
+seconds, from Spark's progress), so the caller can measure the stream's pause across processes.
 """
 
 import json
 import os
 import sys
 import time
+from datetime import datetime
 
 t0 = time.monotonic()
 from pyspark.sql import SparkSession  # noqa: E402
@@ -40,5 +43,12 @@ while len([c for c in commits() if c > baseline]) < need:
 committed_after = time.monotonic() - t0
 query.stop()
 stopped_after = time.monotonic() - t0
+ran = [p for p in query.recentProgress if "addBatch" in (p.durationMs or {})]
+starts = [datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp() for p in ran]
+ends = [start + p.durationMs["triggerExecution"] / 1000 for start, p in zip(starts, ran, strict=True)]
 # The migration stops the async job (step c) but leaves the synchronous one running once it committed.
-print(json.dumps({"seconds": stopped_after if mode == "async0" else committed_after}))
+print(json.dumps({
+    "seconds": stopped_after if mode == "async0" else committed_after,
+    "first_batch_start": min(starts) if starts else None,
+    "last_batch_end": max(ends) if ends else None,
+}))  # fmt: skip

@@ -4,13 +4,15 @@
                                             newest offsets file has no predecessor (the trap is set)
     plain_rate_noop.py CHECKPOINT sync      async off; prints the error the query died with, if any
 
-Prints one JSON line: {"error": ..., "offsets": [...]}.
+Prints one JSON line: {"error": ..., "offsets": [...], "last_batch_end": ...} (the end of its last micro-batch
+that ran, epoch seconds from Spark's progress: the benchmark measures the pause to the next process from it).
 """
 
 import json
 import os
 import sys
 import time
+from datetime import datetime
 
 from pyspark.sql import SparkSession
 
@@ -50,4 +52,9 @@ else:
         error = str(exc)
     if query.isActive:
         query.stop()
-print(json.dumps({"error": error, "offsets": offsets()}))
+ran = [p for p in query.recentProgress if "addBatch" in (p.durationMs or {})]
+ends = [
+    datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp() + p.durationMs["triggerExecution"] / 1000
+    for p in ran
+]
+print(json.dumps({"error": error, "offsets": offsets(), "last_batch_end": max(ends) if ends else None}))
