@@ -1,8 +1,10 @@
 """A bounded soak: one job through 20 consecutive configuration changes, nothing lost.
 
-Restarts (trigger, Spark conf, async interval, async turned on) go through a redeploy; every change that
-turns async progress tracking off goes through the safe-disable migration. Afterwards the progress log must
-show contiguous source offsets from the first batch to the last.
+Changes of the trigger, a runtime Spark conf, the async interval or async turned on go alternately through a
+redeploy and through an in-place switch of the running driver; every change that turns async progress
+tracking off goes through the safe-disable migration, alternately switched in place and by restarts.
+Afterwards the progress log must show contiguous source offsets from the first batch to the last, and as
+many drivers and queries as the paths taken say.
 """
 
 from __future__ import annotations
@@ -16,29 +18,30 @@ from tests.integration.conftest import run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
 
-# (kind, overrides): 20 changes, 5 of them safe-disable migrations.
+# (kind, overrides): 20 changes: 8 redeploys, 7 in-place switches, 5 safe-disable migrations (3 in place).
 CHANGES = [
     ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 1000}}),
-    ("restart", {"trigger": {"processing_time": "200 milliseconds"}}),
-    ("safe_disable", {}),
+    ("switch", {"trigger": {"processing_time": "200 milliseconds"}}),
+    ("safe_disable_in_place", {}),
     ("restart", {"spark_conf": {"spark.sql.shuffle.partitions": "4"}}),
-    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 2000}}),
+    ("switch", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 2000}}),
     ("restart", {"trigger": {"processing_time": "300 milliseconds"}}),
-    ("safe_disable", {}),
-    ("restart", {"trigger": {"processing_time": "150 milliseconds"}}),
+    ("safe_disable_by_restarts", {}),
+    ("switch", {"trigger": {"processing_time": "150 milliseconds"}}),
     ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}}),
-    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 1500}}),
-    ("safe_disable", {}),
+    ("switch", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 1500}}),
+    ("safe_disable_in_place", {}),
     ("restart", {"spark_conf": {"spark.sql.shuffle.partitions": "2"}}),
-    ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 3000}}),
+    ("switch", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 3000}}),
     ("restart", {"trigger": {"processing_time": "250 milliseconds"}}),
-    ("safe_disable", {}),
-    ("restart", {"trigger": {"processing_time": "100 milliseconds"}}),
+    ("safe_disable_by_restarts", {}),
+    ("switch", {"trigger": {"processing_time": "100 milliseconds"}}),
     ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 500}}),
-    ("restart", {"spark_conf": {"spark.sql.shuffle.partitions": "3"}}),
+    ("switch", {"spark_conf": {"spark.sql.shuffle.partitions": "3"}}),
     ("restart", {"async_progress": {"enabled": True, "checkpoint_interval_ms": 2500}}),
-    ("safe_disable", {}),
+    ("safe_disable_in_place", {}),
 ]
+KINDS = [kind for kind, _ in CHANGES]
 
 
 def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_dir: str) -> None:
@@ -53,7 +56,7 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
     path = write_dag(
         "soak_twenty_changes",
         f"""
-        from airflow.sdk import dag, chain
+        from airflow.sdk import dag, chain, task
         from airflow_async_stream.migrations import safe_disable_async_progress
         from airflow_async_stream.operators import DeployStreamingJobOperator
         from airflow_async_stream.sensors import CommittedBatchesSensor
@@ -62,20 +65,33 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
         BASE = {base!r}
         CHANGES = {CHANGES!r}
 
+        @task
+        def switch(spec):
+            from airflow_async_stream.control import ControlArea
+            from airflow_async_stream.reconfigure import reconfigure
+            from airflow_async_stream.spec import parse_spec
+
+            record = reconfigure(ControlArea.for_checkpoint(spec["checkpoint"]), parse_spec(spec), timeout_s=120)
+            assert record.outcome == "switched", record
+            return {{"start_batch": record.committed_before}}
+
         @dag(schedule=None)
         def soak_twenty_changes():
             steps = [DeployStreamingJobOperator(task_id="first_deploy", spec=BASE)]
             spec = BASE
             for i, (kind, overrides) in enumerate(CHANGES):
-                if kind == "safe_disable":
-                    steps.append(safe_disable_async_progress(spec, group_id=f"change_{{i:02d}}_safe_disable",
-                                                             deferrable=False))
+                if kind.startswith("safe_disable"):
+                    steps.append(safe_disable_async_progress(spec, group_id=f"change_{{i:02d}}_{{kind}}",
+                                                             deferrable=False, in_place=kind.endswith("in_place")))
                     spec = deep_merge(spec, {{"async_progress": {{"enabled": False}}}})
                     continue
                 spec = deep_merge(spec, overrides)
-                deploy = DeployStreamingJobOperator(task_id=f"change_{{i:02d}}_restart", spec=spec, redeploy=True)
-                steps += [deploy, CommittedBatchesSensor(task_id=f"change_{{i:02d}}_committed", checkpoint=spec["checkpoint"],
-                                                         min_batches=2, baseline_batch=deploy.output, deferrable=False)]
+                if kind == "switch":
+                    changed = switch.override(task_id=f"change_{{i:02d}}_switch")(spec)
+                else:
+                    changed = DeployStreamingJobOperator(task_id=f"change_{{i:02d}}_restart", spec=spec, redeploy=True).output
+                steps += [changed, CommittedBatchesSensor(task_id=f"change_{{i:02d}}_committed", checkpoint=spec["checkpoint"],
+                                                         min_batches=2, baseline_batch=changed, deferrable=False)]
             chain(*steps)
 
         soak_twenty_changes()
@@ -90,9 +106,16 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
     control = ControlArea.for_checkpoint(checkpoint_dir)
     progress = control.read_progress()
     deployments = {e["deployment_id"] for e in progress}
-    assert len(deployments) >= 1 + 15 + 2 * 5  # first deploy, 15 restarts, 2 deploys per migration
+    queries = {e["run_id"] for e in progress}
+    # A new driver at the first deploy, each redeploy and twice per migration by restarts; a new query (the
+    # same driver) at each in-place switch and twice per migration in place.
+    drivers = 1 + KINDS.count("restart") + 2 * KINDS.count("safe_disable_by_restarts")
+    assert len(deployments) == drivers
+    assert len(queries) == drivers + KINDS.count("switch") + 2 * KINDS.count("safe_disable_in_place")
     assert continuity_problems(progress) == []
     batch_ids = sorted({e["batch_id"] for e in progress})
     assert batch_ids == list(range(batch_ids[0], batch_ids[-1] + 1))
     assert inspect_checkpoint(checkpoint_dir).sync_restart_safe
-    print(f"soak: {len(deployments)} deployments, batches {batch_ids[0]}..{batch_ids[-1]} checked contiguous")
+    print(
+        f"soak: {len(deployments)} deployments, {len(queries)} queries, batches {batch_ids[0]}..{batch_ids[-1]} checked contiguous"
+    )
