@@ -467,9 +467,11 @@ class ControlArea:
         events = progress_log.read_events(self, progress_log.files_of(progress_log.segments(self), deployment_id))
         return [e for e in events if deployment_id is None or e.get("deployment_id") == deployment_id]
 
-    def latest_progress(self, deployment_id: str) -> dict[str, Any] | None:
-        """A deployment's newest progress event, read from its newest segment."""
-        return progress_log.latest_event(self, deployment_id)
+    def latest_progress(
+        self, deployment_id: str, where: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any] | None:
+        """A deployment's newest progress event (that ``where`` accepts), read from its newest segment first."""
+        return progress_log.latest_event(self, deployment_id, where)
 
     # -- stop requests --------------------------------------------------------------------------------
 

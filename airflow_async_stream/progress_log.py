@@ -19,6 +19,7 @@ import json
 import posixpath
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -116,10 +117,17 @@ def files_of(all_files: list[Segment], deployment_id: str | None) -> list[Segmen
     return [s for s in all_files if s.deployment_id in (None, deployment_id)]
 
 
-def latest_event(area: _Area, deployment_id: str) -> dict[str, Any] | None:
-    """A deployment's newest event, reading its segments newest first (usually one small file)."""
+def latest_event(
+    area: _Area, deployment_id: str, where: Callable[[dict[str, Any]], bool] | None = None
+) -> dict[str, Any] | None:
+    """A deployment's newest event (that ``where`` accepts), reading its segments newest first (usually one
+    small file)."""
     for segment in reversed(files_of(segments(area), deployment_id)):
-        mine = [e for e in read_events(area, [segment]) if e.get("deployment_id") == deployment_id]
+        mine = [
+            e
+            for e in read_events(area, [segment])
+            if e.get("deployment_id") == deployment_id and (where is None or where(e))
+        ]
         if mine:
             return mine[-1]
     return None

@@ -159,9 +159,9 @@ class Switch:
 
 def restart_pause(control: ControlArea, before_id: str | None, after_id: str) -> float | None:
     """Idle time across a redeploy: end of the previous deployment's last batch to the new one's first."""
-    before = [e for e in control.read_progress(before_id) if ran_a_batch(e)] if before_id else []
-    after = [e for e in control.read_progress(after_id) if ran_a_batch(e)]
-    return idle_between(before[-1], after[0]) if before and after else None
+    before = control.latest_progress(before_id, ran_a_batch) if before_id else None
+    after = [e for e in control.read_progress(after_id) if ran_a_batch(e)]  # a deployment just started: short
+    return idle_between(before, after[0]) if before and after else None
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ class SafeDisable:
             try:
                 return self._switch("async_interval_0", target, require_sync_safe=False, why=why)
             except (NotSwitchableError, SwitchRefusedError) as exc:
-                path, why = RESTART, f"the driver did not switch in place: {exc}"
+                why = f"the driver did not switch in place: {exc}"
         self.log.info("%s: redeploying with async on at interval 0 (%s)", self.spec.name, why)
         return self._restart("async_interval_0", target, redeploy=True, why=why)
 
@@ -286,15 +286,6 @@ class SafeDisable:
         the running driver can, else redeployed)."""
         self.log.warning("Safe-disable failed (%s); back to async on, interval 0", reason)
         return self.to_interval_0()
-
-    # Earlier names of the restart path's steps (rollouts and callers of this release use them).
-    def redeploy_at_interval_0(self) -> Deployment:
-        """Take over the running job with async on at interval 0 by a redeploy; the deployment record."""
-        return self._deploy(at_interval_0(self.spec), redeploy=True)
-
-    def deploy_synchronously(self) -> Deployment:
-        """Deploy the synchronous spec on the stopped checkpoint (never over a live driver)."""
-        return self._deploy(self.synchronous_spec(), redeploy=False)
 
     def live(self) -> bool:
         return liveness(self.control.read_status()).live
