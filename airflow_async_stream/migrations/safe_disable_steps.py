@@ -86,10 +86,10 @@ def _mapping(spec: JobSpec | dict[str, Any]) -> dict[str, Any]:
 
 def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolledBackError:
     """The error a rolled-back migration ends with: what failed, and that the job keeps running async."""
-    how = "switched in place" if switch.path == IN_PLACE else "redeployed"
+    how = {"unchanged": "runs on with", "deployed": "was redeployed with"}.get(switch.outcome, "was switched in place to")
     return SafeDisableRolledBackError(
-        f"async progress tracking stays on for job {job!r}: {reason}. The job was {how} to async on and "
-        f"checkpoint interval 0 (deployment {switch.deployment_id}) and keeps running."
+        f"async progress tracking stays on for job {job!r}: {reason}. The job {how} async on and checkpoint "
+        f"interval 0 (deployment {switch.deployment_id}) and keeps running."
     )
 
 

@@ -16,6 +16,7 @@ from airflow_async_stream.continuity import continuity_problems
 from airflow_async_stream.control import ControlArea, liveness
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.conftest import checkpoint_files, run_dag, task_states, write_dag, xcom
+from tests.integration.migration_job import async_job, start_async_job
 
 pytestmark = pytest.mark.integration
 SCRIPTS = Path(__file__).resolve().parent / "spark_scripts"
@@ -178,3 +179,44 @@ def test_failed_sync_redeploy_rolls_back_to_async(airflow_db: None, checkpoint_d
     status = control.read_json("status.json")
     assert status["deployment_id"] == deployment["deployment_id"] and status["state"] == "running"
     assert liveness(status).live
+
+
+def test_a_synchronous_switch_that_fails_in_place_rolls_back_without_a_new_driver(
+    airflow_db: None, checkpoint_dir: str, capfd
+) -> None:
+    """The in-place path's rollback: the synchronous query cannot start (a session setting Spark rejects), the
+    driver runs its interval-0 query again, and the run fails saying so; the job never lost its driver."""
+    start_async_job(checkpoint_dir)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    driver = control.read_json("status.json")["deployment_id"]
+    spec = async_job(checkpoint_dir, "300 milliseconds")
+    path = write_dag(
+        "safe_disable_rollback_in_place",
+        f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.migrations import safe_disable_async_progress
+
+        @dag(schedule=None)
+        def safe_disable_rollback_in_place():
+            safe_disable_async_progress(
+                {spec!r}, sync_overrides={{"spark_conf": {{"spark.sql.shuffle.partitions": "not-a-number"}}}},
+                deferrable=False,
+            )
+
+        safe_disable_rollback_in_place()
+        """,
+    )
+    dag_run = run_dag(path, "safe_disable_rollback_in_place")
+    out = capfd.readouterr()
+
+    states = task_states(dag_run)
+    assert str(dag_run.state) == "failed"
+    assert states["safe_disable.deploy_sync"] == "failed"
+    assert states["safe_disable.rollback_to_async"] == "failed"  # it ensured async at interval 0, then failed the run
+    text = out.out + out.err
+    assert "step safe_disable.deploy_sync failed" in text and "not-a-number" in text
+    assert f"The job runs on with async on and checkpoint interval 0 (deployment {driver})" in text
+    status = control.read_json("status.json")
+    assert status["deployment_id"] == driver and liveness(status).live  # the same driver throughout
+    assert status["configuration"]["async_progress"] == {"enabled": True, "checkpoint_interval_ms": 0}
+    assert control.read_reconfiguration().outcome == "failed"
