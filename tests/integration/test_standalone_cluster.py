@@ -1,6 +1,7 @@
 """A job on a real Spark standalone cluster (master + worker on 127.0.0.1), chosen by the Airflow Spark
-connection: deployed with async on, migrated by the safe-disable DAG, stopped; the master's and the
-worker's JSON status show every application's executors ran on the worker."""
+connection: deployed with async on, migrated by the safe-disable DAG (switched in place by the driver on the
+cluster), stopped; the master's and the worker's JSON status show the application's executors ran on the
+worker."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.control import ControlArea
-from tests.integration.conftest import run_dag, task_states, write_dag
+from tests.integration.conftest import run_dag, task_states, write_dag, xcom
 from tests.integration.standalone_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
@@ -65,8 +66,10 @@ def test_safe_disable_on_a_standalone_cluster(
 
     master = standalone_cluster.master_status()
     apps = [app for app in master["activeapps"] + master["completedapps"] if app["name"] == "async-stream-cluster-job"]
-    # start (async), redeploy (async, interval 0), synchronous deploy: three applications, all finished.
-    assert len(apps) == 3 and {app["state"] for app in apps} == {"FINISHED"}, apps
+    # The driver on the cluster switched in place (to interval 0, then synchronous): one application, finished.
+    switches = xcom(run, "safe_disable.release_job")["switches"]
+    assert [(s["to"], s["path"]) for s in switches] == [("async_interval_0", "in_place"), ("synchronous", "in_place")]
+    assert len(apps) == 1 and {app["state"] for app in apps} == {"FINISHED"}, apps
     worker = standalone_cluster.worker_status()
     ran_on_worker = {e["appid"] for e in worker["executors"] + worker["finishedexecutors"]}
     assert {app["id"] for app in apps} <= ran_on_worker, (apps, ran_on_worker)
