@@ -86,7 +86,7 @@ class SafeDisableStepOperator(DeployStreamingJobOperator):
             Holder.for_task(context, f"safe-disable {spec.name}"),
             self.settings(context) if context is not None else DeploySettings(conn_id=self.conn_id),
             sync_overrides=self.sync_overrides,
-            run_state=dag_run_state,
+            run_state=dag_run_state(context),
             log=self.log,
             in_place=self.in_place,
         )
@@ -99,17 +99,21 @@ class SafeDisableStepOperator(DeployStreamingJobOperator):
 class RollbackToAsyncOperator(SafeDisableStepOperator):
     """Runs only when a step failed: back to async on (interval 0), then fail with the reason.
 
-    Skipped when another run holds the job (this run never got to change it). Releases this run's lease.
+    Skipped when this run never held the job (its hold task did not succeed: another run held it, and may
+    since have finished its own migration), or another run holds it now. Releases this run's lease.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, hold_task_id: str, **kwargs: Any) -> None:
         super().__init__(step="to_interval_0", **kwargs)
+        self.hold_task_id = hold_task_id
 
     def execute(self, context: Context) -> dict[str, Any]:
+        if not context["ti"].xcom_pull(task_ids=self.hold_task_id):
+            raise AirflowSkipException("nothing to roll back: this run never held the job, so it changed nothing")
         migration = self.migration(context)
         control, holder, spec = migration.control, migration.holder, migration.spec
         try:
-            take(control, holder, migration.deploy.hold_ttl_s, dag_run_state)
+            take(control, holder, migration.deploy.hold_ttl_s, dag_run_state(context))
         except JobHeldError as exc:
             raise AirflowSkipException(f"nothing to roll back, this run never held the job: {exc}") from exc
         try:
@@ -215,7 +219,9 @@ def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool) -> None:
         on_failure_callback=recorder,
         **wait,
     )
-    rollback = RollbackToAsyncOperator(task_id="rollback_to_async", trigger_rule="one_failed", **common)
+    rollback = RollbackToAsyncOperator(
+        task_id="rollback_to_async", hold_task_id=hold.task_id, trigger_rule="one_failed", **common
+    )
     # The group's only leaf: succeeds when the migration did, so `group >> next_task` waits for that.
     done = ReleaseAfterSafeDisableOperator(
         task_id="release_job",

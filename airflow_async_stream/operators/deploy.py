@@ -62,7 +62,7 @@ class DeployStreamingJobOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         spec = resolve_spec(self.spec, self.overrides)
         holder = Holder.for_task(context, f"deploy {spec.name}")
-        return deploy_job(spec, holder, self.settings(context), dag_run_state, self.log).to_json()
+        return deploy_job(spec, holder, self.settings(context), dag_run_state(context), self.log).to_json()
 
     def settings(self, context: Context) -> DeploySettings:
         ti = context.get("ti")

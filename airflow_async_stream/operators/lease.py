@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_async_stream.control import ControlArea, control_url_for
-from airflow_async_stream.lease import Holder, release, take
+from airflow_async_stream.lease import Holder, RunState, release, take
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -15,13 +15,11 @@ if TYPE_CHECKING:
 __all__ = ["ReleaseJobLeaseOperator", "TakeJobLeaseOperator", "dag_run_state"]
 
 
-def dag_run_state(dag_id: str, run_id: str) -> str | None:
-    """A DAG run's state as Airflow knows it, asked from inside a running task (None outside one)."""
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
-    state = RuntimeTaskInstance.get_dagrun_state(dag_id=dag_id, run_id=run_id)
-    # An enum whose str() is "DagRunState.RUNNING": its value is the state's name.
-    return None if state is None else str(getattr(state, "value", state))
+def dag_run_state(context: Context | None) -> RunState | None:
+    """How a task asks Airflow for a DAG run's state: its task instance's ``get_dagrun_state`` (None outside a
+    task, e.g. a bare ``execute({})``)."""
+    ti = context.get("ti") if context else None
+    return getattr(ti, "get_dagrun_state", None)
 
 
 class TakeJobLeaseOperator(BaseOperator):
@@ -38,10 +36,12 @@ class TakeJobLeaseOperator(BaseOperator):
         self.purpose = purpose
         self.ttl_s = ttl_s
 
-    def execute(self, context: Context) -> None:
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Returns (to XCom) who holds the job: later tasks of the run tell from it that the run held it."""
         holder = Holder.for_task(context, self.purpose)
-        take(ControlArea(control_url_for(self.checkpoint)), holder, self.ttl_s, dag_run_state)
+        take(ControlArea(control_url_for(self.checkpoint)), holder, self.ttl_s, dag_run_state(context))
         self.log.info("%s holds %s for %s", holder.name, self.checkpoint, self.purpose)
+        return {"holder": holder.name, "checkpoint": self.checkpoint, "purpose": self.purpose}
 
 
 class ReleaseJobLeaseOperator(BaseOperator):

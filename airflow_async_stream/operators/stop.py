@@ -67,7 +67,7 @@ class StopStreamingJobOperator(BaseOperator):
             Holder.for_task(context, f"stop {spec.name}"),
             settings,
             f"stop by {self.dag_id}.{self.task_id}",
-            dag_run_state,
+            dag_run_state(context),
             self.log,
             force=self.force,
         )

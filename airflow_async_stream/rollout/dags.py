@@ -103,7 +103,7 @@ def rollout_dag(
             ti = context["ti"]
             airflow_ids = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id, "try_number": ti.try_number}
             step_settings = replace(settings, deploy=replace(settings.deploy, airflow=airflow_ids))
-            return apply_item(PlanItem.from_json(item), holder, step_settings, dag_run_state, _log)
+            return apply_item(PlanItem.from_json(item), holder, step_settings, dag_run_state(context), _log)
 
         @task(task_id="summary", trigger_rule="all_done")
         def summary(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,11 +55,33 @@ def test_two_migrations_at_once_exactly_one_proceeds(airflow_db: None, checkpoin
     assert f"is held by DAG run {winner}/" in outputs[loser], outputs[loser][-3000:]
     assert "JobHeldError" in outputs[loser]
     assert f"{loser}" not in str(control.read_json("deployment.json")), "the refused run deployed something"
-    assert ended_after[loser] < ended_after[winner], f"the refused run waited instead of failing fast: {ended_after}"
+    # Failing fast: the loser's hold failed while the winner still held the job, not after waiting for it (the
+    # in-place migration is quick enough that both `dags test` processes end within Airflow's start-up time).
+    loser_hold = task_instance(loser, "safe_disable.hold_job")
+    winner_release = task_instance(winner, "safe_disable.release_job")
+    assert str(loser_hold.state) == "failed", loser_hold.state
+    assert loser_hold.end_date < winner_release.start_date, (
+        f"the refused run waited instead of failing fast: its hold failed at {loser_hold.end_date}, "
+        f"the winner released the job at {winner_release.start_date}"
+    )
 
-    # The winner migrated the job, released its hold, and one driver runs.
+    # The loser rolled nothing back (its rollback may start after the winner released the job).
+    assert str(task_instance(loser, "safe_disable.rollback_to_async").state) == "skipped"
+
+    # The winner migrated the job (in place: the driver started above runs on), released its hold; one driver.
     deployment = control.read_json("deployment.json")
     assert deployment["async_progress"]["enabled"] is False
-    assert deployment["airflow"]["dag_id"] == winner
+    assert str(task_instance(winner, "safe_disable.release_job").state) == "success"
     assert control.read_json("lease.json") is None, "the hold outlived the migration"
     assert len(live_drivers(control)) == 1
+
+
+def task_instance(dag_id: str, task_id: str) -> Any:
+    """The task instance of the DAG's only run, read from Airflow's database."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        ti = session.query(TaskInstance).filter_by(dag_id=dag_id, task_id=task_id).one()
+        session.expunge(ti)
+        return ti

@@ -167,3 +167,33 @@ def test_the_revoked_list_keeps_the_newest(control: ControlArea) -> None:
     holders = control.read_json(ControlArea.REVOKED_HOLDS)["holders"]
     assert len(holders) == MAX_REVOKED and "DAG run m/run-0" not in holders
     assert f"DAG run m/run-{MAX_REVOKED + 2}" in holders
+
+
+class _TaskInstanceAsking:
+    """A task instance as the Task SDK hands it to a task, reduced to what the hold needs: its run's ids and
+    the public ``get_dagrun_state`` (here answering from a table instead of the execution API)."""
+
+    def __init__(self, dag_id: str, run_id: str, states: dict[tuple[str, str], str]) -> None:
+        self.dag_id, self.run_id, self.states, self.asked = dag_id, run_id, states, []
+
+    def get_dagrun_state(self, dag_id: str, run_id: str) -> str:
+        self.asked.append((dag_id, run_id))
+        return self.states[(dag_id, run_id)]
+
+
+def test_the_hold_task_asks_its_task_instance_for_the_holders_run_state(tmp_path: Path) -> None:
+    from airflow_async_stream.operators.lease import TakeJobLeaseOperator
+
+    checkpoint = str(tmp_path / "ck")
+    control = ControlArea.for_checkpoint(checkpoint)
+    take(control, Holder("DAG run migrate/run-a", "x", dag_id="migrate", run_id="run-a"), 3600)
+    hold = TakeJobLeaseOperator(task_id="hold", checkpoint=checkpoint, purpose="safe-disable clicks")
+
+    running = _TaskInstanceAsking("migrate", "run-b", {("migrate", "run-a"): "running"})
+    with pytest.raises(JobHeldError, match="held by DAG run migrate/run-a"):
+        hold.execute({"ti": running})  # type: ignore[arg-type]
+    assert running.asked == [("migrate", "run-a")]
+
+    failed = _TaskInstanceAsking("migrate", "run-b", {("migrate", "run-a"): "failed"})
+    assert hold.execute({"ti": failed})["holder"] == "DAG run migrate/run-b"  # type: ignore[arg-type]
+    assert control.read_hold().holder == "DAG run migrate/run-b"
