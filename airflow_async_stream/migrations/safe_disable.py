@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import TaskGroup
+from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_async_stream.deployer import DeploySettings
@@ -152,7 +153,7 @@ def safe_disable_async_progress(
     wait_timeout_s: float = 600.0,
     startup_timeout_s: float = 300.0,
     graceful_timeout_s: float = 60.0,
-    deferrable: bool = True,
+    deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
     lease_ttl_s: float | None = None,
     in_place: bool = True,
 ) -> TaskGroup:
@@ -162,6 +163,8 @@ def safe_disable_async_progress(
     :param sync_overrides: further changes for the synchronous target (e.g. new ``spark_conf``); a change
         the running driver cannot make in place (the JVM's settings) makes that switch a redeploy.
     :param async_batches: committed batches to wait for under interval 0 (the cure needs at least 2).
+    :param deferrable: the waits for committed batches wait in the triggerer (default: Airflow's
+        ``[operators] default_deferrable``).
     :param in_place: switch the running driver in place where it can (about a second of pause each); False
         redeploys at every change, as before in-place switching.
     :param lease_ttl_s: how long the run holds the job (default: the sum of every step's time limits);

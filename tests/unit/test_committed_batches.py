@@ -164,3 +164,66 @@ def test_an_unreadable_status_record_fails_sensor_and_trigger_with_the_file_name
         CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3).execute({})
     event = asyncio.run(_first_event(CommittedBatchesTrigger(ck, 3, 2, time.time() + 30, time.time(), 0.05)))
     assert event["status"] == "error" and "status.json is not valid JSON" in event["message"]
+
+
+def test_the_sensor_defers_to_the_trigger_with_the_first_pokes_baseline_and_deadline(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from airflow.sdk.exceptions import TaskDeferred
+
+    ck = checkpoint(tmp_path, [3, 9], state="running")
+    sensor = CommittedBatchesSensor(
+        task_id="s", checkpoint=ck, min_batches=2, wait_timeout_s=120, poke_interval=0.5, deferrable=True
+    )
+    before = time.time()
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+
+    assert deferred.value.method_name == "execute_complete"
+    assert deferred.value.timeout == timedelta(seconds=180)
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, CommittedBatchesTrigger)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_async_stream.triggers.committed_batches.CommittedBatchesTrigger"
+    started = kwargs.pop("started_at")
+    assert before <= started <= time.time()
+    assert kwargs == {"checkpoint": ck, "baseline": 9, "min_batches": 2, "deadline": started + 120,
+                      "poll_interval": 0.5}  # fmt: skip
+
+
+def test_deferrable_follows_airflows_default_deferrable_setting() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor as S; "
+        "print(S(task_id='s', checkpoint='/ck/x').deferrable)"
+    )
+
+    def default(setting: str | None) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE"}
+        if setting is not None:
+            env["AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE"] = setting
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+        return out.stdout.strip().splitlines()[-1]
+
+    assert default(None) == "False"
+    assert default("true") == "True"
+
+
+def test_the_sensors_timeout_is_an_airflow_sensor_timeout_with_the_reason(tmp_path: Path) -> None:
+    from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
+
+    ck = checkpoint(tmp_path, [3], state="running", idle_at=time.time(), last_progress_at=time.time() - 5)
+    for deferrable in (False, True):
+        sensor = CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3, wait_timeout_s=0,
+                                        deferrable=deferrable)  # fmt: skip
+        with pytest.raises(AirflowSensorTimeout, match="the source produced no data") as raised:
+            sensor.execute({})
+        assert isinstance(raised.value, CommittedBatchesTimeoutError)  # still the provider's own error
+        soft = CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3, wait_timeout_s=0,
+                                      deferrable=deferrable, soft_fail=True)  # fmt: skip
+        with pytest.raises(AirflowSkipException):
+            soft.execute({})
+    with pytest.raises(AirflowSensorTimeout, match="no data"):
+        sensor.execute_complete({}, {"status": "timeout", "message": "no data"})
