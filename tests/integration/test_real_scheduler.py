@@ -1,0 +1,126 @@
+"""The safe-disable DAG as Airflow really runs it: a scheduler, a triggerer, a dag-processor and an api-server
+as separate processes (LocalExecutor, SQLite). The committed-batch sensor defers to the triggerer; the
+triggerer is SIGKILLed while it runs the trigger, a new one takes the trigger over, and the run completes
+with the checkpoint safe for a synchronous restart."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.checkpoint import inspect_checkpoint
+from airflow_async_stream.control import ControlArea
+from tests.integration.airflow_stack import AirflowStack
+
+pytestmark = pytest.mark.integration
+DAG_ID = "under_a_real_scheduler"
+TRIGGER = "airflow_async_stream.triggers.committed_batches.CommittedBatchesTrigger"
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[AirflowStack]:
+    deployment = AirflowStack(
+        tmp_path / "airflow-home",
+        # Sensors defer as in a deployment that runs a triggerer; a dead triggerer's triggers move after 5 s.
+        operators__default_deferrable="True",
+        triggerer__job_heartbeat_sec="1",
+        triggerer__triggerer_health_check_threshold="5",
+        scheduler__scheduler_heartbeat_sec="1",
+        dag_processor__refresh_interval="5",
+    )
+    try:
+        yield deployment
+    finally:
+        deployment.close()
+
+
+def _write_dag(stack: AirflowStack, checkpoint: str) -> None:
+    spec = {
+        "name": "real-scheduler-job",
+        "checkpoint": checkpoint,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 20}},
+        "sink": {"format": "noop"},
+        # Slow enough that every wait for committed batches defers: a batch every 2 s.
+        "trigger": {"processing_time": "2 seconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
+    }
+    body = f"""
+        from airflow.sdk import dag
+        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
+        from airflow_async_stream.sensors import CommittedBatchesSensor
+
+        SPEC = {spec!r}
+
+        @dag(schedule=None)
+        def {DAG_ID}():
+            start = DeployStreamingJobOperator(task_id="start_async", spec=SPEC, startup_timeout_s=120)
+            running = CommittedBatchesSensor(task_id="async_batches", checkpoint=SPEC["checkpoint"], min_batches=4,
+                                             baseline_batch=start.output, wait_timeout_s=150)
+            migrate = safe_disable_async_progress(SPEC, wait_timeout_s=150, startup_timeout_s=120)
+            stop = StopStreamingJobOperator(task_id="stop", spec=SPEC)
+            start >> running >> migrate >> stop
+
+        {DAG_ID}()
+        """
+    (stack.dags / f"{DAG_ID}.py").write_text(textwrap.dedent(body))
+
+
+def test_the_migration_survives_a_killed_triggerer(checkpoint_dir: str, stack: AirflowStack) -> None:
+    started = time.monotonic()
+    _write_dag(stack, checkpoint_dir)
+    stack.airflow("db", "migrate")
+    for component in ("api-server", "scheduler", "dag-processor"):
+        stack.start(component, component)
+    stack.start("triggerer-1", "triggerer")
+    stack.await_(lambda: stack.query("SELECT 1 FROM serialized_dag WHERE dag_id = ?", DAG_ID), "parsed DAG", 90)
+    stack.airflow("dags", "trigger", DAG_ID)
+
+    def deferred_trigger(task_id: str) -> tuple[int, int] | None:
+        """The trigger a deferred task waits on and the triggerer running it, once one does."""
+        rows = stack.query(
+            "SELECT t.id, t.triggerer_id FROM task_instance ti JOIN trigger t ON ti.trigger_id = t.id "
+            "WHERE ti.dag_id = ? AND ti.task_id = ? AND ti.state = 'deferred' AND t.classpath = ?",
+            DAG_ID, task_id, TRIGGER,
+        )  # fmt: skip
+        return rows[0] if rows and rows[0][1] is not None else None
+
+    trigger_id, first_triggerer = stack.await_(lambda: deferred_trigger("async_batches"), "deferred sensor", 150)
+    stack.kill("triggerer-1")
+    assert stack.query("SELECT state FROM task_instance WHERE dag_id = ? AND task_id = 'async_batches'", DAG_ID) == [
+        ("deferred",)
+    ], "the sensor left the deferred state with its triggerer dead"
+    stack.start("triggerer-2", "triggerer")
+
+    def taken_over() -> int | None:
+        rows = stack.query("SELECT triggerer_id FROM trigger WHERE id = ?", trigger_id)
+        return rows[0][0] if rows and rows[0][0] not in (None, first_triggerer) else None
+
+    second_triggerer = stack.await_(taken_over, "trigger taken over by the new triggerer", 60)
+    jobs = dict(stack.query("SELECT id, job_type FROM job WHERE id IN (?, ?)", first_triggerer, second_triggerer))
+    assert jobs == {first_triggerer: "TriggererJob", second_triggerer: "TriggererJob"}, jobs
+
+    seen_deferred = {"async_batches"}
+
+    def finished() -> str | None:
+        deferred = stack.query("SELECT task_id FROM task_instance WHERE dag_id = ? AND state = 'deferred'", DAG_ID)
+        seen_deferred.update(task_id for (task_id,) in deferred)
+        rows = stack.query("SELECT state FROM dag_run WHERE dag_id = ?", DAG_ID)
+        return rows[0][0] if rows and rows[0][0] in ("success", "failed") else None
+
+    state = stack.await_(finished, "finished DAG run", 150)
+    states = dict(stack.query("SELECT task_id, state FROM task_instance WHERE dag_id = ?", DAG_ID))
+    assert state == "success", states
+    # The migration's wait for two interval-0 batches deferred too: it waited in the new triggerer.
+    assert "safe_disable.wait_async_batches" in seen_deferred, seen_deferred
+
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    assert control.read_deployment().async_progress["enabled"] is False
+    assert control.read_status().state == "stopped"
+    inspection = inspect_checkpoint(checkpoint_dir)
+    assert inspection.sync_restart_safe, inspection.reason
+    print(f"real scheduler and triggerer: the DAG run ended {time.monotonic() - started:.0f} s after the test began")
