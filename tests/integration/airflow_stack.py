@@ -85,7 +85,10 @@ class AirflowStack:
         proc.wait(timeout=30)
 
     def close(self) -> None:
-        """Stop every component still running: SIGTERM, then SIGKILL after 20 s."""
+        """Stop every component still running: SIGTERM, then SIGKILL after 20 s; then any process they
+        started that outlived them (a task process runs in its own process group), if it is still the same
+        process (same start time)."""
+        spawned = {pid_start for proc in self.procs.values() for pid_start in _descendants(proc.pid)}
         for proc in self.procs.values():
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -103,6 +106,9 @@ class AirflowStack:
                 pass
             proc.wait(timeout=30)
         self.procs.clear()
+        for pid, start in spawned:
+            if _start_time(pid) == start:
+                os.kill(pid, signal.SIGKILL)
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """Read Airflow's database directly (read-only)."""
@@ -123,3 +129,32 @@ class AirflowStack:
             assert not dead, f"{dead} exited while waiting for {what}: {self.log(dead[0])[-3000:]}"
             assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
             time.sleep(0.2)
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (clock ticks after boot), which tells it apart from a later one with its pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _descendants(root: int) -> set[tuple[int, str]]:
+    """Every live descendant of ``root`` with its start time, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        start = _start_time(pid)
+        if start is not None:
+            found.add((pid, start))
+            todo.extend(children.get(pid, []))
+    return found

@@ -27,6 +27,7 @@ def stack(tmp_path: Path) -> Iterator[AirflowStack]:
         tmp_path / "airflow-home",
         # Sensors defer as in a deployment that runs a triggerer; a dead triggerer's triggers move after 5 s.
         operators__default_deferrable="True",
+        core__parallelism="4",  # the LocalExecutor forks a worker per slot: 32 by default, on two cores
         triggerer__job_heartbeat_sec="1",
         triggerer__triggerer_health_check_threshold="5",
         scheduler__scheduler_heartbeat_sec="1",
