@@ -26,6 +26,13 @@ LATEST = "latest"
 FIRST_POKE_KEY = "committed_batches_first_poke"
 
 
+def _airflow_keeps_task_state() -> bool:
+    """Whether this Airflow gives tasks a state store (``context["task_state_store"]``, Airflow 3.3+)."""
+    from airflow.sdk.definitions.context import Context
+
+    return "task_state_store" in Context.__annotations__
+
+
 class CommittedBatchesSensorTimeoutError(AirflowSensorTimeout, CommittedBatchesTimeoutError):
     """Not enough batches were committed in time: an Airflow sensor timeout (``soft_fail`` skips, no retry)
     that is also the provider's CommittedBatchesTimeoutError."""
@@ -67,6 +74,11 @@ class CommittedBatchesSensor(BaseSensorOperator):
         super().__init__(poke_interval=poke_interval, **kwargs)
         if min_batches < 1:
             raise ValueError(f"min_batches must be at least 1, got {min_batches}")
+        if self.reschedule and not deferrable and baseline_batch == LATEST and not _airflow_keeps_task_state():
+            raise ValueError(
+                "baseline_batch='latest' needs Airflow 3.3+ in mode='reschedule' (the first poke's baseline is kept "
+                "in the task's state store); give a batch id or the deploy task's output (deploy.output)"
+            )
         self.checkpoint = checkpoint
         self.min_batches = min_batches
         self.baseline_batch = baseline_batch

@@ -227,3 +227,18 @@ def test_the_sensors_timeout_is_an_airflow_sensor_timeout_with_the_reason(tmp_pa
             soft.execute({})
     with pytest.raises(AirflowSensorTimeout, match="no data"):
         sensor.execute_complete({}, {"status": "timeout", "message": "no data"})
+
+
+def test_reschedule_mode_with_the_latest_baseline_is_refused_at_parse_where_airflow_keeps_no_task_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow_async_stream.sensors import committed_batches
+
+    CommittedBatchesSensor(task_id="s", checkpoint="/ck/x", mode="reschedule", deferrable=False)  # Airflow 3.3+
+    monkeypatch.setattr(committed_batches, "_airflow_keeps_task_state", lambda: False)  # as on Airflow 3.1/3.2
+    with pytest.raises(ValueError, match=r"baseline_batch='latest' needs Airflow 3\.3\+ in mode='reschedule'"):
+        CommittedBatchesSensor(task_id="s", checkpoint="/ck/x", mode="reschedule", deferrable=False)
+    # A fixed baseline, another mode, or deferring needs no task state.
+    CommittedBatchesSensor(task_id="s", checkpoint="/ck/x", mode="reschedule", deferrable=False, baseline_batch=7)
+    CommittedBatchesSensor(task_id="s", checkpoint="/ck/x", mode="poke", deferrable=False)
+    CommittedBatchesSensor(task_id="s", checkpoint="/ck/x", mode="reschedule", deferrable=True)
