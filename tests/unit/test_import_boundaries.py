@@ -52,5 +52,7 @@ def test_the_provider_uses_no_task_sdk_internals() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-            offenders += [f"{path.relative_to(package)}: {n}" for n in names if n.startswith("airflow.sdk.execution_time")]
+            offenders += [
+                f"{path.relative_to(package)}: {n}" for n in names if n.startswith("airflow.sdk.execution_time")
+            ]
     assert not offenders, offenders
