@@ -25,6 +25,7 @@ from pydantic import (
 
 from airflow_async_stream import driver_log, progress_log
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.interpolation import expand_environment
 from airflow_async_stream.secret_options import looks_secret
 
 __all__ = [
@@ -463,7 +464,8 @@ def load_spec(path: str | Path) -> JobSpec:
 
 
 def read_spec_file(path: str | Path) -> Any:
-    """The data of a YAML or JSON spec file, not yet validated; SpecError when it cannot be read or parsed."""
+    """The data of a YAML or JSON spec file, its ``${VAR}`` references expanded (interpolation.py), not yet
+    validated; SpecError when it cannot be read or parsed, or names a variable that is not set."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -479,6 +481,9 @@ def read_spec_file(path: str | Path) -> Any:
         ) from None
     if data is None:
         raise SpecError([("(file)", "is empty")], str(path))
+    data, problems = expand_environment(data)
+    if problems:
+        raise SpecError(problems, str(path))
     return data
 
 
