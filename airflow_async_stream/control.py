@@ -61,6 +61,8 @@ __all__ = [
     "liveness",
     "local_pid_alive",
     "now",
+    "read_json_object",
+    "replace_file",
 ]
 
 
@@ -319,6 +321,35 @@ def now() -> float:
     return time.time()
 
 
+def replace_file(fs: fsspec.AbstractFileSystem, target: str, payload: bytes) -> None:
+    """Replace a file atomically, so a reader never sees half of it: a temporary file beside it and a rename
+    on local disks, a single put on object stores (whose puts are atomic)."""
+    if isinstance(fs, LocalFileSystem):
+        folder, name = posixpath.split(target)
+        tmp = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, target)
+    else:
+        fs.pipe_file(target, payload)
+
+
+def read_json_object(fs: fsspec.AbstractFileSystem, path: str, where: str) -> dict[str, Any] | None:
+    """A file's JSON object, or None when the file does not exist; ControlAreaError naming ``where`` when it
+    holds anything else (a record that cannot be read is an error, never taken for a missing one)."""
+    try:
+        raw = fs.cat_file(path)
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ControlAreaError(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ControlAreaError(f"{where} should hold a JSON object, found {type(data).__name__}")
+    return data
+
+
 def control_url_for(checkpoint: str) -> str:
     """The control area of a checkpoint: a sibling folder named ``<checkpoint>.async-stream``."""
     return checkpoint.rstrip("/") + SUFFIX
@@ -374,17 +405,7 @@ class ControlArea:
 
     def read_json(self, name: str) -> dict[str, Any] | None:
         """A JSON record, or None when the file does not exist."""
-        try:
-            raw = self.fs.cat_file(self.path(name))
-        except FileNotFoundError:
-            return None
-        try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ControlAreaError(f"{self.url}/{name} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ControlAreaError(f"{self.url}/{name} should hold a JSON object, found {type(data).__name__}")
-        return data
+        return read_json_object(self.fs, self.path(name), f"{self.url}/{name}")
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         """Replace a record atomically, so a reader never sees half a file."""
@@ -433,14 +454,7 @@ class ControlArea:
 
     def write_bytes(self, name: str, payload: bytes) -> None:
         """Replace a file atomically (temp file and rename locally; a single put on object stores)."""
-        target = self.path(name)
-        if self.is_local:
-            tmp = posixpath.join(self.root, f".{name}.{uuid.uuid4().hex}.tmp")
-            with open(tmp, "wb") as fh:
-                fh.write(payload)
-            os.replace(tmp, target)
-        else:
-            self.fs.pipe_file(target, payload)
+        replace_file(self.fs, self.path(name), payload)
 
     def remove(self, name: str) -> None:
         try:

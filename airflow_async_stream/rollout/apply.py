@@ -39,6 +39,7 @@ from airflow_async_stream.migrations.safe_disable_steps import (
     run_safe_disable,
 )
 from airflow_async_stream.reconfigure import reconfigure
+from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import IN_PLACE, RESTART, PlanItem
 from airflow_async_stream.spec import JobSpec, parse_spec
@@ -73,16 +74,21 @@ def apply_item(
     outcome: dict[str, Any] = {"job": item.job, "action": item.action, "reason": item.reason, "error": None}
     # The longest action is a safe-disable with a wait after each of its deploys.
     ttl = migration_hold_ttl_s(settings.deploy, settings.wait_timeout_s, waits=3)
+    index = FleetIndex.for_folder(settings.folder)
     control.ensure()
     try:
         with held(control, holder, ttl, run_state):
             step = _Step(item, control, settings, holder, log)
             before = _Before(control, item.job)
+            if item.action != "retire" and not item.leaves_plan:
+                # Before anything changes: a worker that dies mid-deploy leaves the job findable by every worker.
+                index.record_active(item.job, item.control_url, holder.run_id)
             try:
                 outcome.update(_ACTIONS[item.action](step))
             except AsyncStreamError as exc:
                 log.warning("%s: %s failed: %s", item.job, item.action, exc)
                 outcome.update(_roll_back(step, before, str(exc)))
+            _update_index(index, item, outcome, holder)
     except JobHeldError as exc:  # another run changes this job now: its record is not ours to overwrite
         raise RolloutError(f"{item.job}: {item.action} not applied: {exc}") from exc
     outcome["duration_s"] = round(time.monotonic() - started, 1)
@@ -254,6 +260,15 @@ def _roll_back(step: _Step, before: _Before, error: str) -> dict[str, Any]:
     except AsyncStreamError as exc:
         return {"outcome": "failed", "error": f"{error}; the rollback failed too: {exc}"}
     return {"outcome": "rolled_back", "error": error, "deployment_id": record.deployment_id}
+
+
+def _update_index(index: FleetIndex, item: PlanItem, outcome: dict[str, Any], holder: Holder) -> None:
+    """A retired job is marked so (the next plan lists it once more); a job listed that once leaves the index."""
+    assert item.control_url
+    if item.action == "retire" and outcome.get("outcome") == "done":
+        index.record_retired(item.job, item.control_url, holder.run_id)
+    elif item.leaves_plan:
+        index.forget(item.job)
 
 
 def _record(control: ControlArea, outcome: dict[str, Any], settings: ApplySettings, holder: Holder) -> None:

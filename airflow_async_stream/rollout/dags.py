@@ -26,6 +26,7 @@ from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder
 from airflow_async_stream.operators.lease import dag_run_state
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
+from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder
 
 __all__ = ["report", "rollout_dag", "summarize", "toggle_off_dag"]
@@ -80,6 +81,7 @@ def rollout_dag(
         wait_timeout_s=wait_timeout_s,
     )
     only = frozenset(actions) if actions is not None else None
+    FleetIndex.for_folder(folder)  # at DAG parse: a folder that names no fleet index is an import error
     dag_kwargs.setdefault("catchup", False)
     dag_kwargs.setdefault("max_active_runs", 1)
     dag_kwargs.setdefault("tags", ["airflow-async-stream", "rollout"])
@@ -88,7 +90,7 @@ def rollout_dag(
 
         @task(task_id="plan")
         def plan_changes() -> list[dict[str, Any]]:
-            items = plan_folder(folder)
+            items = plan_folder(folder, adopt=True, run_id=get_current_context()["run_id"])
             for item in items:
                 _log.info("%-24s %-13s %s", item.job, item.action, item.reason)
             chosen = [i for i in items if only is None or i.action in only]

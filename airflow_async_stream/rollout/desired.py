@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.exceptions import DesiredStateError, SpecError
+from airflow_async_stream.rollout.fleet import FLEET_FILE
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec, read_spec_file
 
 __all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "spec_files"]
@@ -28,7 +29,12 @@ class DesiredJob:
 
 
 def spec_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in SPEC_SUFFIXES and p.name[0] != ".")
+    """The folder's job files: YAML or JSON, not hidden, not the fleet file (fleet.py)."""
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and p.suffix in SPEC_SUFFIXES and p.name[0] != "." and p.name != FLEET_FILE
+    )
 
 
 def load_desired(folder: str | Path) -> dict[str, DesiredJob]:

@@ -1,17 +1,17 @@
-"""Deployed state: what each job's control area says about it (nothing is asked of Spark)."""
+"""Deployed state: what each job's control area says about it (nothing is asked of Spark); jobs gone from
+the folder, or moved, are found through the fleet index (fleet.py)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
-from airflow_async_stream import registry
 from airflow_async_stream.control import ControlArea, Deployment, State, Status, liveness, now
 from airflow_async_stream.driver_process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.rollout.fleet import FleetEntry, FleetIndex
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
 
@@ -31,6 +31,8 @@ class ObservedJob:
     #: A driver of this release runs the job and can switch its query in place (its status names the
     #: configuration it runs; an earlier release's does not).
     switchable: bool = False
+    #: For a job gone from the folder: its fleet index entry (whether, and by which run, it was retired).
+    entry: FleetEntry | None = None
 
     @property
     def stable_spec(self) -> dict[str, Any] | None:
@@ -90,31 +92,32 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
     )
 
 
-def observe(checkpoints: dict[str, str]) -> dict[str, ObservedJob]:
-    """The deployed state of each named job, found beside its checkpoint, or where the job registry says
-    the job ran before (so a changed checkpoint location shows as a change, not as a second job)."""
+def observe(
+    checkpoints: dict[str, str], index: FleetIndex, known: dict[str, FleetEntry] | None = None
+) -> dict[str, ObservedJob]:
+    """The deployed state of each named job, found beside its checkpoint, or, when nothing was deployed
+    there, where the fleet index (or ``known``) says the job runs (a moved checkpoint shows as a change)."""
     found = {}
     for name, checkpoint in checkpoints.items():
         job = read_job(name, ControlArea.for_checkpoint(checkpoint))
-        entry = registry.lookup(name) if job.spec is None else None
-        if entry and entry.get("control_area") and entry.get("checkpoint") != checkpoint:
-            elsewhere = read_job(name, ControlArea(str(entry["control_area"])))
-            job = elsewhere if elsewhere.spec is not None else job
+        if job.spec is None:
+            entry = index.lookup(name) or (known or {}).get(name)
+            if entry and entry.control_area != job.control_url:
+                elsewhere = read_job(name, ControlArea(entry.control_area))
+                job = elsewhere if elsewhere.spec is not None else job
         found[name] = job
     return found
 
 
-def observe_retired(folder: str | Path, desired_names: Iterable[str]) -> dict[str, ObservedJob]:
-    """Jobs a rollout of ``folder`` deployed whose file is gone from it (found through the job registry)."""
-    folder_key = str(Path(folder).resolve())
-    keep = set(desired_names)
+def observe_retired(
+    index: FleetIndex, desired_names: Iterable[str], known: dict[str, FleetEntry] | None = None
+) -> dict[str, ObservedJob]:
+    """Jobs of the fleet index (and ``known``) whose file is gone from the folder, with their index entry."""
+    entries = {name: None for name in index.names()} | dict(known or {})
     found = {}
-    for entry in registry.entries():
-        name = entry["job"]
-        if name in keep or not entry.get("control_area"):
+    for name in sorted(set(entries) - set(desired_names)):
+        entry = entries[name] or index.lookup(name)
+        if entry is None:  # removed between the listing and the read
             continue
-        control = ControlArea(str(entry["control_area"]))
-        rollout = control.read_json(ControlArea.ROLLOUT) or {}
-        if rollout.get("folder") == folder_key:
-            found[name] = read_job(name, control)
+        found[name] = replace(read_job(name, ControlArea(entry.control_area)), entry=entry)
     return found

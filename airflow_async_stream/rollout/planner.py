@@ -22,6 +22,7 @@ from airflow_async_stream.control import control_url_for
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.in_place import in_place_refusals
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
+from airflow_async_stream.rollout.fleet import RETIRED, FleetIndex, registry_entries
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
 from airflow_async_stream.spec import parse_spec
 
@@ -52,6 +53,9 @@ class PlanItem:
     #: For ``restart`` and ``safe_disable``: ``in_place`` or ``restart``, and why.
     switch: str | None = None
     switch_reason: str | None = None
+    #: A job gone from the folder with nothing left to stop: once a rollout applies this item, its fleet
+    #: index entry moves to ``gone/`` and later plans no longer list it.
+    leaves_plan: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -163,7 +167,12 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
         where = {"control_url": observed.control_url}
         if observed.live:
             return PlanItem(name, "retire", "gone from the folder: a graceful stop; its checkpoint is kept", **where)
-        return PlanItem(name, "unchanged", f"gone from the folder and not running (state {observed.state})", **where)
+        entry = observed.entry
+        if entry is not None and entry.state == RETIRED:
+            why = f"retired by rollout run {entry.run_id}"
+        else:
+            why = f"gone from the folder and not running (state {observed.state})"
+        return PlanItem(name, "unchanged", f"{why}: listed once more, then left out of plans", leaves_plan=True, **where)
     target = desired.spec.to_mapping()
     # The control area the job has now (before a refused checkpoint move, the old one), else the new one's.
     control_url = observed.control_url if observed and observed.spec else control_url_for(desired.spec.checkpoint)
@@ -217,9 +226,23 @@ def plan(desired: dict[str, DesiredJob], observed: dict[str, ObservedJob]) -> li
     return [plan_job(name, desired.get(name), observed.get(name)) for name in sorted(set(desired) | set(observed))]
 
 
-def plan_folder(folder: str | Path) -> list[PlanItem]:
-    """Read the folder and every job's control area, and plan (DesiredStateError when the folder is invalid)."""
+def plan_folder(folder: str | Path, *, adopt: bool = False, run_id: str | None = None) -> list[PlanItem]:
+    """Read the folder, its fleet index and every job's control area, and plan (DesiredStateError when the
+    folder is invalid).
+
+    The releases before the fleet index kept the jobs a rollout deployed only in the deploying host's
+    registry; this host's such jobs are planned too. With ``adopt`` (the rollout's plan step), every deployed
+    job not yet in the index (those, and deployed jobs of the folder) is written into it, so from then on
+    every worker finds them.
+    """
     desired = load_desired(folder)
-    observed = observe({name: job.spec.checkpoint for name, job in desired.items()})
-    observed.update(observe_retired(folder, desired))
+    index = FleetIndex.for_folder(folder)
+    indexed = set(index.names())
+    known = registry_entries(folder, indexed | set(index.names(index.GONE)))
+    observed = observe({name: job.spec.checkpoint for name, job in desired.items()}, index, known)
+    observed.update(observe_retired(index, desired, known))
+    if adopt:
+        for name, job in observed.items():
+            if name not in indexed and job.spec is not None:
+                index.record_active(name, job.control_url, run_id)
     return plan(desired, observed)

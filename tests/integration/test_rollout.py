@@ -48,9 +48,11 @@ def _job(root: Path, name: str, **changes: Any) -> dict[str, Any]:
 
 
 def _write_folder(folder: Path, specs: dict[str, dict[str, Any]]) -> None:
+    """The job files of ``specs`` (and no other), and the fleet file naming an index beside the folder."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.yaml"):
         old.unlink()
+    (folder / "_fleet.yaml").write_text(f"index: {folder.parent / 'fleet-index'}\n")
     for name, spec in specs.items():
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
 

@@ -20,6 +20,7 @@ from airflow_async_stream.control import ControlArea, Deployment
 from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
+from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import plan_folder, plan_job
 from airflow_async_stream.spec import deep_merge, parse_spec
@@ -216,9 +217,20 @@ def _deployed(
     registry.record(spec["name"], checkpoint, control.url, "d1")
 
 
-def test_plan_folder_reads_control_areas_and_the_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fleet_file(folder: Path, index: Path) -> FleetIndex:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "_fleet.yaml").write_text(f"index: {index}\n")
+    return FleetIndex(str(index))
+
+
+def test_plan_folder_reads_control_areas_and_this_hosts_registry_of_an_earlier_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fleet an earlier release deployed, before the fleet index: its removed and moved jobs are found
+    through this host's registry."""
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
     folder, ck = tmp_path / "desired", tmp_path / "ck"
+    _fleet_file(folder, tmp_path / "index")
     specs = {n: parse_spec({**BASE, "name": n, "checkpoint": str(ck / n)}).to_mapping() for n in "abcdef"}
     for name in "bcdf":
         _deployed(str(ck / name), specs[name], folder)
@@ -256,6 +268,7 @@ def test_plan_folder_reads_control_areas_and_the_registry(tmp_path: Path, monkey
 def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
     folder = tmp_path / "desired"
+    _fleet_file(folder, tmp_path / "index")
     spec = parse_spec({**BASE, "checkpoint": str(tmp_path / "ck" / "job")}).to_mapping()
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", env["AIRFLOW_ASYNC_STREAM_HOME"])
     _deployed(spec["checkpoint"], spec, folder)

@@ -1,0 +1,212 @@
+"""The fleet index: removed and moved jobs found from any host, retired jobs listed once more, the fleet file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from airflow_async_stream.exceptions import DesiredStateError
+from airflow_async_stream.rollout.desired import load_desired
+from airflow_async_stream.rollout.fleet import ACTIVE, RETIRED, FleetIndex
+from airflow_async_stream.rollout.planner import plan_folder
+from airflow_async_stream.spec import parse_spec
+from tests.unit.test_planner import BASE, _deployed, _fleet_file, _write
+
+
+def _spec(ck: Path, name: str, **changes: Any) -> dict[str, Any]:
+    return parse_spec({**BASE, "name": name, "checkpoint": str(ck / name), **changes}).to_mapping()
+
+
+def _actions(folder: Path) -> dict[str, str]:
+    return {item.job: item.action for item in plan_folder(folder)}
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This host's job registry, in a folder of its own."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(home))
+    return home
+
+
+def _other_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another worker: an empty registry (its own HOME), the same shared storage."""
+    monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "other-home"))
+
+
+def test_removed_and_moved_jobs_are_found_through_the_index_on_any_host(
+    tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    index = _fleet_file(folder, tmp_path / "index")
+    specs = {name: _spec(ck, name) for name in ("kept", "removed", "moved")}
+    for name, spec in specs.items():
+        _deployed(spec["checkpoint"], spec, folder)
+        index.record_active(name, spec["checkpoint"] + ".async-stream", "run-1")
+    _write(folder, "kept.yaml", specs["kept"])
+    _write(folder, "moved.yaml", {**specs["moved"], "checkpoint": str(ck / "moved-elsewhere")})
+    here = {item.job: (item.action, item.control_url) for item in plan_folder(folder)}
+
+    _other_host(tmp_path, monkeypatch)
+    there = {item.job: (item.action, item.control_url) for item in plan_folder(folder)}
+
+    assert there == here
+    assert {job: action for job, (action, _) in there.items()} == {
+        "kept": "unchanged",
+        "removed": "retire",
+        "moved": "refuse",
+    }
+    assert there["moved"][1] == specs["moved"]["checkpoint"] + ".async-stream"  # where it still runs
+
+
+def test_without_the_index_another_host_would_not_see_them(
+    tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failure the index exists for: what only the deploying host's registry knows, other hosts miss."""
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    _fleet_file(folder, tmp_path / "index")
+    spec = _spec(ck, "removed")
+    _deployed(spec["checkpoint"], spec, folder)  # in this host's registry only
+    assert _actions(folder) == {"removed": "retire"}
+    _other_host(tmp_path, monkeypatch)
+    assert _actions(folder) == {}
+
+
+def test_the_rollouts_plan_adopts_what_an_earlier_release_deployed(
+    tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    index = _fleet_file(folder, tmp_path / "index")
+    specs = {name: _spec(ck, name) for name in ("kept", "removed")}
+    for spec in specs.values():
+        _deployed(spec["checkpoint"], spec, folder)
+    _write(folder, "kept.yaml", specs["kept"])
+
+    read_only = plan_folder(folder)
+    assert index.names() == []  # `plan` on its own writes nothing
+    adopted = plan_folder(folder, adopt=True, run_id="run-9")
+    assert [i.to_json() for i in adopted] == [i.to_json() for i in read_only]
+    assert index.names() == ["kept", "removed"]
+    entry = index.lookup("removed")
+    assert entry is not None and entry.state == ACTIVE and entry.run_id == "run-9"
+    assert entry.checkpoint == specs["removed"]["checkpoint"]
+
+    _other_host(tmp_path, monkeypatch)
+    assert _actions(folder) == {"kept": "unchanged", "removed": "retire"}
+
+
+def test_a_retired_job_is_listed_once_more_then_leaves_the_plan(tmp_path: Path, host: Path) -> None:
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    index = _fleet_file(folder, tmp_path / "index")
+    spec = _spec(ck, "old")
+    _deployed(spec["checkpoint"], spec, folder, live=False)
+    index.record_retired("old", spec["checkpoint"] + ".async-stream", "scheduled__1")
+
+    (item,) = plan_folder(folder)
+    assert (item.action, item.leaves_plan) == ("unchanged", True)
+    assert item.reason == "retired by rollout run scheduled__1: listed once more, then left out of plans"
+
+    index.forget("old")  # what the rollout's apply step does with that item
+    assert plan_folder(folder) == []
+    gone = json.loads((tmp_path / "index" / "gone" / "old.json").read_text())
+    assert gone["state"] == RETIRED and gone["checkpoint"] == spec["checkpoint"]  # kept, not deleted
+
+
+def test_a_retired_job_someone_started_again_is_retired_again(tmp_path: Path, host: Path) -> None:
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    index = _fleet_file(folder, tmp_path / "index")
+    spec = _spec(ck, "old")
+    _deployed(spec["checkpoint"], spec, folder, live=True)
+    index.record_retired("old", spec["checkpoint"] + ".async-stream", "scheduled__1")
+    assert _actions(folder) == {"old": "retire"}
+
+
+def test_the_fleet_file_is_not_a_job_and_may_name_variables(
+    tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    monkeypatch.setenv("FLEET_ROOT", str(tmp_path / "shared"))
+    (folder / "_fleet.yaml").write_text("index: ${FLEET_ROOT}/index\n")
+    _write(folder, "a.yaml", _spec(tmp_path / "ck", "a"))
+    assert list(load_desired(folder)) == ["a"]
+    assert FleetIndex.for_folder(folder).url == f"{tmp_path}/shared/index"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "needle"),
+    [
+        (None, "(file)", "missing: a rollout keeps the index"),
+        ("index: fleet-index\n", "index", "is relative"),
+        ("index: /shared/index\nextra: 1\n", "extra", "unknown key"),
+        ("{}\n", "index", "required"),
+        ("index: ${NOT_SET_HERE}/index\n", "index", "NOT_SET_HERE, which is not set"),
+        ("- index\n", "(file)", "must be a mapping"),
+    ],
+)
+def test_a_bad_fleet_file_is_an_error_naming_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str | None, field: str, needle: str
+) -> None:
+    monkeypatch.delenv("NOT_SET_HERE", raising=False)
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    if text is not None:
+        (folder / "_fleet.yaml").write_text(text)
+    with pytest.raises(DesiredStateError) as caught:
+        FleetIndex.for_folder(folder)
+    ((file, got_field, reason),) = caught.value.problems
+    assert (file, got_field) == ("_fleet.yaml", field) and needle in reason
+
+
+def test_an_unreadable_index_entry_is_an_error_not_a_missing_job(tmp_path: Path) -> None:
+    index = FleetIndex(str(tmp_path / "index"))
+    (tmp_path / "index" / "jobs").mkdir(parents=True)
+    (tmp_path / "index" / "jobs" / "x.json").write_text("{half")
+    with pytest.raises(Exception, match="x.json is not valid JSON"):
+        index.lookup("x")
+
+
+def test_index_entries_are_written_once_and_read_back(tmp_path: Path) -> None:
+    index = FleetIndex(str(tmp_path / "index"))
+    index.record_active("a", "/ck/a.async-stream/", "r1")
+    before = (tmp_path / "index" / "jobs" / "a.json").stat().st_mtime_ns
+    index.record_active("a", "/ck/a.async-stream", "r2")  # the same: not rewritten
+    assert (tmp_path / "index" / "jobs" / "a.json").stat().st_mtime_ns == before
+    assert yaml.safe_load((tmp_path / "index" / "jobs" / "a.json").read_text())["run_id"] == "r1"
+    index.record_active("a", "/ck2/a.async-stream", "r3")
+    entry = index.lookup("a")
+    assert entry is not None and entry.checkpoint == "/ck2/a" and entry.run_id == "r3"
+    assert [p.name for p in (tmp_path / "index" / "jobs").iterdir()] == ["a.json"]  # no temporary file left
+
+
+def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Spark: a refused move records the job where it still runs (found then from any host), and a job
+    listed once more after its retirement leaves the index."""
+    from airflow_async_stream.deployer import DeploySettings
+    from airflow_async_stream.lease import Holder
+    from airflow_async_stream.rollout.apply import ApplySettings, apply_item
+
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    index = _fleet_file(folder, tmp_path / "index")
+    moved, old = _spec(ck, "moved"), _spec(ck, "old")
+    _deployed(moved["checkpoint"], moved, folder)  # known to this host's registry only
+    _deployed(old["checkpoint"], old, folder, live=False)
+    index.record_retired("old", old["checkpoint"] + ".async-stream", "run-1")
+    _write(folder, "moved.yaml", {**moved, "checkpoint": str(ck / "moved-elsewhere")})
+    items = {item.job: item for item in plan_folder(folder)}
+    assert (items["moved"].action, items["old"].action) == ("refuse", "unchanged")
+
+    settings = ApplySettings(str(folder), DeploySettings())
+    holder = Holder("DAG run rollout/run-2", "rollout", dag_id="rollout", run_id="run-2")
+    assert apply_item(items["moved"], holder, settings)["outcome"] == "refused"
+    assert apply_item(items["old"], holder, settings)["outcome"] == "unchanged"
+
+    entry = index.lookup("moved")
+    assert entry is not None and entry.checkpoint == moved["checkpoint"] and entry.run_id == "run-2"
+    assert index.lookup("old") is None and index.names(index.GONE) == ["old"]
+    _other_host(tmp_path, monkeypatch)
+    assert _actions(folder) == {"moved": "refuse"}
