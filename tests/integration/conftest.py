@@ -17,6 +17,7 @@ import pytest
 
 from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.lifecycle import stop_driver
+from airflow_async_stream.spec import deep_merge, parse_spec
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.standalone_cluster import standalone_cluster  # noqa: F401 (a fixture for the cluster tests)
 from tests.spark_class_archive import ensure_archive, submit_opts
@@ -62,6 +63,19 @@ def user_code_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Make tests/integration/user_code importable by the Spark driver (it inherits PYTHONPATH)."""
     monkeypatch.setenv("PYTHONPATH", str(USER_CODE))
     return USER_CODE
+
+
+def fleet_job(root: Path, name: str, **changes: Any) -> dict[str, Any]:
+    """A rollout test's job spec: rate -> noop, async on, checkpoint ``root/name``, ``changes`` merged in."""
+    spec = {
+        "name": name,
+        "checkpoint": str(root / name),
+        "source": {"format": "rate", "options": {"rowsPerSecond": 20}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "2 seconds"},  # several drivers run at once: each batch costs CPU
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
+    }
+    return parse_spec(deep_merge(spec, changes)).to_mapping()
 
 
 def write_dag(dag_id: str, body: str) -> Path:

@@ -28,23 +28,10 @@ import yaml
 
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.control import ControlArea, liveness
-from airflow_async_stream.spec import deep_merge, parse_spec
 from tests.conftest import CHECKPOINT_ROOT
-from tests.integration.conftest import fail_running_dag_runs, run_dag, task_states, write_dag
+from tests.integration.conftest import fail_running_dag_runs, fleet_job, run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
-
-
-def _job(root: Path, name: str, **changes: Any) -> dict[str, Any]:
-    spec = {
-        "name": name,
-        "checkpoint": str(root / name),
-        "source": {"format": "rate", "options": {"rowsPerSecond": 20}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "2 seconds"},  # six drivers run at once: each batch costs CPU
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
-    }
-    return parse_spec(deep_merge(spec, changes)).to_mapping()
 
 
 def _write_folder(folder: Path, specs: dict[str, dict[str, Any]]) -> None:
@@ -86,7 +73,7 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
         CHECKPOINT_ROOT / f"fleet-{uuid.uuid4().hex[:8]}",
         tmp_path / "desired",
     )  # root: drivers stopped after
-    v1 = {name: _job(root, name) for name in ("steady", "retrigger", "toggle", "broken", "resourced")}
+    v1 = {name: fleet_job(root, name) for name in ("steady", "retrigger", "toggle", "broken", "resourced")}
     _write_folder(folder, v1)
     path = write_dag(
         "fleet",
@@ -108,12 +95,14 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
 
     # 2. The folder changes; the toggle-off DAG migrates only the job that turns async off.
     v2 = {
-        "newcomer": _job(root, "newcomer"),
+        "newcomer": fleet_job(root, "newcomer"),
         "steady": v1["steady"],
-        "retrigger": _job(root, "retrigger", trigger={"processing_time": "1 second"}),
-        "toggle": _job(root, "toggle", async_progress={"enabled": False}),
-        "broken": _job(root, "broken", transform={"sql": "SELECT no_such_column FROM source"}),
-        "resourced": _job(root, "resourced", source={"format": "rate-micro-batch", "options": {"rowsPerBatch": 10}}),
+        "retrigger": fleet_job(root, "retrigger", trigger={"processing_time": "1 second"}),
+        "toggle": fleet_job(root, "toggle", async_progress={"enabled": False}),
+        "broken": fleet_job(root, "broken", transform={"sql": "SELECT no_such_column FROM source"}),
+        "resourced": fleet_job(
+            root, "resourced", source={"format": "rate-micro-batch", "options": {"rowsPerBatch": 10}}
+        ),
     }
     _write_folder(folder, v2)
     run = run_dag(path, "fleet_toggle_off")
@@ -164,7 +153,7 @@ def test_a_rollout_killed_after_submitting_is_picked_up_without_a_second_deploy(
     airflow_db: None, tmp_path: Path
 ) -> None:
     root, folder = CHECKPOINT_ROOT / f"crash-{uuid.uuid4().hex[:8]}", tmp_path / "desired"
-    spec = _job(root, "crashy")
+    spec = fleet_job(root, "crashy")
     _write_folder(folder, {"crashy": spec})
     path = write_dag(
         "crash_rollout",
