@@ -4,7 +4,9 @@
 safe-disable, retire, refuse or leave unchanged) and applies the plan, two jobs at a time; a job whose
 new spec does not commit batches is rolled back to its last stable spec. `example_toggle_off` applies
 only the safe-disable migrations, for fleets that turn async progress tracking off job by job.
-Try `airflow-async-stream plan dags/desired` to see the plan without applying it.
+The folder's `_fleet.yaml` names the fleet index (the jobs these rollouts deployed, on shared storage),
+so a job whose file is removed is retired from whichever worker runs the rollout. Try
+`airflow-async-stream plan dags/desired` to see the plan without applying it.
 """
 
 from __future__ import annotations
