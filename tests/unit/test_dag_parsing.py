@@ -63,6 +63,19 @@ def test_a_templated_spec_is_judged_at_run_time_not_at_parse(tmp_path: Path) -> 
     assert _import_errors(path) == {}
 
 
+def test_a_rollout_of_a_folder_naming_no_fleet_index_breaks_the_dag_import(tmp_path: Path) -> None:
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    path = tmp_path / "rollout_dag.py"
+    path.write_text(f"from airflow_async_stream.rollout.dags import rollout_dag\nrollout_dag({str(folder)!r})\n")
+    errors = _import_errors(path)
+    assert list(errors) == [str(path)]
+    assert "_fleet.yaml: (file): missing: a rollout keeps the index of the jobs it deployed" in errors[str(path)]
+
+    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
+    assert _import_errors(path) == {}
+
+
 def test_example_dags_import_cleanly() -> None:
     bag = DagBag(dag_folder=str(REPO / "dags"))
     assert bag.import_errors == {}

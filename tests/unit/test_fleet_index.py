@@ -210,3 +210,16 @@ def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypat
     assert index.lookup("old") is None and index.names(index.GONE) == ["old"]
     _other_host(tmp_path, monkeypatch)
     assert _actions(folder) == {"moved": "refuse"}
+
+
+def test_the_index_works_on_any_fsspec_storage() -> None:
+    """An object store's URL (here fsspec's in-memory one): the same entries, listing, retirement and move."""
+    index = FleetIndex("memory://fleet-index-test")
+    index.record_active("a", "memory://ck/a.async-stream", "r1")
+    index.record_active("b", "memory://ck/b.async-stream", "r1")
+    index.record_retired("b", "memory://ck/b.async-stream", "r2")
+    assert index.names() == ["a", "b"]
+    entry = index.lookup("b")
+    assert entry is not None and entry.state == RETIRED and entry.checkpoint == "memory://ck/b"
+    index.forget("b")
+    assert index.names() == ["a"] and index.names(index.GONE) == ["b"]
