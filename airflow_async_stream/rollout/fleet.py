@@ -110,8 +110,10 @@ class FleetIndex:
 
     def names(self, folder: str = JOBS) -> list[str]:
         """The jobs of ``jobs/`` (or ``gone/``): one listing, no file read."""
+        where = posixpath.join(self.root, folder)
+        self.fs.invalidate_cache(where)  # object stores' clients cache listings; another worker may have written
         try:
-            listed = self.fs.ls(posixpath.join(self.root, folder), detail=False)
+            listed = self.fs.ls(where, detail=False)
         except FileNotFoundError:
             return []
         names = (posixpath.basename(str(p)) for p in listed)
