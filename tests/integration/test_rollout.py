@@ -52,6 +52,17 @@ def _deployment_id(spec: dict[str, Any]) -> str:
     return str(_control(spec).read_json("deployment.json")["deployment_id"])
 
 
+def _stable_deployment(spec: dict[str, Any], timeout_s: float = 30.0) -> str:
+    """The deployment stable.json names. The driver writes it at its first progress event once two commits
+    of its deployment exist; with async progress tracking a commit lands after its batch's event, so that
+    can be one trigger interval after the rollout saw the two commits and finished."""
+    deadline = time.monotonic() + timeout_s
+    while (record := _control(spec).read_json("stable.json")) is None:
+        assert time.monotonic() < deadline, f"{spec['name']}: no stable.json {timeout_s} s after its rollout"
+        time.sleep(0.05)
+    return str(record["deployment_id"])
+
+
 def _running_spec(spec: dict[str, Any]) -> dict[str, Any]:
     control = _control(spec)
     status = control.read_json("status.json")
@@ -91,7 +102,7 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
     assert _outcomes(v1) == {name: ("deploy", "done") for name in v1}
     first = {name: _deployment_id(spec) for name, spec in v1.items()}
     for name, spec in v1.items():
-        assert _control(spec).read_json("stable.json")["deployment_id"] == first[name], name
+        assert _stable_deployment(spec) == first[name], name
 
     # 2. The folder changes; the toggle-off DAG migrates only the job that turns async off.
     v2 = {
