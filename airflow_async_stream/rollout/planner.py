@@ -172,7 +172,9 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
             why = f"retired by rollout run {entry.run_id}"
         else:
             why = f"gone from the folder and not running (state {observed.state})"
-        return PlanItem(name, "unchanged", f"{why}: listed once more, then left out of plans", leaves_plan=True, **where)
+        return PlanItem(
+            name, "unchanged", f"{why}: listed once more, then left out of plans", leaves_plan=True, **where
+        )
     target = desired.spec.to_mapping()
     # The control area the job has now (before a refused checkpoint move, the old one), else the new one's.
     control_url = observed.control_url if observed and observed.spec else control_url_for(desired.spec.checkpoint)
