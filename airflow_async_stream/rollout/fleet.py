@@ -153,13 +153,17 @@ class FleetIndex:
             pass
 
 
-def registry_entries(folder: str | Path, skip: Iterable[str]) -> dict[str, FleetEntry]:
+def registry_entries(folder: str | Path, index: FleetIndex, indexed: Iterable[str]) -> dict[str, FleetEntry]:
     """Jobs this host's registry says a rollout of ``folder`` deployed (the releases before the fleet index
-    kept them only there), except ``skip``: the rollout's plan step copies them into the index once."""
+    kept them only there), except those the index has (``indexed``, or in ``gone/``): the rollout's plan step
+    copies them into the index once."""
+    entries = registry.entries()
+    if not entries:
+        return {}
     folder_key = str(Path(folder).resolve())
-    known = set(skip)
+    known = set(indexed) | set(index.names(index.GONE))
     found = {}
-    for entry in registry.entries():
+    for entry in entries:
         name, control_url = entry["job"], entry.get("control_area")
         if name in known or not control_url:
             continue

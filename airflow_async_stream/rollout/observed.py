@@ -110,10 +110,14 @@ def observe(
 
 
 def observe_retired(
-    index: FleetIndex, desired_names: Iterable[str], known: dict[str, FleetEntry] | None = None
+    index: FleetIndex,
+    indexed: Iterable[str],
+    desired_names: Iterable[str],
+    known: dict[str, FleetEntry] | None = None,
 ) -> dict[str, ObservedJob]:
-    """Jobs of the fleet index (and ``known``) whose file is gone from the folder, with their index entry."""
-    entries = {name: None for name in index.names()} | dict(known or {})
+    """Jobs of the fleet index (``indexed``: its listing) and ``known`` whose file is gone from the folder,
+    with their index entry."""
+    entries: dict[str, FleetEntry | None] = {name: None for name in indexed} | dict(known or {})
     found = {}
     for name in sorted(set(entries) - set(desired_names)):
         entry = entries[name] or index.lookup(name)

@@ -240,9 +240,9 @@ def plan_folder(folder: str | Path, *, adopt: bool = False, run_id: str | None =
     desired = load_desired(folder)
     index = FleetIndex.for_folder(folder)
     indexed = set(index.names())
-    known = registry_entries(folder, indexed | set(index.names(index.GONE)))
+    known = registry_entries(folder, index, indexed)
     observed = observe({name: job.spec.checkpoint for name, job in desired.items()}, index, known)
-    observed.update(observe_retired(index, desired, known))
+    observed.update(observe_retired(index, indexed, desired, known))
     if adopt:
         for name, job in observed.items():
             if name not in indexed and job.spec is not None:

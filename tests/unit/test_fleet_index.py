@@ -99,12 +99,18 @@ def test_the_rollouts_plan_adopts_what_an_earlier_release_deployed(
     assert _actions(folder) == {"kept": "unchanged", "removed": "retire"}
 
 
-def test_a_retired_job_is_listed_once_more_then_leaves_the_plan(tmp_path: Path, host: Path) -> None:
-    folder, ck = tmp_path / "desired", tmp_path / "ck"
+def _retired(tmp_path: Path, live: bool) -> tuple[Path, FleetIndex, dict[str, Any]]:
+    """A folder whose rollout retired job ``old`` (its driver ``live`` again or not): folder, index, spec."""
+    folder = tmp_path / "desired"
     index = _fleet_file(folder, tmp_path / "index")
-    spec = _spec(ck, "old")
-    _deployed(spec["checkpoint"], spec, folder, live=False)
+    spec = _spec(tmp_path / "ck", "old")
+    _deployed(spec["checkpoint"], spec, folder, live=live)
     index.record_retired("old", spec["checkpoint"] + ".async-stream", "scheduled__1")
+    return folder, index, spec
+
+
+def test_a_retired_job_is_listed_once_more_then_leaves_the_plan(tmp_path: Path, host: Path) -> None:
+    folder, index, spec = _retired(tmp_path, live=False)
 
     (item,) = plan_folder(folder)
     assert (item.action, item.leaves_plan) == ("unchanged", True)
@@ -117,11 +123,7 @@ def test_a_retired_job_is_listed_once_more_then_leaves_the_plan(tmp_path: Path, 
 
 
 def test_a_retired_job_someone_started_again_is_retired_again(tmp_path: Path, host: Path) -> None:
-    folder, ck = tmp_path / "desired", tmp_path / "ck"
-    index = _fleet_file(folder, tmp_path / "index")
-    spec = _spec(ck, "old")
-    _deployed(spec["checkpoint"], spec, folder, live=True)
-    index.record_retired("old", spec["checkpoint"] + ".async-stream", "scheduled__1")
+    folder, _, _ = _retired(tmp_path, live=True)
     assert _actions(folder) == {"old": "retire"}
 
 
