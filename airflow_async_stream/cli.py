@@ -12,15 +12,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.control import (
-    SUFFIX,
     ControlArea,
     Reconfiguration,
     State,
     SwitchOutcome,
-    control_url_for,
     hold_ttl_s,
     liveness,
 )
@@ -34,6 +31,7 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.lease import Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, parse_spec, spec_json_schema
+from airflow_async_stream.targets import TargetError, resolve_target
 
 __all__ = ["main"]
 
@@ -84,20 +82,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _control_for(target: str) -> ControlArea:
-    """A job name, a spec file, a checkpoint, or a control area: all lead to one control area."""
-    if target.endswith(SUFFIX):
-        return ControlArea(target)
-    if Path(target).suffix in (".yaml", ".yml", ".json") and Path(target).is_file():
-        return ControlArea.for_checkpoint(load_spec(target).checkpoint)
-    entry = registry.lookup(target) if "/" not in target and "://" not in target else None
-    if entry:
-        return ControlArea(entry["control_area"])
-    if "/" in target or "://" in target:
-        return ControlArea(control_url_for(target))
-    raise AsyncStreamError(
-        f"no job named {target!r} was deployed from this host ({registry.registry_dir()}); "
-        "give its checkpoint path or spec file instead"
-    )
+    """A job name, a spec file, a checkpoint, or a control area: all lead to one control area (targets.py)."""
+    return resolve_target(target).control
 
 
 def _when(ts: Any) -> str:
@@ -223,12 +209,15 @@ def _print_inspection(inspection: Inspection) -> None:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    inspection = inspect_checkpoint(args.checkpoint)
+    target = resolve_target(args.target)
+    inspection = inspect_checkpoint(target.checkpoint)
+    if not inspection.exists:
+        raise TargetError(f"no checkpoint at {target.checkpoint} (from the {target.named_by}): its query never started")
     if args.json:
         print(json.dumps(inspection.to_json(full=args.full), indent=2, sort_keys=True))
     else:
         _print_inspection(inspection)
-    return EXIT_OK if inspection.exists else EXIT_USAGE
+    return EXIT_OK
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
@@ -367,6 +356,12 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_TARGET_HELP = (
+    "a job name deployed from this host (looked up in $AIRFLOW_ASYNC_STREAM_HOME/jobs), "
+    "a spec file, a checkpoint path or URL, or a control area"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="airflow-async-stream", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -379,16 +374,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output: job, action, reason, diff")
     p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("status", help="a job's status record and latest progress")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help="job name, spec file, checkpoint or control area")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_status)
     p = sub.add_parser("inspect", help="Spark's offset and commit logs, and whether a synchronous restart is safe")
-    p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint path or fsspec URL (read-only)")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP + " (read-only)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--full", action="store_true", help="with --json: every batch id and gap, not the newest")
     p.set_defaults(func=_cmd_inspect)
     p = sub.add_parser("stop", help="stop a job gracefully (between micro-batches) and wait for its final status")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
     p.add_argument("--graceful-timeout", type=float, default=60.0, help="seconds the batch in flight may take")
     p.add_argument("--kill-after", type=float, default=120.0, help="kill a driver of this host after this long")
     p.add_argument(
@@ -398,14 +393,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_stop)
     p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
     p.add_argument("--force", action="store_true", help="release even though the hold has not expired")
     p.set_defaults(func=_cmd_release)
     p = sub.add_parser(
         "reconfigure",
         help="switch a running job's query to changed settings in place (no new driver) and print the pause",
     )
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help="job name, spec file, checkpoint or control area")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
     p.add_argument(
         "--set",
         action="append",

@@ -150,7 +150,59 @@ def test_inspect_json_for_machines(tmp_path: Path) -> None:
 
 def test_inspect_missing_checkpoint_exits_non_zero(tmp_path: Path) -> None:
     result = cli("inspect", "--json", str(tmp_path / "nope"))
-    assert result.returncode == 2 and json.loads(result.stdout)["exists"] is False
+    assert result.returncode == 2 and result.stdout == ""
+    assert (
+        result.stderr.strip()
+        == f"airflow-async-stream: nothing at {tmp_path / 'nope'}: no checkpoint, and no job was deployed there"
+    )
+
+
+def test_status_and_inspect_accept_the_same_targets(tmp_path: Path) -> None:
+    control = _fake_deployment(tmp_path)
+    checkpoint = _gappy(tmp_path / "ck")
+    spec_file = tmp_path / "good.yaml"
+    spec_file.write_text(GOOD.replace("/tmp/ck/good-job", str(checkpoint)))
+    env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
+    os.environ.update(env)
+    try:
+        registry.record("good-job", str(checkpoint), control.url, "d1")
+    finally:
+        del os.environ["AIRFLOW_ASYNC_STREAM_HOME"]
+    for target in ("good-job", str(spec_file), str(checkpoint), control.url, f"file://{checkpoint}"):
+        status = cli("status", target, env=env)
+        assert status.returncode == 0 and "running (live" in status.stdout, (target, status)
+        inspection = cli("inspect", target, env=env)
+        assert inspection.returncode == 0 and "UNSAFE: offsets/6 is missing" in inspection.stdout, (target, inspection)
+
+
+def test_a_target_that_names_nothing_is_an_error_never_a_verdict(tmp_path: Path) -> None:
+    """A typo must not read as "never deployed" or "SAFE"."""
+    not_a_checkpoint = tmp_path / "dags"
+    (not_a_checkpoint / "specs").mkdir(parents=True)
+    undeployed = tmp_path / "undeployed.yaml"
+    undeployed.write_text(GOOD.replace("/tmp/ck/good-job", str(tmp_path / "never-ran")))
+    env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
+    cases = {
+        ("status", "/some/typo"): "nothing at /some/typo: no checkpoint, and no job was deployed there",
+        ("status", str(not_a_checkpoint / "specs" / "missing.yaml")): "no spec file at ",
+        ("inspect", str(not_a_checkpoint)): "is not a Spark checkpoint (it holds no metadata, offsets/ or commits/)",
+        ("inspect", str(not_a_checkpoint) + ".async-stream"): "no control area at ",
+        ("inspect", "clicks-async"): f"no job named 'clicks-async' was deployed from this host: job names are "
+        f"looked up in {tmp_path / 'home' / 'jobs'}",
+        (
+            "inspect",
+            str(undeployed),
+        ): f"no checkpoint at {tmp_path / 'never-ran'} (from the spec file): its query never started",
+        ("stop", "/some/typo"): "nothing at /some/typo",
+        ("release", str(not_a_checkpoint)): "is not a Spark checkpoint",
+    }
+    for (command, target), message in cases.items():
+        result = cli(command, target, env=env)
+        assert result.returncode == 2 and result.stdout == "", (command, target, result)
+        assert result.stderr.startswith("airflow-async-stream: ") and message in result.stderr, (command, result.stderr)
+    # A spec file names a known job: status says it was never deployed, as an answer about that job.
+    never = cli("status", str(undeployed), env=env)
+    assert never.returncode == 0 and "never deployed" in never.stdout
 
 
 def test_release_needs_force_for_a_live_hold(tmp_path: Path) -> None:
@@ -200,6 +252,9 @@ def test_unreadable_folder_and_garbled_status_are_one_line_errors(tmp_path: Path
 
 
 def test_reconfigure_answers_before_asking_a_driver(tmp_path: Path) -> None:
+    never = cli("reconfigure", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
+    assert never.returncode == 2 and f"nothing at {tmp_path / 'nothing'}" in never.stderr, never
+    ControlArea.for_checkpoint(str(tmp_path / "nothing")).ensure()
     never = cli("reconfigure", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
     assert never.returncode == 2 and "no spec.json: the job was never deployed" in never.stderr, never
     control = _fake_deployment(tmp_path)
