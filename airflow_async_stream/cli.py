@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -36,11 +37,33 @@ from airflow_async_stream.targets import TargetError, resolve_target
 __all__ = ["main"]
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+#: What a shell reports for a program ended by SIGPIPE (128 + 13), as `git log | head` does.
+EXIT_BROKEN_PIPE = 141
+
+
+def _spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
+    """The files named, with each folder replaced by its job spec files (as a rollout reads a desired folder:
+    YAML or JSON, not hidden, not ``_fleet.yaml``); and the folders that hold none."""
+    from airflow_async_stream.rollout.desired import spec_files
+
+    paths, empty = [], []
+    for name in names:
+        if not Path(name).is_dir():
+            paths.append(name)
+            continue
+        found = [str(p) for p in spec_files(Path(name))]
+        paths += found
+        if not found:
+            empty.append(name)
+    return paths, empty
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    failed = 0
-    for name in args.files:
+    paths, empty = _spec_paths(args.files)
+    for folder in empty:
+        print(f"{folder}: (folder): holds no job spec file (.yaml, .yml, .json)")
+    failed = len(empty)
+    for name in paths:
         try:
             spec = load_spec(name)
         except SpecError as exc:
@@ -77,7 +100,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             if item.action != "deploy":
                 print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")
     counts = {a: sum(1 for i in items if i.action == a) for a in dict.fromkeys(i.action for i in items)}
-    print(f"{len(items)} jobs: " + ", ".join(f"{n} {a}" for a, n in counts.items()) if items else "no jobs")
+    total = f"{len(items)} job{'' if len(items) == 1 else 's'}"
+    print(f"{total}: " + ", ".join(f"{n} {a}" for a, n in counts.items()) if items else "no jobs")
     return EXIT_OK
 
 
@@ -111,6 +135,23 @@ def status_report(control: ControlArea) -> dict[str, Any]:
     }
 
 
+def _batches_run(status: dict[str, Any], latest: dict[str, Any] | None) -> str:
+    """The batches this deployment ran, first to newest: the newest from the progress log, which is written
+    at every batch (the status record only at heartbeats), so this agrees with the "latest batch" line."""
+    first = status.get("first_batch_id")
+    newest = max(
+        (b for b in (status.get("last_batch_id"), (latest or {}).get("batch_id")) if b is not None), default=None
+    )
+    if first is None or newest is None:
+        return "none yet by this deployment"
+    count = newest - first + 1
+    return (
+        f"{count} run by this deployment (batch {first} to {newest})"
+        if count > 1
+        else f"1 run by this deployment (batch {first})"
+    )
+
+
 def _print_status(report: dict[str, Any]) -> None:
     status = report["status"] or {}
     deployment = report["deployment"] or {}
@@ -139,7 +180,7 @@ def _print_status(report: dict[str, Any]) -> None:
         ),
         ("started", _when(status.get("started_at"))),
         ("heartbeat", _when(status.get("heartbeat_at"))),
-        ("batches", f"{status.get('batches', 0)} this deployment, last batch {status.get('last_batch_id')}"),
+        ("batches", _batches_run(status, latest)),
     ]
     if latest:
         durations = latest.get("duration_ms") or {}
@@ -147,7 +188,7 @@ def _print_status(report: dict[str, Any]) -> None:
             (
                 "latest batch",
                 f"{latest['batch_id']}: {latest['num_input_rows']} rows, triggerExecution "
-                f"{durations.get('triggerExecution', '-')} ms, offset management {latest.get('offset_management_ms')} ms",
+                f"{durations.get('triggerExecution', '-')} ms, offset management {latest.get('offset_management_ms', '-')} ms",
             )
         )
     switch = report.get("reconfiguration")
@@ -366,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="airflow-async-stream", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("validate", help="validate job spec files (exit 1 and one line per error if any is bad)")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE_OR_DIR", help="spec files, or folders of them")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     p.set_defaults(func=_cmd_validate)
     p = sub.add_parser("plan", help="compare a folder of job specs with what runs, and say what a rollout would do")
@@ -424,7 +465,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours, and nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit must not fail
+        return EXIT_BROKEN_PIPE
     except (AsyncStreamError, OSError) as exc:
         print(f"airflow-async-stream: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -57,6 +57,51 @@ def test_validate_prints_one_line_per_error_with_file_and_field(tmp_path: Path) 
     assert all(line.startswith(str(worse)) for line in lines[1:])
 
 
+def test_validate_takes_folders_as_a_rollout_reads_them(tmp_path: Path) -> None:
+    desired = tmp_path / "desired"
+    desired.mkdir()
+    (desired / "good.yaml").write_text(GOOD)
+    (desired / "bad.yml").write_text(BAD.replace("bad-job", "other"))
+    (desired / "_fleet.yaml").write_text("index: /shared/fleet\n")  # not a job
+    (desired / ".draft.yaml").write_text("{")  # hidden: an editor's
+    (desired / "README.md").write_text("# not a spec")
+    (tmp_path / "empty").mkdir()
+    result = cli("validate", str(desired), str(tmp_path / "empty"))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{tmp_path / 'empty'}: (folder): holds no job spec file (.yaml, .yml, .json)"
+    assert {line.split(": ")[0] for line in lines[1:]} == {str(desired / "bad.yml"), str(desired / "good.yaml")}
+    assert f"{desired / 'good.yaml'}: ok (good-job, async progress on)" in lines
+    assert "Is a directory" not in result.stdout and "_fleet" not in result.stdout
+    assert cli("validate", "-q", str(desired / "good.yaml"), str(desired)).returncode == 1
+
+
+def test_output_into_a_closed_pipe_is_no_error(tmp_path: Path) -> None:
+    """`airflow-async-stream status ... | head`: head exits early; no '[Errno 32] Broken pipe'."""
+    _fake_deployment(tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        result = subprocess.run(
+            [CLI, "status", str(tmp_path / "ck")], stdout=write_end, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr == "" and result.returncode == 141, result
+
+
+def test_status_counts_batches_as_its_latest_batch_line_does(tmp_path: Path) -> None:
+    """The status record is written at heartbeats, the progress log at every batch: both lines agree."""
+    control = _fake_deployment(tmp_path)
+    control.write_json("status.json", {**control.read_json("status.json"), "first_batch_id": 5})
+    control.append_progress({"deployment_id": "d1", "batch_id": 8, "num_input_rows": 1, "duration_ms": {}})
+    shown = dict(
+        line.split(None, 1) for line in cli("status", str(tmp_path / "ck")).stdout.splitlines() if "batch" in line
+    )
+    assert shown["batches"].strip() == "4 run by this deployment (batch 5 to 8)"
+    assert shown["latest"].split(None, 1)[1] == "8: 1 rows, triggerExecution - ms, offset management - ms"
+
+
 def test_validate_reports_unreadable_files(tmp_path: Path) -> None:
     result = cli("validate", str(tmp_path / "missing.yaml"))
     assert result.returncode == 1 and "(file): cannot be read" in result.stdout

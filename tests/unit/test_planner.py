@@ -279,6 +279,7 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
     assert "job                      safe_disable  async progress tracking is turned off" in people.stdout
     assert "how: in place (the running driver switches its query in place)" in people.stdout
     assert "async_progress.enabled: True -> False" in people.stdout
+    assert people.stdout.splitlines()[-1] == "1 job: 1 safe_disable"
 
     machines = json.loads(
         subprocess.run([CLI, "plan", "--json", str(folder)], capture_output=True, text=True, env=env).stdout
