@@ -32,6 +32,7 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.lease import Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, parse_spec, spec_json_schema
+from airflow_async_stream.spec_folder import spec_files
 from airflow_async_stream.targets import TargetError, resolve_target
 
 __all__ = ["main"]
@@ -44,8 +45,6 @@ EXIT_BROKEN_PIPE = 141
 def _spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
     """The files named, with each folder replaced by its job spec files (as a rollout reads a desired folder:
     YAML or JSON, not hidden, not ``_fleet.yaml``); and the folders that hold none."""
-    from airflow_async_stream.rollout.desired import spec_files
-
     paths, empty = [], []
     for name in names:
         if not Path(name).is_dir():

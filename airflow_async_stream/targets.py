@@ -19,10 +19,10 @@ from airflow_async_stream import registry
 from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.spec import load_spec
+from airflow_async_stream.spec_folder import SPEC_SUFFIXES
 
 __all__ = ["CHECKPOINT_MARKERS", "Target", "TargetError", "looks_like_checkpoint", "resolve_target"]
 
-SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 #: What Spark writes into a checkpoint folder when a query starts (metadata) and at each batch.
 CHECKPOINT_MARKERS = frozenset({"metadata", "offsets", "commits"})
 

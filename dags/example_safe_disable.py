@@ -18,12 +18,14 @@ from airflow_async_stream.migrations import safe_disable_async_progress
 from airflow_async_stream.spec import resolve_spec
 
 ROOT = os.environ.get("ASYNC_STREAM_DEMO_ROOT", "/tmp/airflow-async-stream-demo")
-JOB = resolve_spec(Path(__file__).parent / "specs" / "clicks_async.yaml", {"checkpoint": f"{ROOT}/clicks-async"})
+SPEC_FILE = Path(__file__).parent / "specs" / "clicks_async.yaml"
+JOB = resolve_spec(SPEC_FILE, {"checkpoint": f"{ROOT}/clicks-async"})
 
 
 @dag(schedule=None, catchup=False, tags=["async-stream", "example", "migration"])
 def example_safe_disable():
-    safe_disable_async_progress(JOB)
+    # The last step says whether SPEC_FILE still turns async on (it does: change it before the next deploy).
+    safe_disable_async_progress(JOB, spec_file=SPEC_FILE)
 
 
 example_safe_disable()

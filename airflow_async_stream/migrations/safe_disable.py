@@ -13,12 +13,14 @@ by a redeploy; in place, the stop and the gate happen inside the synchronous swi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import TaskGroup
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_async_stream.control import ControlArea, control_url_for
 from airflow_async_stream.deployer import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
@@ -31,6 +33,7 @@ from airflow_async_stream.migrations.safe_disable_steps import (
     note_failure,
     rolled_back_error,
 )
+from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator, dag_run_state
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
@@ -130,9 +133,18 @@ class ReleaseAfterSafeDisableOperator(ReleaseJobLeaseOperator):
     """Give up the run's hold; returns the migration's result: every switch it made, in place or by restart,
     with its pause (the XCom of the switch tasks)."""
 
-    def __init__(self, *, switch_task_ids: list[str], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        switch_task_ids: list[str],
+        job: str,
+        spec_file: str | None = None,
+        sync_overrides: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.switch_task_ids = switch_task_ids
+        self.job, self.spec_file, self.sync_overrides = job, spec_file, sync_overrides or {}
 
     def execute(self, context: Context) -> dict[str, Any]:  # type: ignore[override]
         super().execute(context)
@@ -140,7 +152,12 @@ class ReleaseAfterSafeDisableOperator(ReleaseJobLeaseOperator):
         for switch in filter(None, switches):
             self.log.info("switched to %s %s, pause %s s (%s)", switch["to"], switch["path"], switch["pause_s"],
                           switch["why"])  # fmt: skip
-        return {"switches": [s for s in switches if s]}
+        # The migration changed what runs, not the spec it came from: say which file would turn async back on.
+        checks = spec_follow_up(self.job, self.spec_file, ControlArea(control_url_for(self.checkpoint)),
+                                self.sync_overrides)  # fmt: skip
+        for check in checks:
+            (self.log.info if check.async_on is False else self.log.warning)("spec: %s", check.advice)
+        return {"switches": [s for s in switches if s], "spec_files": [c.to_json() for c in checks]}
 
 
 def safe_disable_async_progress(
@@ -156,6 +173,7 @@ def safe_disable_async_progress(
     deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
     lease_ttl_s: float | None = None,
     in_place: bool = True,
+    spec_file: str | Path | None = None,
 ) -> TaskGroup:
     """Build the safe-disable TaskGroup for one job, inside the DAG being defined.
 
@@ -167,6 +185,9 @@ def safe_disable_async_progress(
         ``[operators] default_deferrable``).
     :param in_place: switch the running driver in place where it can (about a second of pause each); False
         redeploys at every change, as before in-place switching.
+    :param spec_file: the file the job's spec is kept in (default: ``spec`` itself when it is a path). The
+        migration changes what runs, never this file: its last step says whether the file still turns async
+        on, and so would turn it back on at the next deploy from it.
     :param lease_ttl_s: how long the run holds the job (default: the sum of every step's time limits);
         no other run may deploy, stop or migrate the job meanwhile, and a dead run's hold expires then.
     """
@@ -183,12 +204,14 @@ def safe_disable_async_progress(
         in_place=in_place,
     )
     plan.synchronous_spec()
+    spec_file = spec_file if spec_file is not None else spec if isinstance(spec, (str, Path)) else None
+    spec_file = str(Path(spec_file).resolve()) if spec_file is not None else None
     with TaskGroup(group_id=group_id, tooltip=f"turn async progress tracking off for {job.name}") as group:
-        _steps(plan, lease_ttl_s if lease_ttl_s is not None else plan.hold_ttl_s, deferrable)
+        _steps(plan, lease_ttl_s if lease_ttl_s is not None else plan.hold_ttl_s, deferrable, spec_file)
     return group
 
 
-def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool) -> None:
+def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool, spec_file: str | None) -> None:
     """The TaskGroup's tasks, one per step, and their order."""
     job, recorder = plan.spec, _failure_recorder(plan.checkpoint)
     common = {
@@ -230,6 +253,9 @@ def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool) -> None:
         task_id="release_job",
         checkpoint=job.checkpoint,
         switch_task_ids=[to_async.task_id, to_sync.task_id],
+        job=job.name,
+        spec_file=spec_file,
+        sync_overrides=plan.sync_overrides,
         trigger_rule="none_failed_min_one_success",
     )
     hold >> to_async >> wait_async >> stop >> gate >> to_sync >> wait_sync >> done

@@ -86,7 +86,9 @@ def _mapping(spec: JobSpec | dict[str, Any]) -> dict[str, Any]:
 
 def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolledBackError:
     """The error a rolled-back migration ends with: what failed, and that the job keeps running async."""
-    how = {"unchanged": "runs on with", "deployed": "was redeployed with"}.get(switch.outcome, "was switched in place to")
+    how = {"unchanged": "runs on with", "deployed": "was redeployed with"}.get(
+        switch.outcome, "was switched in place to"
+    )
     return SafeDisableRolledBackError(
         f"async progress tracking stays on for job {job!r}: {reason}. The job {how} async on and checkpoint "
         f"interval 0 (deployment {switch.deployment_id}) and keeps running."

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.exceptions import DesiredStateError, SpecError
-from airflow_async_stream.rollout.fleet import FLEET_FILE
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec, read_spec_file
+from airflow_async_stream.spec_folder import spec_files
 
 __all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "spec_files"]
 
-SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 #: Fields whose rules refuse async progress tracking: a file breaking only these wants async off.
 ASYNC_RULE_FIELDS = frozenset(
     {"trigger.once", "trigger.available_now", "trigger.continuous", "sink.format", "stateful"}
@@ -26,15 +25,6 @@ class DesiredJob:
     spec: JobSpec
     file: str
     async_forced_off: tuple[str, ...] = ()
-
-
-def spec_files(folder: Path) -> list[Path]:
-    """The folder's job files: YAML or JSON, not hidden, not the fleet file (fleet.py)."""
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if p.is_file() and p.suffix in SPEC_SUFFIXES and p.name[0] != "." and p.name != FLEET_FILE
-    )
 
 
 def load_desired(folder: str | Path) -> dict[str, DesiredJob]:

@@ -29,11 +29,11 @@ from airflow_async_stream import registry
 from airflow_async_stream.control import SUFFIX, ControlArea, now, read_json_object, replace_file
 from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError, SpecError
 from airflow_async_stream.spec import read_spec_file
+from airflow_async_stream.spec_folder import FLEET_FILE
 
 __all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex", "registry_entries"]
 
 #: The file of a desired folder that names its fleet index (never read as a job spec).
-FLEET_FILE = "_fleet.yaml"
 ACTIVE, RETIRED = "active", "retired"
 _FORMAT = 1
 

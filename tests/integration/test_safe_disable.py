@@ -105,6 +105,11 @@ def test_safe_disable_dag_switches_the_running_driver_in_place(airflow_db: None)
     status = control.read_json("status.json")
     assert status["deployment_id"] == driver and status["switches"] == 2  # one driver throughout
     assert control.read_reconfiguration().gate, "the driver ran no gate at the synchronous switch"
+    # The example's spec file still says async on: the last step names it and the change to make.
+    [spec_file] = xcom(migrated, "safe_disable.release_job")["spec_files"]
+    example = DAGS_FOLDER / "specs" / "clicks_async.yaml"
+    assert (spec_file["file"], spec_file["async_progress_enabled"]) == (str(example.resolve()), True)
+    assert "still says async_progress.enabled: true: set it to false" in spec_file["advice"]
 
 
 def test_safe_disable_dag_asked_for_restarts_redeploys_at_each_switch(airflow_db: None, checkpoint_dir: str) -> None:
@@ -129,10 +134,13 @@ def test_safe_disable_dag_asked_for_restarts_redeploys_at_each_switch(airflow_db
         """,
     )
 
-    switches = _assert_safe_and_synchronous(checkpoint, files_before, run_dag(path, "safe_disable_by_restarts"))
+    migrated = run_dag(path, "safe_disable_by_restarts")
+    switches = _assert_safe_and_synchronous(checkpoint, files_before, migrated)
 
     assert [(s["path"], s["outcome"]) for s in switches] == [("restart", "deployed")] * 2, switches
     assert len({driver, *(s["deployment_id"] for s in switches)}) == 3  # a new driver at each switch
+    [spec_file] = xcom(migrated, "safe_disable.release_job")["spec_files"]
+    assert spec_file["file"] is None and "given in the DAG, not in a file" in spec_file["advice"]
 
 
 def test_failed_sync_redeploy_rolls_back_to_async(airflow_db: None, checkpoint_dir: str, capfd) -> None:
