@@ -103,10 +103,14 @@ def main() -> int:
         "latency": lambda: latency.run(args.rounds, args.batches, say),
         "migration": lambda: migration.run(args.rounds, say),
     }
+    begun = time.monotonic()
     for name, bench in benches.items():
         if name in only:
+            clock = time.monotonic()
             results[name] = bench()
             results.setdefault("measured", {})[name] = started
+            # How long each benchmark takes to run (README and scripts/bench.sh quote the sum).
+            results.setdefault("seconds", {})[name] = round(time.monotonic() - clock)
             out.write_text(json.dumps(results, indent=2, sort_keys=True))  # keep what finished, come what may
             say(f"{name} done; results so far in {out}")
     if "latency" in only:
@@ -115,6 +119,7 @@ def main() -> int:
     if "migration" in only:
         migration.chart(results["migration"]["summary"], RESULTS / "migration.png")
         say(f"wrote {RESULTS / 'migration.png'}")
+    say(f"all done in {(time.monotonic() - begun) / 60:.1f} min")
     return 0
 
 
