@@ -5,7 +5,8 @@ From nothing, on the embedded local Spark:
      (DAG example_start_async_job), which leaves gaps in its offset and commit logs;
   2. show the inspector saying a direct synchronous restart is unsafe;
   3. run the safe-disable migration (DAG example_safe_disable), showing each step as it happens;
-  4. show the inspector and the job's status after, each step's duration, then stop the job.
+  4. show the inspector and the job's status after, each step's duration, then stop the job;
+  5. print the commands that show the job again (by name, by checkpoint), which work from any shell.
 
 Airflow state (SQLite) and checkpoints go under ./var/ unless AIRFLOW_HOME / ASYNC_STREAM_DEMO_ROOT say
 otherwise.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -113,7 +115,23 @@ def main() -> int:
     say("stopping the job so nothing is left running:")
     cli(env, "stop", checkpoint)
     say(disk_use(checkpoint))
+    say("to look at the job again, from any shell (its checkpoint and records stay under var/):")
+    for command in look_commands(env, checkpoint):
+        print(f"    {command}", flush=True)
     return code
+
+
+def look_commands(env: dict[str, str], checkpoint: str) -> list[str]:
+    """Commands that show the job this demo ran, as a user types them in a new shell. The job name is looked up
+    in the registry of the Airflow that deployed it: this demo keeps it under var/, hence the variable."""
+    tool = shlex.quote(str(BIN / "airflow-async-stream"))
+    by_name = f"AIRFLOW_ASYNC_STREAM_HOME={shlex.quote(env['AIRFLOW_ASYNC_STREAM_HOME'])} {tool}"
+    return [
+        f"{by_name} status {JOB}",
+        f"{tool} status {shlex.quote(checkpoint)}",
+        f"{tool} inspect {shlex.quote(checkpoint)}",
+        f"{tool} status {shlex.quote(checkpoint)} --json",
+    ]
 
 
 def longest_idle_text(checkpoint: str) -> str:

@@ -1,0 +1,48 @@
+"""The main job's last lines: the commands that show the job again work as printed, from a new shell."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+
+from airflow_async_stream import registry
+from tests.unit.test_cli import _fake_deployment, _gappy
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _demo():  # scripts/ is not a package: load the main job's module from its file
+    spec = importlib.util.spec_from_file_location("demo", REPO / "scripts" / "demo.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_printed_commands_work_in_a_new_shell(tmp_path: Path) -> None:
+    demo = _demo()
+    checkpoint = tmp_path / "checkpoints" / demo.JOB
+    control = _fake_deployment(checkpoint.parent)  # at checkpoints/ck: move it where the demo puts its job
+    os.rename(control.root, f"{checkpoint}.async-stream")
+    _gappy(checkpoint)
+    demo_env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "var-registry")}
+    os.environ.update(demo_env)
+    try:
+        registry.record(demo.JOB, str(checkpoint), f"{checkpoint}.async-stream", "d1")
+    finally:
+        del os.environ["AIRFLOW_ASYNC_STREAM_HOME"]
+
+    commands = demo.look_commands(demo_env, str(checkpoint))
+    assert any(f" status {demo.JOB}" in c for c in commands) and any(" inspect " in c for c in commands)
+    # A new shell: not the demo's environment, another directory, a HOME with no registry of its own.
+    shell_env = {k: v for k, v in os.environ.items() if k != "AIRFLOW_ASYNC_STREAM_HOME"} | {"HOME": str(tmp_path)}
+    for command in commands:
+        ran = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=shell_env, cwd="/")
+        assert ran.returncode == 0, (command, ran.stderr)
+        assert str(checkpoint) in ran.stdout, (command, ran.stdout)
+    # The variable is what makes the job name work: without it the name is unknown here.
+    bare = commands[0].split(" ", 1)[1]
+    unknown = subprocess.run(["bash", "-c", bare], capture_output=True, text=True, env=shell_env, cwd="/")
+    assert unknown.returncode == 2 and f"no job named '{demo.JOB}'" in unknown.stderr
