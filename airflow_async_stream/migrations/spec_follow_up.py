@@ -61,12 +61,9 @@ def _check_file(path: Path, next_deploy: str, overrides: dict[str, Any]) -> Spec
 
 
 def _desired_file(folder: Path, job: str) -> Path | None:
-    """The file of ``job`` in a rollout's desired folder (None when it is gone or the folder cannot be read)."""
-    try:
-        files = spec_files(folder)
-    except OSError:
-        return None
-    for path in files:
+    """The file of ``job`` in a rollout's desired folder (None when it is gone); OSError when the folder cannot
+    be read here."""
+    for path in spec_files(folder):
         try:
             data = read_spec_file(path)
         except SpecError:
@@ -74,6 +71,30 @@ def _desired_file(folder: Path, job: str) -> Path | None:
         if isinstance(data, dict) and data.get("name") == job:
             return path
     return None
+
+
+def _check_rollout_folder(folder: Path, job: str, overrides: dict[str, Any]) -> SpecFileCheck:
+    """The job's file in the desired folder of the rollout that deployed it."""
+    next_rollout = f"the next rollout of {folder}"
+    try:
+        found = _desired_file(folder, job)
+    except OSError as exc:
+        return SpecFileCheck(
+            None,
+            None,
+            f"{job} was deployed by a rollout of {folder}, which cannot be read here "
+            f"({exc.strerror or exc}): make sure its file there says async_progress.enabled: false, "
+            f"or {next_rollout} turns async progress tracking back on",
+        )
+    if found is None:
+        return SpecFileCheck(
+            None,
+            None,
+            f"{job} was deployed by a rollout of {folder}, which holds no file for it "
+            f"now: {next_rollout} retires it unless its file comes back saying "
+            "async_progress.enabled: false",
+        )
+    return _check_file(found, next_rollout, overrides)
 
 
 def spec_follow_up(
@@ -86,20 +107,7 @@ def spec_follow_up(
     rollout = control.read_json(ControlArea.ROLLOUT) or {}
     folder = rollout.get("folder")
     if folder:
-        found = _desired_file(Path(folder), job)
-        next_rollout = f"the next rollout of {folder}"
-        if found is None:
-            checks.append(
-                SpecFileCheck(
-                    None,
-                    None,
-                    f"{job} was deployed by a rollout of {folder}, which holds no "
-                    f"file for it now: {next_rollout} retires it unless its file comes back "
-                    "saying async_progress.enabled: false",
-                )
-            )
-        else:
-            checks.append(_check_file(found, next_rollout, overrides))
+        checks.append(_check_rollout_folder(Path(folder), job, overrides))
     if spec_file and not any(c.file and Path(c.file).resolve() == Path(spec_file).resolve() for c in checks):
         checks.append(_check_file(Path(spec_file), "the next deploy from this file", overrides))
     if not checks:

@@ -75,6 +75,10 @@ def test_a_job_a_rollout_deployed_names_its_file_in_the_desired_folder(tmp_path:
     [gone] = spec_follow_up("clicks", None, control)
     assert gone.file is None and f"deployed by a rollout of {folder}, which holds no file for it now" in gone.advice
 
+    control.write_json(ControlArea.ROLLOUT, {"folder": str(tmp_path / "on-another-worker"), "action": "deploy"})
+    [unread] = spec_follow_up("clicks", None, control)
+    assert unread.async_on is None and "which cannot be read here (No such file or directory)" in unread.advice
+
 
 def test_an_unreadable_file_is_said_so_not_guessed(tmp_path: Path) -> None:
     spec_file = tmp_path / "clicks.yaml"
