@@ -27,11 +27,14 @@ SIDES = ("in_place", "restart", "lower_bound")
 def write_restart_dag(dags_folder: Path) -> None:
     """The example migration with ``in_place=False``: today's restart path, on the same job."""
     source = (REPO / "dags" / "example_safe_disable.py").read_text()
-    (dags_folder / f"{RESTART_DAG}.py").write_text(
-        source.replace("safe_disable_async_progress(JOB)", "safe_disable_async_progress(JOB, in_place=False)")
-        .replace("def example_safe_disable", f"def {RESTART_DAG}")
-        .replace("example_safe_disable()", f"{RESTART_DAG}()")
-    )
+    for old, new in (
+        ("safe_disable_async_progress(JOB", "safe_disable_async_progress(JOB, in_place=False"),
+        ("def example_safe_disable", f"def {RESTART_DAG}"),
+        ("\nexample_safe_disable()", f"\n{RESTART_DAG}()"),
+    ):  # each must be found once: a changed example must fail here, not turn the restart side into in-place
+        assert source.count(old) == 1, f"dags/example_safe_disable.py no longer holds {old!r} once"
+        source = source.replace(old, new)
+    (dags_folder / f"{RESTART_DAG}.py").write_text(source)
 
 
 def _dag(dag_id: str) -> Any:
@@ -67,6 +70,10 @@ def provider_run(in_place: bool) -> dict[str, Any]:
         and batch_window(e)[0] > first_request
     ]
     stop_driver(control, "benchmark done", graceful_timeout_s=30, kill_after_s=60)
+    paths = {s["path"] for s in switches}
+    assert paths == {"in_place" if in_place else "restart"}, (
+        f"the {'in-place' if in_place else 'restart'} side switched {paths}"
+    )
     return {
         "state": str(run.state),
         "total_s": total,
