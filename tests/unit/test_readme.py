@@ -1,0 +1,206 @@
+"""The README works as written: its DAGs load, its specs validate, its commands exist, its files exist, and its
+figures agree with each other and with the benchmark results.
+
+A code block is preceded by a mark saying what it is, an HTML comment the rendered README does not show:
+``<!-- readme-test: dags ID ... -->`` (a Python DAG file defining exactly these DAG ids), ``script WHY`` (Python
+that is no DAG: checked for undefined names and imports that do not exist), ``fragment WHY`` (a part of a file:
+skipped), ``fleet-file`` (a desired folder's ``_fleet.yaml``). A YAML block without a mark is a whole job spec.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from airflow.dag_processing.dagbag import DagBag
+
+from airflow_async_stream.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+FENCE = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```$", re.M | re.S)
+MARK = re.compile(r"<!-- readme-test: (?P<kind>[a-z-]+)(?: (?P<arg>.*?))? -->\s*\Z")
+#: Where the README's examples keep their files, and the README's own full spec.
+DAG_FOLDER = "/opt/airflow/dags"
+FULL_SPEC_NAME = "clicks-to-alerts"
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    body: str
+    line: int
+    kind: str | None
+    arg: str
+
+    def __str__(self) -> str:
+        return f"README.md:{self.line} ({self.lang or 'text'}{', ' + self.kind if self.kind else ''})"
+
+
+def _blocks() -> list[Block]:
+    found = []
+    for match in FENCE.finditer(README):
+        before = README[: match.start()]
+        mark = MARK.search(before[-300:])
+        found.append(
+            Block(
+                match["lang"],
+                match["body"],
+                before.count("\n") + 1,
+                mark["kind"] if mark else None,
+                (mark["arg"] or "") if mark else "",
+            )
+        )
+    return found
+
+
+BLOCKS = _blocks()
+PYTHON = [b for b in BLOCKS if b.lang == "python"]
+
+
+def _full_spec() -> str:
+    specs = [b.body for b in BLOCKS if b.lang == "yaml" and b.kind is None]
+    [spec] = [s for s in specs if yaml.safe_load(s).get("name") == FULL_SPEC_NAME]
+    return spec
+
+
+def test_every_python_block_says_what_it_is() -> None:
+    unmarked = [str(b) for b in PYTHON if b.kind not in ("dags", "script", "fragment")]
+    assert not unmarked, f"mark these blocks (see this test's docstring): {unmarked}"
+    assert sum(b.kind == "dags" for b in PYTHON) >= 3
+
+
+@pytest.mark.parametrize("block", [b for b in PYTHON if b.kind == "dags"], ids=str)
+def test_a_dag_block_loads_with_the_dag_ids_it_promises_every_task_connected(block: Block, tmp_path: Path) -> None:
+    dags, specs, desired = tmp_path / "dags", tmp_path / "dags" / "specs", tmp_path / "dags" / "desired"
+    specs.mkdir(parents=True)
+    desired.mkdir()
+    (specs / f"{FULL_SPEC_NAME}.yaml").write_text(_full_spec())
+    (desired / f"{FULL_SPEC_NAME}.yaml").write_text(_full_spec())
+    [fleet] = [b.body for b in BLOCKS if b.kind == "fleet-file"]
+    index = yaml.safe_load(fleet)["index"]
+    (desired / "_fleet.yaml").write_text(fleet.replace(index, str(tmp_path / "fleet-index")))
+    assert DAG_FOLDER in block.body, f"{block} names no file under {DAG_FOLDER}"
+    (dags / "readme_dag.py").write_text(block.body.replace(DAG_FOLDER, str(dags)))
+
+    bag = DagBag(dag_folder=str(dags / "readme_dag.py"))
+
+    assert bag.import_errors == {}, f"{block}: {bag.import_errors}"
+    assert sorted(bag.dag_ids) == sorted(block.arg.split()), block
+    for dag in bag.dags.values():
+        assert dag.task_dict, f"{block}: DAG {dag.dag_id} has no task"
+        reached, todo = set(), [next(iter(dag.task_dict))]
+        while todo:
+            task = dag.task_dict[todo.pop()]
+            if task.task_id not in reached:
+                reached.add(task.task_id)
+                todo += [*task.upstream_task_ids, *task.downstream_task_ids]
+        assert reached == set(dag.task_dict), f"{block}: tasks not connected: {set(dag.task_dict) - reached}"
+
+
+def _undefined_names(source: str) -> str:
+    checked = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F", "--output-format", "concise", "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+    )
+    return checked.stdout if checked.returncode else ""
+
+
+@pytest.mark.parametrize("block", [b for b in PYTHON if b.kind in ("dags", "script")], ids=str)
+def test_python_blocks_name_nothing_undefined_and_import_what_exists(block: Block) -> None:
+    assert not _undefined_names(block.body), f"{block}:\n{_undefined_names(block.body)}"
+    for node in ast.walk(ast.parse(block.body)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "airflow_async_stream":
+            module = importlib.import_module(node.module)
+            missing = [a.name for a in node.names if not hasattr(module, a.name)]
+            assert not missing, f"{block}: {node.module} has no {missing}"
+
+
+def test_the_check_for_undefined_names_catches_what_it_should() -> None:
+    """The README once used a `df` it never defined."""
+    assert "F821" in _undefined_names('writer = df.writeStream.format("kafka")\n')
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml" and b.kind is None], ids=str)
+def test_a_whole_spec_in_the_readme_passes_validate(block: Block, tmp_path: Path) -> None:
+    from airflow_async_stream.cli import main
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(block.body)
+    assert main(["validate", str(path)]) == 0, block
+
+
+def test_yaml_blocks_are_specs_or_say_what_they_are() -> None:
+    for block in (b for b in BLOCKS if b.lang == "yaml"):
+        assert block.kind in (None, "fragment", "fleet-file"), block
+        if block.kind is None:
+            assert {"name", "checkpoint", "source", "sink"} <= set(yaml.safe_load(block.body)), block
+
+
+def _cli_lines() -> list[tuple[Block, str]]:
+    lines = []
+    for block in BLOCKS:
+        for line in block.body.splitlines():
+            if "airflow-async-stream " in line and not line.lstrip().startswith("#"):
+                lines.append((block, line))
+    return lines
+
+
+def test_every_cli_command_the_readme_shows_exists() -> None:
+    lines = _cli_lines()
+    assert len(lines) >= 15
+    parser = build_parser()
+    for block, line in lines:
+        command = line.split("airflow-async-stream ", 1)[1]
+        command = re.sub(r"\s+#.*$", "", command)  # a comment
+        command = re.sub(r"\[[^\]]*\]", "", command)  # [--optional] parts
+        command = command.split(" > ")[0]  # a redirect
+        try:
+            parser.parse_args(shlex.split(command))
+        except SystemExit:
+            pytest.fail(f"{block}: not a command this CLI takes: {line.strip()}")
+
+
+def test_every_script_and_file_the_readme_names_exists() -> None:
+    for script in re.findall(r"bash (scripts/[\w.]+)", README):
+        assert (REPO / script).is_file(), script
+    for name in set(re.findall(r"`([\w./-]+\.(?:py|sh|md|png|toml|yaml|json))`", README)):
+        if "/" not in name and not name.endswith((".md", ".toml")):
+            continue  # a bare file name: a control-area record (spec.json, ...) or a spec's own name
+        if name.startswith(("/", "~", "dags/specs/clicks-to-alerts", "specs/")) or "<" in name:
+            continue  # a user's path in an example
+        assert (REPO / name).exists() or (REPO / "airflow_async_stream" / name).exists(), name
+    for document in set(re.findall(r"\b([\w-]+\.md)\b", README)):
+        assert (REPO / document).is_file(), f"the README names {document}, which is not in the repository"
+
+
+def _percent_range(text: str) -> tuple[int, int]:
+    low, high = re.search(r"(\d+)–(\d+) %", text).groups()  # type: ignore[union-attr]
+    return int(low), int(high)
+
+
+def test_the_latency_figures_agree_with_each_other_and_the_results() -> None:
+    results = json.loads((REPO / "bench" / "results" / "results.json").read_text())
+    cuts = results["latency"]["provider"]["async_reduction"]
+    measured = sorted(round(100 * v) for v in cuts.values())
+    intro = README.split("## Two commands", 1)[0]
+    assert _percent_range(intro.split("turning it on", 1)[1]) == (measured[0], measured[-1])
+    shown = re.search(r"Async reduction: (\d+) % \(interval 1000\) and (\d+) % \(interval 0\)", README)
+    assert shown and (int(shown[1]), int(shown[2])) == (round(100 * cuts["async1000"]), round(100 * cuts["async0"]))
+
+
+def test_the_benchmark_duration_is_one_figure() -> None:
+    readme = re.search(r"`bash scripts/bench\.sh` \(about (\d+) minutes", README)
+    script = re.search(r"about (\d+) minutes", (REPO / "scripts" / "bench.sh").read_text())
+    assert readme and script and readme[1] == script[1]
