@@ -24,7 +24,16 @@ from fsspec.implementations.local import LocalFileSystem
 
 from airflow_async_stream.exceptions import CheckpointReadError, UnsafeSyncRestartError
 
-__all__ = ["Inspection", "LogView", "batch_ids", "gate_sync_restart", "inspect_checkpoint", "latest_batch"]
+__all__ = [
+    "CHECKPOINT_MARKERS",
+    "Inspection",
+    "LogView",
+    "batch_ids",
+    "gate_sync_restart",
+    "inspect_checkpoint",
+    "latest_batch",
+    "looks_like_checkpoint",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +62,17 @@ def _list(fs: Any, folder: str) -> list[str] | None:
         raise CheckpointReadError(f"cannot list {folder}: permission denied") from exc
     except NotADirectoryError as exc:
         raise CheckpointReadError(f"{folder} is a file, not a folder") from exc
+
+
+#: What Spark writes into a checkpoint folder: ``metadata`` when a query starts, ``offsets/`` and ``commits/``.
+CHECKPOINT_MARKERS = frozenset({"metadata", "offsets", "commits"})
+
+
+def looks_like_checkpoint(checkpoint: str) -> bool | None:
+    """Whether the folder holds what Spark writes into a checkpoint; None when there is no folder there."""
+    fs, root = _fs(checkpoint)
+    names = _list(fs, root)
+    return None if names is None else bool(CHECKPOINT_MARKERS.intersection(names))
 
 
 def batch_ids(checkpoint: str, log: str) -> list[int]:

@@ -13,18 +13,14 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-import fsspec
-
 from airflow_async_stream import registry
+from airflow_async_stream.checkpoint import looks_like_checkpoint
 from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.spec import load_spec
 from airflow_async_stream.spec_folder import SPEC_SUFFIXES
 
-__all__ = ["CHECKPOINT_MARKERS", "Target", "TargetError", "looks_like_checkpoint", "resolve_target"]
-
-#: What Spark writes into a checkpoint folder when a query starts (metadata) and at each batch.
-CHECKPOINT_MARKERS = frozenset({"metadata", "offsets", "commits"})
+__all__ = ["Target", "TargetError", "resolve_target"]
 
 
 class TargetError(AsyncStreamError, LookupError):
@@ -46,16 +42,6 @@ def _is_url(text: str) -> bool:
 
 def _absolute(text: str) -> str:
     return text if _is_url(text) else os.path.abspath(text)
-
-
-def looks_like_checkpoint(url: str) -> bool:
-    """True when the folder holds what Spark writes into a checkpoint (``metadata``, ``offsets/``, ``commits/``)."""
-    fs, root = fsspec.core.url_to_fs(url)
-    try:
-        names = {posixpath.basename(p.rstrip("/")) for p in fs.ls(root, detail=False)}
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return bool(names & CHECKPOINT_MARKERS)
 
 
 def _by_job_name(name: str) -> Target:
@@ -90,10 +76,10 @@ def _by_control_area(url: str) -> Target:
 def _by_checkpoint(url: str) -> Target:
     checkpoint = _absolute(url).rstrip("/")
     control = ControlArea(control_url_for(checkpoint))
-    if control.exists() or looks_like_checkpoint(checkpoint):
+    spark_wrote = looks_like_checkpoint(checkpoint)
+    if spark_wrote or control.exists():
         return Target(checkpoint, control, "checkpoint")
-    fs, root = fsspec.core.url_to_fs(checkpoint)
-    if not fs.exists(root):
+    if spark_wrote is None:
         raise TargetError(f"nothing at {checkpoint}: no checkpoint, and no job was deployed there")
     raise TargetError(
         f"{checkpoint} is not a Spark checkpoint (it holds no metadata, offsets/ or commits/) and no job was "
