@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.control import ControlArea
-from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.exceptions import ControlAreaError, SpecError
 from airflow_async_stream.spec import read_spec_file
 from airflow_async_stream.spec_folder import spec_files
 
@@ -104,8 +104,18 @@ def spec_follow_up(
     and, for each, whether it still turns async on and what to change."""
     overrides = sync_overrides or {}
     checks = []
-    rollout = control.read_json(ControlArea.ROLLOUT) or {}
-    folder = rollout.get("folder")
+    try:  # advice only: a record that cannot be read is said so, never fails the migration that succeeded
+        folder = (control.read_json(ControlArea.ROLLOUT) or {}).get("folder")
+    except (ControlAreaError, OSError) as exc:
+        folder = None
+        checks.append(
+            SpecFileCheck(
+                None,
+                None,
+                f"could not tell whether a rollout deployed {job} ({exc}): if one "
+                "did, its file in the rollout's folder must say async_progress.enabled: false",
+            )
+        )
     if folder:
         checks.append(_check_rollout_folder(Path(folder), job, overrides))
     if spec_file and not any(c.file and Path(c.file).resolve() == Path(spec_file).resolve() for c in checks):

@@ -95,3 +95,13 @@ def test_the_task_group_passes_the_spec_file_to_its_last_step(tmp_path: Path) ->
         release = dag.task_dict["safe_disable.release_job"]
         assert release.spec_file == (str(spec_file) if spec is not SPEC or kwargs else None)
         assert release.job == "clicks"
+
+
+def test_a_rollout_record_that_cannot_be_read_is_said_so_and_the_file_still_checked(tmp_path: Path) -> None:
+    control = _control(tmp_path)
+    Path(control.path(ControlArea.ROLLOUT)).write_text("{half a record")
+    spec_file = _file(tmp_path / "clicks.yaml")
+    unread, checked = spec_follow_up("clicks", str(spec_file), control)
+    assert unread.async_on is None and "could not tell whether a rollout deployed clicks" in unread.advice
+    assert "rollout.json is not valid JSON" in unread.advice
+    assert (checked.file, checked.async_on) == (str(spec_file), True)
