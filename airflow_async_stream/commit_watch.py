@@ -66,8 +66,9 @@ def _job_error(status: Status | None, needed: int, after: str) -> str | None:
     state = status.state
     if state == State.FAILED:
         return f"the job failed: {status.error}"
-    if state == State.STOPPED:
-        return f"the job stopped before {needed} batches were committed after {after}"
+    if state in (State.STOPPED, State.SUPERSEDED):
+        ended = "stopped" if state == State.STOPPED else "was superseded"
+        return f"the job {ended} before {needed} batches were committed after {after}"
     judged = liveness(status)
     if state in ACTIVE_STATES and not judged.live:
         return f"the job's driver is gone: {judged.reason}"

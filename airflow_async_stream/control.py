@@ -16,6 +16,7 @@ Layout of ``<checkpoint>.async-stream/``:
 ``lease.json``         the job's hold: which DAG run or process may change it now (``.lease.lock``: its
                        guard on local disks, lease.py)
 ``revoked-holds.json`` holders whose hold a forced stop ended (the newest 32): they change the job no more
+``fence.json``         the newest hold's fencing token, a number that only grows (fence.py)
 ``rollout.json``       the latest rollout step's outcome for this job
 ``safe-disable.json``  which step of a safe-disable run failed and why, for its rollback's message
 
@@ -75,6 +76,8 @@ class State(StrEnum):
     STOPPING = "stopping"
     STOPPED = "stopped"
     FAILED = "failed"
+    #: Ended before its query started: another deployment replaced it while it was launching (fence.py).
+    SUPERSEDED = "superseded"
 
 
 #: A driver in these states may still run (its heartbeat decides) ...
@@ -82,7 +85,7 @@ ACTIVE_STATES = frozenset({State.STARTING, State.RUNNING, State.STOPPING})
 #: ... in these it runs or is about to, and nobody asked it to stop ...
 UP_STATES = frozenset({State.STARTING, State.RUNNING})
 #: ... and in these it has ended.
-FINAL_STATES = frozenset({State.STOPPED, State.FAILED})
+FINAL_STATES = frozenset({State.STOPPED, State.FAILED, State.SUPERSEDED})
 SUFFIX = ".async-stream"
 #: The driver rewrites its heartbeat this often (seconds) ...
 HEARTBEAT_INTERVAL_S = 2.0
@@ -213,6 +216,8 @@ class Deployment(_Record):
     query_id: str | None = None
     run_id: str | None = None
     confirmed_at: float | None = None
+    #: The fencing token of the hold it was deployed under: its driver does not start once it is stale.
+    hold_token: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,6 +234,8 @@ class Hold(_Record):
     expires_at: float = 0.0
     acquired_at_text: str | None = None
     expires_at_text: str | None = None
+    #: The fencing token this hold was granted (fence.json's then): 0 in a hold of an earlier release.
+    token: int = 0
 
     def check(self, where: str) -> None:
         if not self.holder:
@@ -254,6 +261,8 @@ class SwitchOutcome(StrEnum):
     FAILED = "failed"
     #: The deployment it was meant for ended before applying it (a later deployment refused it).
     ABANDONED = "abandoned"
+    #: The hold it was asked under ended (a forced stop) before the driver applied it; nothing was stopped.
+    REVOKED = "revoked"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,6 +278,8 @@ class ReconfigureRequest(_Record):
     graceful_timeout_s: float = 60.0
     requested_at: float | None = None
     requested_from: str | None = None
+    #: The fencing token of the hold it was asked under: the driver does not apply it once it is stale.
+    hold_token: int | None = None
 
     def check(self, where: str) -> None:
         for name in ("request_id", "deployment_id", "spec"):
@@ -370,6 +381,7 @@ class ControlArea:
     MIGRATION = "safe-disable.json"
     LEASE = "lease.json"
     REVOKED_HOLDS = "revoked-holds.json"
+    FENCE = "fence.json"
     LEASE_GUARD = ".lease.lock"
     PROGRESS = "progress"
     LEGACY_PROGRESS = "progress.jsonl"

@@ -19,7 +19,8 @@ from airflow_async_stream.checkpoint import latest_batch
 from airflow_async_stream.control import ControlArea, Deployment, State, hold_ttl_s, liveness, now
 from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.driver_process import identify
-from airflow_async_stream.exceptions import DriverStartTimeoutError, JobAlreadyRunningError
+from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, JobAlreadyRunningError
+from airflow_async_stream.fence import Fence
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
 from airflow_async_stream.lease import Holder, RunState, held, revoke
 from airflow_async_stream.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
@@ -114,11 +115,11 @@ def deploy_job(
         log.info("Java on this host: %s", check_java())
     secrets = hook.resolve_secret_options(spec)  # a missing connection fails here, before any Spark work
     control.ensure()
-    with held(control, holder, settings.hold_ttl_s, run_state):
+    with held(control, holder, settings.hold_ttl_s, run_state) as grant:
         _make_room(control, spec, hook, settings, log)
         record = _record(spec, hook, control, deployment_id, settings, secrets)
-        record = _submit(spec, control, hook, record, spec_bytes, secrets, log)
-        return _confirm(spec, control, hook, record, settings, log)
+        record = _submit(spec, control, hook, record.but(hold_token=grant.token), spec_bytes, secrets, log, grant.fence)
+        return _confirm(spec, control, hook, record, settings, log, grant.fence)
 
 
 def _submit(
@@ -129,12 +130,19 @@ def _submit(
     spec_bytes: bytes,
     secrets: SecretOptions,
     log: logging.Logger,
+    fence: Fence,
 ) -> Deployment:
-    """Write the spec and deployment record, then launch the driver (here, or on the cluster) detached."""
+    """Write the spec and deployment record, then launch the driver (here, or on the cluster) detached.
+
+    Fenced: a hold ended meanwhile (a forced stop while the old driver was stopped) fails here, changing
+    nothing; one ended after the record is written is seen by the driver itself, which then does not start.
+    """
     deployment_id = record.deployment_id
-    control.write_bytes(ControlArea.SPEC, spec_bytes)
-    control.write_deployment(record)
-    control.remove(ControlArea.STOP_REQUEST)
+    with fence.guarded():  # no revocation between the check and these writes
+        control.write_bytes(ControlArea.SPEC, spec_bytes)
+        control.write_deployment(record)
+        control.remove(ControlArea.STOP_REQUEST)
+    fence.check()  # once more, right before the launch
     if hook.driver_on_this_host:
         # spark-submit's output goes to a file of this host: the control area's when it is local.
         on_host = not control.is_local
@@ -167,14 +175,19 @@ def _confirm(
     record: Deployment,
     settings: DeploySettings,
     log: logging.Logger,
+    fence: Fence,
 ) -> Deployment:
-    """Wait for the query's first micro-batch; a driver that does not start in time is stopped."""
+    """Wait for the query's first micro-batch; a driver that does not start in time is stopped. A driver
+    that did not start because the hold was ended while it launched fails the deploy with HoldRevokedError."""
     driver = record.driver or {}
     try:
         cluster_state = None if hook.driver_on_this_host else (lambda: hook.cluster_driver_state(driver))
         status = wait_until_running(
             control, record.deployment_id, driver, settings.startup_timeout_s, log=log, cluster_state=cluster_state
         )
+    except DriverFailedError:
+        fence.check()
+        raise
     except DriverStartTimeoutError:
         stop_driver(
             control,

@@ -6,8 +6,12 @@ Another holder fails fast, told who holds the job and until when. The same holde
 holder releases it, when it expires (every step renews it for as long as that step may take), or at once
 when its holder was a process on this host that has exited, or a DAG run that Airflow says has finished.
 
+Each hold carries a fencing token (fence.py): every new holder and every revocation bump it, and a holder
+checks its token right before each action that changes the job, so a revocation stops a step even in the
+middle of it, not only at its next take.
+
 A forced stop (``stop --force``) may end another holder's live hold: that holder is then listed in
-``revoked-holds.json`` (the newest 32 are kept) and every later step of it fails before it changes
+``revoked-holds.json`` (the newest 32 are kept), the fence moves on, and no later action of it changes
 anything, so a migration never redeploys a job the user has just stopped.
 
 On local storage the read-check-write runs under ``flock`` on ``.lease.lock``, so two contenders on one
@@ -24,10 +28,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_async_stream import fence
 from airflow_async_stream.control import ControlArea, Hold, local_pid_alive, now
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 
-__all__ = ["Holder", "held", "lease_state", "release", "revoke", "take"]
+__all__ = ["Grant", "Holder", "guard", "held", "lease_state", "release", "revoke", "take"]
 
 MAX_REVOKED = 32
 
@@ -55,8 +60,22 @@ class Holder:
         return cls(f"DAG run {ti.dag_id}/{ti.run_id}", purpose, dag_id=ti.dag_id, run_id=ti.run_id)
 
 
+@dataclass(frozen=True)
+class Grant:
+    """What a take gave: the hold's fencing token, and whether it was newly taken (False: renewed)."""
+
+    control: ControlArea
+    holder: str
+    token: int
+    new: bool
+
+    @property
+    def fence(self) -> fence.Fence:
+        return fence.Fence(self.control, self.holder, self.token)
+
+
 @contextlib.contextmanager
-def _guard(control: ControlArea) -> Iterator[None]:
+def guard(control: ControlArea) -> Iterator[None]:
     """Serialise lease updates between processes of this host (released by the kernel if we die)."""
     if not control.is_local:
         yield
@@ -96,13 +115,14 @@ def lease_state(lease: Hold | Mapping[str, Any] | None, run_state: RunState | No
     return None
 
 
-def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> bool:
-    """Take or renew the lease for ``ttl_s`` seconds; True when newly taken, False when renewed.
+def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Grant:
+    """Take or renew the lease for ``ttl_s`` seconds; its Grant says whether it was newly taken and carries
+    the hold's fencing token (a new holder's bumps the fence; a renewal keeps its token).
 
     Raises JobHeldError naming the current holder when someone else holds a live lease. With
     ``run_state``, a lease whose DAG run has finished (e.g. failed after a crash) counts as ended.
     """
-    with _guard(control):
+    with guard(control):
         revoked = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders", {}).get(holder.name)
         if revoked:
             raise HoldRevokedError(
@@ -122,6 +142,10 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
         expires = now() + ttl_s
         if renewing and current:  # a step renewing its run's lease never shortens it
             expires = max(expires, current.expires_at)
+        if renewing and current and current.token == fence.current_token(control):
+            token = current.token
+        else:
+            token = fence.bump(control, f"taken by {holder.name} ({holder.purpose})")
         control.write_hold(
             Hold(
                 holder=holder.name,
@@ -134,9 +158,10 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
                 expires_at=expires,
                 acquired_at_text=_text(acquired),
                 expires_at_text=_text(expires),
+                token=token,
             )
         )
-        return not renewing
+        return Grant(control, holder.name, token, not renewing)
 
 
 def revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
@@ -144,7 +169,7 @@ def revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
 
     The revoked holder's next take fails with HoldRevokedError, so it changes the job no more.
     """
-    with _guard(control):
+    with guard(control):
         current = control.read_hold()
         if not current or lease_state(current) is not None or current.holder == by.name:
             return None
@@ -154,27 +179,29 @@ def revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
         holders[current.holder] = {"by": by.name, "reason": reason, "at": at, "at_text": _text(at)}
         newest = sorted(holders.items(), key=lambda item: float(item[1]["at"]))[-MAX_REVOKED:]
         control.write_json(ControlArea.REVOKED_HOLDS, {"holders": dict(newest)})
+        fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})")
         control.remove(ControlArea.LEASE)
         return current
 
 
 def release(control: ControlArea, holder: Holder) -> None:
     """Give the lease up if this holder has it (never someone else's)."""
-    with _guard(control):
+    with guard(control):
         current = control.read_hold()
         if current and current.holder == holder.name:
             control.remove(ControlArea.LEASE)
 
 
 @contextlib.contextmanager
-def held(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Iterator[None]:
-    """Hold the lease for a block; release it afterwards only if this block took it (not if it renewed
-    a lease its holder already had, e.g. inside a migration)."""
-    taken = take(control, holder, ttl_s, run_state)
+def held(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Iterator[Grant]:
+    """Hold the lease for a block, which gets the Grant (its token fences the block's actions); release it
+    afterwards only if this block took it (not if it renewed a lease its holder already had, e.g. inside a
+    migration)."""
+    grant = take(control, holder, ttl_s, run_state)
     try:
-        yield
+        yield grant
     finally:
-        if taken:
+        if grant.new:
             release(control, holder)
 
 

@@ -27,6 +27,7 @@ from airflow_async_stream.control import (
     now,
 )
 from airflow_async_stream.exceptions import (
+    HoldRevokedError,
     NotSwitchableError,
     ReconfigureError,
     ReconfigureTimeoutError,
@@ -76,7 +77,7 @@ def reconfigure(
     """
     deployment_id = _switchable_deployment(control, spec, require_sync_safe)
     holder = holder or Holder.this_process("reconfigure")
-    with lease.held(control, holder, timeout_s + graceful_timeout_s + _HOLD_MARGIN_S, run_state):
+    with lease.held(control, holder, timeout_s + graceful_timeout_s + _HOLD_MARGIN_S, run_state) as grant:
         request = ReconfigureRequest(
             request_id=uuid.uuid4().hex,
             deployment_id=deployment_id,
@@ -86,8 +87,10 @@ def reconfigure(
             graceful_timeout_s=graceful_timeout_s,
             requested_at=now(),
             requested_from=socket.gethostname(),
+            hold_token=grant.token,
         )
-        control.write_reconfigure_request(request)
+        with grant.fence.guarded():  # a forced stop since the take: no request; one after: the driver refuses it
+            control.write_reconfigure_request(request)
         log.info(
             "Asked deployment %s of %s to switch in place (request %s%s)",
             deployment_id,
@@ -96,6 +99,8 @@ def reconfigure(
             ", synchronous only if the checkpoint is safe" if require_sync_safe else "",
         )
         record = _await(control, request, timeout_s, log)
+    if record.outcome == SwitchOutcome.REVOKED:
+        raise HoldRevokedError(f"deployment {deployment_id} did not switch: {record.reason}")
     if record.outcome == SwitchOutcome.REFUSED:
         raise SwitchRefusedError([("(driver)", record.reason or "refused")], f"deployment {deployment_id}")
     if record.outcome == SwitchOutcome.FAILED:

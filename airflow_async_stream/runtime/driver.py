@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             logs.progress_max_age_hours,
         )
         governor.watch_stability(spec.checkpoint, deployment.start_batch if deployment else None, spec.to_mapping())
+        if governor.refused_start():  # before a SparkSession: a driver launched into a forced stop costs nothing
+            return 0
         run(spec, governor, secrets)
     except SpecError as exc:
         governor.fail(str(exc))

@@ -27,6 +27,7 @@ from airflow_async_stream.control import (
     now,
 )
 from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.fence import start_refusal
 from airflow_async_stream.in_place import configuration_of
 from airflow_async_stream.secret_options import Redactor
 
@@ -174,6 +175,16 @@ class Governor:
             {"deployment_id": self.deployment_id, "spec": spec, "stable_at": now(), "committed_batches": after[:3]},
         )
 
+    def refused_start(self) -> bool:
+        """True (final status written, saying why) when this deployment must not start its query: replaced,
+        stopped, or its hold ended while it launched (fence.py). Asked at start and right before the query."""
+        refusal = start_refusal(self.control, self.deployment_id)
+        if refusal is None:
+            return False
+        _log.warning("deployment %s does not start its query: %s", self.deployment_id, refusal.reason)
+        self._finish(refusal.state, stop_reason=refusal.reason)
+        return True
+
     def fail(self, error: BaseException | str) -> None:
         text = error if isinstance(error, str) else "".join(traceback.format_exception_only(error)).strip()
         self._finish(State.FAILED, error=text)
@@ -259,6 +270,8 @@ class Governor:
         self.spec = spec
         self.configuration = configuration_of(spec) if spec else None
         abandon_stale_request(self.control, self.deployment_id)
+        if self.refused_start():  # the last moment before a micro-batch can run
+            return
         listener = _ProgressListener(self)
         spark.streams.addListener(listener)
         query = writer.start()

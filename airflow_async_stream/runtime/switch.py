@@ -26,6 +26,7 @@ from airflow_async_stream.control import (
     now,
 )
 from airflow_async_stream.exceptions import ControlAreaError, SpecError
+from airflow_async_stream.fence import current_token
 from airflow_async_stream.in_place import configuration_of, in_place_refusals, runtime_conf_changes
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 
@@ -92,6 +93,19 @@ def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
     _log.info("reconfigure request %s of deployment %s abandoned", request.request_id, request.deployment_id)
 
 
+def _revoked(control: ControlArea, request: ReconfigureRequest) -> str | None:
+    """Why the request must not be applied: the hold it was asked under ended since (a forced stop)."""
+    if request.hold_token is None:  # asked by an earlier release
+        return None
+    token = current_token(control)
+    if token == request.hold_token:
+        return None
+    fence = control.read_json(ControlArea.FENCE) or {}
+    return (
+        f"the hold it was asked under (token {request.hold_token}) was ended before it was applied: {fence.get('why')}"
+    )
+
+
 class InPlaceSwitch:
     """One request applied to the governor's query (``apply`` returns the query that runs afterwards)."""
 
@@ -112,6 +126,9 @@ class InPlaceSwitch:
             before=configuration_of(current),
             requested_at=request.requested_at,
         )
+        revoked = _revoked(self.control, request)
+        if revoked:
+            return self._settle(query, record, SwitchOutcome.REVOKED, revoked)
         try:
             new = self._judge(current, request)
         except SpecError as exc:

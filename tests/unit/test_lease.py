@@ -33,7 +33,7 @@ def control(tmp_path: Path) -> ControlArea:
 
 
 def test_a_second_holder_fails_fast_naming_the_first(control: ControlArea) -> None:
-    assert take(control, RUN_A, 60) is True
+    assert take(control, RUN_A, 60).new is True
     with pytest.raises(JobHeldError, match=r"held by DAG run migrate/run-a \(safe-disable clicks\) since .* until"):
         take(control, RUN_B, 60)
 
@@ -41,7 +41,7 @@ def test_a_second_holder_fails_fast_naming_the_first(control: ControlArea) -> No
 def test_the_same_holder_renews_and_never_shortens(control: ControlArea) -> None:
     take(control, RUN_A, 600)
     expires = control.read_json(ControlArea.LEASE)["expires_at"]
-    assert take(control, RUN_A, 5) is False
+    assert take(control, RUN_A, 5).new is False
     assert control.read_json(ControlArea.LEASE)["expires_at"] == expires
 
 
@@ -50,7 +50,7 @@ def test_release_frees_the_job_only_for_its_holder(control: ControlArea) -> None
     release(control, RUN_B)
     assert control.read_json(ControlArea.LEASE)["holder"] == RUN_A.name
     release(control, RUN_A)
-    assert take(control, RUN_B, 60) is True
+    assert take(control, RUN_B, 60).new is True
 
 
 def test_an_expired_lease_can_be_taken(control: ControlArea) -> None:
@@ -59,7 +59,7 @@ def test_an_expired_lease_can_be_taken(control: ControlArea) -> None:
     while lease_state(control.read_json(ControlArea.LEASE)) != "expired":
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    assert take(control, RUN_B, 60) is True
+    assert take(control, RUN_B, 60).new is True
 
 
 def test_a_lease_of_a_dead_process_ends_at_once(control: ControlArea) -> None:
@@ -67,7 +67,7 @@ def test_a_lease_of_a_dead_process_ends_at_once(control: ControlArea) -> None:
     child.wait()
     take(control, Holder("process", "cli stop", child.pid), 3600)
     assert lease_state(control.read_json(ControlArea.LEASE)) == "holder exited"
-    assert take(control, RUN_B, 60) is True
+    assert take(control, RUN_B, 60).new is True
 
 
 def test_held_releases_only_what_it_took(control: ControlArea) -> None:
@@ -114,7 +114,7 @@ def test_a_lease_of_a_finished_dag_run_ends(control: ControlArea) -> None:
     with pytest.raises(JobHeldError):
         take(control, RUN_B, 60, still_running)
     assert asked == [("migrate", "run-a")]
-    assert take(control, RUN_B, 60, lambda d, r: "failed") is True
+    assert take(control, RUN_B, 60, lambda d, r: "failed").new is True
 
 
 def test_an_unanswerable_run_state_keeps_the_lease(control: ControlArea) -> None:
@@ -136,7 +136,7 @@ def test_airflows_dag_run_state_enum_is_read_by_value(control: ControlArea) -> N
         take(control, RUN_B, 60, lambda d, r: DagRunState.RUNNING)
     with pytest.raises(JobHeldError):
         take(control, RUN_B, 60, lambda d, r: DagRunState.QUEUED)
-    assert take(control, RUN_B, 60, lambda d, r: DagRunState.FAILED) is True
+    assert take(control, RUN_B, 60, lambda d, r: DagRunState.FAILED).new is True
 
 
 def test_a_revoked_holder_changes_the_job_no_more(control: ControlArea) -> None:
@@ -150,14 +150,14 @@ def test_a_revoked_holder_changes_the_job_no_more(control: ControlArea) -> None:
         HoldRevokedError, match=r"DAG run migrate/run-a may no longer change .* ended by process 1 on h"
     ):
         take(control, RUN_A, 60)  # its next step, even after the stopper is done
-    assert take(control, RUN_B, 60) is True  # anyone else may take the job
+    assert take(control, RUN_B, 60).new is True  # anyone else may take the job
 
 
 def test_revoking_needs_a_live_hold_of_someone_else(control: ControlArea) -> None:
     assert revoke(control, RUN_B, "stop --force") is None
     take(control, RUN_B, 60)
     assert revoke(control, RUN_B, "stop --force") is None  # never its own
-    assert take(control, RUN_B, 60) is False
+    assert take(control, RUN_B, 60).new is False
 
 
 def test_the_revoked_list_keeps_the_newest(control: ControlArea) -> None:

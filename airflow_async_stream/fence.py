@@ -1,0 +1,127 @@
+"""Fencing: a hold's token, checked immediately before every action that changes a job.
+
+A hold (lease.py) is a lease, and a lease alone is not enough: a step that took it, then spends seconds
+stopping the old driver, would not notice that a forced stop ended its hold meanwhile, and would launch a
+new driver over the user's stop. So every hold carries a token, a number in ``fence.json`` that only grows:
+each new holder and each revocation bump it. A step checks the token it was granted against the current one
+right before it acts (a spark-submit or cluster submit, removing a stop request, writing a reconfigure
+request, a rollback's redeploy); a stale token raises HoldRevokedError naming who ended the hold, and
+nothing changes. On local disks the check and the action run under the hold's ``flock``, which a revocation
+also takes, so no revocation falls between them.
+
+No client-side check covers the launch itself (a forced stop landing after spark-submit started). The
+driver closes that window: the deployment record carries its token, and a driver that starts after its token
+went stale, whose deployment is no longer the current one, or that finds a stop request written after its
+deployment, stops before its first micro-batch and says why in its status (``start_refusal``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from airflow_async_stream.control import ControlArea, Deployment, State, now
+from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError
+
+__all__ = ["Fence", "current_token", "ended_by", "start_refusal"]
+
+
+def current_token(control: ControlArea) -> int:
+    """The newest hold's token (0 where no hold of this release was ever taken)."""
+    record = control.read_json(ControlArea.FENCE) or {}
+    try:
+        return int(record.get("token") or 0)
+    except (TypeError, ValueError):
+        raise ControlAreaError(f"{control.url}/{ControlArea.FENCE} holds no number as its token") from None
+
+
+def bump(control: ControlArea, why: str) -> int:
+    """Move the fence on (a new holder, a revocation): every token granted before is stale from now on.
+    The caller holds the hold's guard."""
+    token = max(current_token(control), _hold_token(control)) + 1
+    control.write_json(ControlArea.FENCE, {"token": token, "why": why, "at": now()})
+    return token
+
+
+def _hold_token(control: ControlArea) -> int:
+    hold = control.read_hold()
+    return hold.token if hold else 0
+
+
+def ended_by(control: ControlArea, holder: str, token: int) -> str:
+    """Who ended ``holder``'s hold of ``token``, for the error its next action raises."""
+    revoked = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders", {}).get(holder)
+    if revoked:
+        return f"{revoked['by']} at {revoked['at_text']} ({revoked['reason']})"
+    fence = control.read_json(ControlArea.FENCE) or {}
+    return f"{fence.get('why') or 'a later holder'} (token {fence.get('token')}, this hold's was {token})"
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What one holder was granted on one job: checked right before each action that changes the job."""
+
+    control: ControlArea
+    holder: str
+    token: int
+
+    def check(self) -> None:
+        """Raise HoldRevokedError, changing nothing, when a forced stop or a later holder moved the fence on."""
+        if current_token(self.control) != self.token:
+            raise HoldRevokedError(
+                f"{self.holder} may no longer change {self.control.url}: its hold was ended by "
+                f"{ended_by(self.control, self.holder, self.token)}; the job is left as that stop left it"
+            )
+
+    @contextlib.contextmanager
+    def guarded(self) -> Iterator[None]:
+        """Check, then run the block's action before any revocation can land (on local disks, under the
+        hold's guard, which revocations also take; elsewhere the driver's own check is the backstop)."""
+        from airflow_async_stream.lease import guard
+
+        with guard(self.control):
+            self.check()
+            yield
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a driver must not start its query: the state it ends in, and the reason its status gives."""
+
+    state: str
+    reason: str
+
+
+def start_refusal(control: ControlArea, deployment_id: str) -> Refusal | None:
+    """Why the driver of ``deployment_id`` must not start (None: it may), read just before its query starts.
+
+    Its deployment is no longer the current one (another deploy replaced it while it launched); or it was
+    never confirmed running and its hold's token went stale (a forced stop ended the hold that launched it);
+    or a stop request came after it was deployed. A deployment that once ran (a cluster manager's new attempt)
+    is not held to the token: its deployer let it go long ago.
+    """
+    record = control.read_deployment()
+    if record is not None and record.deployment_id != deployment_id:
+        return Refusal(State.SUPERSEDED, f"deployment {record.deployment_id} replaced it before its query started")
+    try:
+        stop = control.read_json(ControlArea.STOP_REQUEST)
+    except ControlAreaError:
+        stop = None
+    if stop and _after(stop, record, deployment_id):
+        return Refusal(State.STOPPED, f"stopped before its query started: a stop was requested while it launched "
+                                      f"({stop.get('reason')}, from {stop.get('requested_from')})")  # fmt: skip
+    if record is not None and record.confirmed_at is None and record.hold_token is not None:
+        if current_token(control) != record.hold_token:
+            fence = control.read_json(ControlArea.FENCE) or {}
+            return Refusal(State.STOPPED, "stopped before its query started: the hold that deployed it (token "
+                                          f"{record.hold_token}) was ended: {fence.get('why')}")  # fmt: skip
+    return None
+
+
+def _after(stop: dict, record: Deployment | None, deployment_id: str) -> bool:
+    """The stop request is this deployment's, or came after it was deployed (meant for whatever runs)."""
+    if stop.get("deployment_id") == deployment_id:
+        return True
+    deployed_at = record.deployed_at if record else None
+    return bool(deployed_at and float(stop.get("requested_at") or 0) >= deployed_at)
