@@ -275,17 +275,33 @@ def _cmd_stop(args: argparse.Namespace) -> int:
                 "stop from the command line",
                 graceful_timeout_s=args.graceful_timeout,
                 kill_after_s=args.kill_after,
+                kill_remote=_cluster_killer(args.conn_id),
             )
     except JobHeldError as exc:
         print(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
               "without changing the job)", file=sys.stderr)  # fmt: skip
         return EXIT_INVALID
+    if outcome.was_live and outcome.status is None:
+        print("stopped: its driver was launching and ended before it reported")
+        return EXIT_OK
     state = outcome.status.state if outcome.status else "never deployed"
     if outcome.exiting_pid:
         print(f"stopping: state {state}, but driver process {outcome.exiting_pid} on this host is still exiting")
         return EXIT_INVALID
     print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
     return EXIT_INVALID if outcome.was_live and state == State.FAILED else EXIT_OK
+
+
+def _cluster_killer(conn_id: str) -> Any:
+    """How a stuck YARN or Kubernetes driver is killed: through the Airflow connection's hook, loaded only
+    when a kill is needed (the CLI starts without Airflow otherwise)."""
+
+    def kill(driver: dict[str, Any]) -> None:
+        from airflow_async_stream.deployer import cluster_killer
+
+        cluster_killer(conn_id)(driver)
+
+    return kill
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -402,6 +418,29 @@ _TARGET_HELP = (
 )
 
 
+def _add_stop(sub: Any) -> None:
+    p = sub.add_parser("stop", help="stop a job gracefully (between micro-batches) and wait for its final status")
+    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
+    p.add_argument("--graceful-timeout", type=float, default=60.0, help="seconds the batch in flight may take")
+    p.add_argument(
+        "--kill-after",
+        type=float,
+        default=120.0,
+        help="kill a driver of this host, or one on YARN or Kubernetes, after this long",
+    )
+    p.add_argument(
+        "--conn-id",
+        default="spark_default",
+        help="the Airflow Spark connection that kills a cluster-mode driver (YARN, Kubernetes); default spark_default",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="stop even while a migration, rollout or DAG run holds the job; that holder then fails unchanged",
+    )
+    p.set_defaults(func=_cmd_stop)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="airflow-async-stream", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -422,16 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--full", action="store_true", help="with --json: every batch id and gap, not the newest")
     p.set_defaults(func=_cmd_inspect)
-    p = sub.add_parser("stop", help="stop a job gracefully (between micro-batches) and wait for its final status")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
-    p.add_argument("--graceful-timeout", type=float, default=60.0, help="seconds the batch in flight may take")
-    p.add_argument("--kill-after", type=float, default=120.0, help="kill a driver of this host after this long")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="stop even while a migration, rollout or DAG run holds the job; that holder then fails unchanged",
-    )
-    p.set_defaults(func=_cmd_stop)
+    _add_stop(sub)
     p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
     p.add_argument("--force", action="store_true", help="release even though the hold has not expired")

@@ -14,7 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.control import FINAL_STATES, ControlArea, State, Status, liveness, local_pid_alive, now
+from airflow_async_stream.control import (
+    FINAL_STATES,
+    ControlArea,
+    Deployment,
+    State,
+    Status,
+    liveness,
+    local_pid_alive,
+    now,
+)
 from airflow_async_stream.driver_log import tail_lines
 from airflow_async_stream.driver_process import DriverProcess, launcher_running_here
 from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, StopTimeoutError
@@ -179,6 +188,11 @@ def stop_driver(
     status = control.read_status()
     judged = liveness(status)
     if not judged.live:
+        launching = _launching(control, status)
+        if launching is not None:
+            return _stop_launching(
+                control, launching, reason, graceful_timeout_s, kill_after_s, log, sleep, kill_remote
+            )
         log.info("Nothing to stop for %s: %s", control.url, judged.reason)
         return StopOutcome(False, status)
     assert status is not None
@@ -209,6 +223,59 @@ def stop_driver(
                 elapsed,
             )
             next_report += REPORT_EVERY_S
+        sleep(_poll_s(control))
+
+
+#: A deployment record newer than the status, with no driver named yet, counts as launching this long.
+LAUNCH_WINDOW_S = 60.0
+
+
+def _launching(control: ControlArea, status: Status | None) -> Deployment | None:
+    """The newest deployment when it is submitted but its driver has not reported yet (the status still
+    names an earlier deployment, or none): a stop must reach it too, or it would run on after "stopped"."""
+    record = control.read_deployment()
+    if record is None or record.confirmed_at is not None or (status and status.deployment_id == record.deployment_id):
+        return None
+    driver = record.driver
+    if driver is None:
+        return record if now() - float(record.deployed_at or 0) < LAUNCH_WINDOW_S else None
+    if launcher_running_here(driver) is False:
+        return None  # its spark-submit exited without a word: nothing launches any more
+    return record
+
+
+def _stop_launching(
+    control: ControlArea,
+    record: Deployment,
+    reason: str,
+    graceful_timeout_s: float,
+    kill_after_s: float,
+    log: logging.Logger,
+    sleep: Callable[[float], None],
+    kill_remote: Callable[[dict[str, Any]], None] | None,
+) -> StopOutcome:
+    """Stop a deployment whose driver is launching: its stop request names it, and the driver, which reads
+    it before its query starts, ends ``stopped``; awaited here like any stop."""
+    deployment_id = record.deployment_id
+    control.request_stop(deployment_id, reason, graceful_timeout_s)
+    log.info("Deployment %s is launching (no status yet): asked it to stop before its query starts", deployment_id)
+    deadline = time.monotonic() + kill_after_s
+    while True:
+        status = _status_of(control, deployment_id)
+        if status is not None and status.state in FINAL_STATES:
+            left_s = max(0.0, deadline - time.monotonic())
+            return StopOutcome(True, status, wait_for_driver_exit(control, left_s, log, sleep, deployment_id))
+        if status is not None and liveness(status).live:  # it reports: the usual stop (its request stands)
+            left_s = max(0.0, deadline - time.monotonic())
+            return stop_driver(control, reason, graceful_timeout_s, left_s, log, sleep, kill_remote)
+        if _launching(control, status) is None:
+            log.info("Deployment %s ended without reporting", deployment_id)
+            return StopOutcome(True, status)
+        if time.monotonic() > deadline:
+            raise StopTimeoutError(
+                f"deployment {deployment_id} was launching and has not reported {kill_after_s:.0f} s after the "
+                "stop request; the request stands, so its driver stops before its query starts"
+            )
         sleep(_poll_s(control))
 
 

@@ -2,7 +2,10 @@
 status record in a control area and, with ``--obey``, answers a stop request like the real driver
 (final status ``stopped``), then lingers ``--linger`` seconds before it exits, as a JVM does.
 
-    python -m tests.fake_driver CONTROL_AREA DEPLOYMENT_ID [--obey] [--linger S] [--record-deployment]
+    python -m tests.fake_driver CONTROL_AREA DEPLOYMENT_ID [--obey] [--linger S] [--linger-until FILE]
+                                [--record-deployment]
+
+``--linger-until FILE``: after its final status, linger until FILE exists (the test decides when it exits).
 
 ``--record-deployment`` writes the deployment record naming this process as its launcher, as a
 deploy from this host would.
@@ -25,18 +28,22 @@ def main() -> None:
     parser.add_argument("deployment_id")
     parser.add_argument("--obey", action="store_true")
     parser.add_argument("--linger", type=float, default=0.0)
+    parser.add_argument("--linger-until")
     parser.add_argument("--record-deployment", action="store_true")
     args = parser.parse_args()
     control = ControlArea(args.control)
     control.ensure()
     if args.record_deployment:
         driver = {"kind": "local-process", **identify(os.getpid())}
-        control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": args.deployment_id, "driver": driver})
+        record = {"deployment_id": args.deployment_id, "driver": driver, "deployed_at": now(), "confirmed_at": now()}
+        control.write_json(ControlArea.DEPLOYMENT, record)
     status = {"deployment_id": args.deployment_id, "pid": os.getpid(), "host": socket.gethostname(), "batches": 1}
     while True:
         if args.obey and control.stop_request_for(args.deployment_id):
             control.write_json(ControlArea.STATUS, {**status, "state": "stopped", "heartbeat_at": now()})
             time.sleep(args.linger)
+            while args.linger_until and not os.path.exists(args.linger_until):
+                time.sleep(0.02)
             return
         control.write_json(ControlArea.STATUS, {**status, "state": "running", "heartbeat_at": now()})
         time.sleep(0.05)
