@@ -25,6 +25,7 @@ from airflow_async_stream.control import UP_STATES, ControlArea, Deployment, Sta
 from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
+    HoldRevokedError,
     JobHeldError,
     NotSwitchableError,
     RolloutError,
@@ -85,6 +86,9 @@ def apply_item(
                 index.record_active(item.job, item.control_url, holder.run_id)
             try:
                 outcome.update(_ACTIONS[item.action](step))
+            except HoldRevokedError as exc:  # a forced stop ended this step's hold: no rollback undoes it
+                log.warning("%s: %s ended by a forced stop: %s", item.job, item.action, exc)
+                outcome.update({"outcome": "failed", "error": str(exc)})
             except AsyncStreamError as exc:
                 log.warning("%s: %s failed: %s", item.job, item.action, exc)
                 outcome.update(_roll_back(step, before, str(exc)))

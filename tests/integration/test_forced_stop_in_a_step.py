@@ -252,3 +252,34 @@ def _then(call: Callable[..., Any], after: Callable[[], None]) -> Callable[..., 
         return value
 
     return wrapped
+
+
+def test_a_rollout_step_whose_hold_a_forced_stop_ended_records_it_and_rolls_nothing_back(
+    checkpoint_dir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_async_stream.exceptions import RolloutError
+    from airflow_async_stream.rollout.apply import ApplySettings, apply_item
+    from airflow_async_stream.rollout.planner import PlanItem
+
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    spec = _spec(checkpoint_dir)
+    item = PlanItem(spec.name, "deploy", "new job", checkpoint=checkpoint_dir, control_url=control.url,
+                    desired_spec=spec.to_mapping())  # fmt: skip
+    rollout = Holder("DAG run rollout/run-3", "rollout", dag_id="rollout", run_id="run-3")
+    stopper = Holder("process 3 on elsewhere", "stop --force from the command line")
+    monkeypatch.setattr(
+        StreamingJobHook,
+        "launch_detached",
+        _launch_then(StreamingJobHook.launch_detached, lambda: revoke(control, stopper, "stop --force"), lambda: None),
+    )
+
+    with pytest.raises(RolloutError, match="ended by process 3 on elsewhere"):
+        apply_item(item, rollout, ApplySettings(str(folder), DeploySettings(startup_timeout_s=180), wait_timeout_s=60))
+
+    recorded = control.read_json(ControlArea.ROLLOUT)
+    assert recorded["outcome"] == "failed" and "may no longer change" in recorded["error"], recorded
+    assert "rollback" not in recorded["error"]
+    _assert_stopped_before_its_first_batch(control, checkpoint_dir, control.read_deployment().deployment_id)
