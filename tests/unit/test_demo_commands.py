@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from airflow_async_stream import registry
 from tests.unit.test_cli import _fake_deployment, _gappy
 
@@ -21,18 +23,18 @@ def _demo():  # scripts/ is not a package: load the main job's module from its f
     return module
 
 
-def test_the_printed_commands_work_in_a_new_shell(tmp_path: Path) -> None:
+def test_the_printed_commands_work_in_a_new_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     demo = _demo()
     checkpoint = tmp_path / "checkpoints" / demo.JOB
     control = _fake_deployment(checkpoint.parent)  # at checkpoints/ck: move it where the demo puts its job
     os.rename(control.root, f"{checkpoint}.async-stream")
     _gappy(checkpoint)
     demo_env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "var-registry")}
-    os.environ.update(demo_env)
-    try:
+    sessions = os.environ.get("AIRFLOW_ASYNC_STREAM_HOME")
+    with monkeypatch.context() as scoped:  # the session's own registry variable is back afterwards
+        scoped.setenv("AIRFLOW_ASYNC_STREAM_HOME", demo_env["AIRFLOW_ASYNC_STREAM_HOME"])
         registry.record(demo.JOB, str(checkpoint), f"{checkpoint}.async-stream", "d1")
-    finally:
-        del os.environ["AIRFLOW_ASYNC_STREAM_HOME"]
+    assert os.environ.get("AIRFLOW_ASYNC_STREAM_HOME") == sessions, "the session's registry variable was lost"
 
     commands = demo.look_commands(demo_env, str(checkpoint))
     assert any(f" status {demo.JOB}" in c for c in commands) and any(" inspect " in c for c in commands)

@@ -30,3 +30,18 @@ def test_airflow_providers_manager_lists_the_provider() -> None:
     from airflow.providers_manager import ProvidersManager
 
     assert "airflow-async-stream" in ProvidersManager().providers
+
+
+def test_the_declared_airflow_floor_is_one_the_suite_runs_and_has_what_the_sensor_needs() -> None:
+    """pyproject.toml admits no Airflow older than the one tested: 3.3 brought the task state store."""
+    import re
+    from importlib.metadata import version
+    from pathlib import Path
+
+    from airflow_async_stream.sensors.committed_batches import _airflow_keeps_task_state
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    (floor,) = re.findall(r'^\s*"apache-airflow>=([\d.]+),<4",', pyproject, re.MULTILINE)
+    installed = tuple(int(part) for part in version("apache-airflow").split(".")[:2])
+    assert tuple(int(part) for part in floor.split(".")) == (3, 3) <= installed
+    assert _airflow_keeps_task_state()

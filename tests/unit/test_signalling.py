@@ -140,6 +140,35 @@ def test_a_driver_still_exiting_at_the_time_limit_is_named(control: ControlArea,
     assert process.poll() is None  # never killed: it stopped its query and is on its way out
 
 
+def test_a_driver_recorded_before_this_host_restarted_is_left_alone(control: ControlArea, processes: list[Any]) -> None:
+    """The same host name, pid and start ticks after a reboot name another process: the boot id tells."""
+    process = _fake_driver(control, processes)
+    _record(control, {"kind": "local-process", **identify(process.pid), "boot_id": "an-earlier-boot"})
+
+    with pytest.raises(StopTimeoutError, match=f"this host has restarted since the driver \\(pid {process.pid}\\)"):
+        _stop(control)
+    assert process.poll() is None
+
+
+def test_a_driver_of_another_pid_namespace_on_this_host_is_left_alone(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    """Two containers of one host name (same hostname, own pid spaces): the driver recorded its own pid
+    namespace, so the pid it names is never taken for a process of this one."""
+    command = ["unshare", "--pid", "--fork", "--mount-proc"]
+    process = _fake_driver(control, processes, "--record-deployment", command=command)
+    driver = control.read_json(ControlArea.DEPLOYMENT)["driver"]  # type: ignore[index]
+    assert (
+        driver["host"] == identify(os.getpid())["host"]
+        and driver["pid_namespace"] != identify(os.getpid())["pid_namespace"]
+    )
+
+    with pytest.raises(StopTimeoutError, match=f"launched in another pid namespace on {driver['host']}"):
+        _stop(control)
+    assert process.poll() is None
+    assert control.read_json(ControlArea.STATUS)["state"] == "running"  # type: ignore[index]
+
+
 def test_a_stop_from_another_host_signals_nothing_here(control: ControlArea, processes: list[Any]) -> None:
     process = _fake_driver(control, processes, "--record-deployment")
 
