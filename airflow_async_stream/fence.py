@@ -13,40 +13,97 @@ No client-side check covers the launch itself (a forced stop landing after spark
 driver closes that window: the deployment record carries its token, and a driver that starts after its token
 went stale, whose deployment is no longer the current one, or that finds a stop request written after its
 deployment, stops before its first micro-batch and says why in its status (``start_refusal``).
+
+On object stores there is no ``flock``: there each token is claimed by creating ``fence/<token>`` with the
+store's conditional create (fsspec ``pipe_file(mode="create")``: S3 ``If-None-Match: *`` in s3fs, a
+generation precondition in gcsfs), so of two holders that read the same token only one gets the next; the
+other fails as if the job were held. The current token is the newest claim (the newest 32 are kept). A check
+and the action after it are two requests there, so a revocation may fall between them: the driver's own
+check is what catches that.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from airflow_async_stream.control import ControlArea, Deployment, State, now
-from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError
+from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
 
 __all__ = ["Fence", "current_token", "ended_by", "start_refusal"]
+
+
+#: On object stores: the folder of claimed tokens, and how many of the newest are kept.
+CLAIMS = "fence"
+KEPT_CLAIMS = 32
 
 
 def current_token(control: ControlArea) -> int:
     """The newest hold's token (0 where no hold of this release was ever taken)."""
     record = control.read_json(ControlArea.FENCE) or {}
     try:
-        return int(record.get("token") or 0)
+        token = int(record.get("token") or 0)
     except (TypeError, ValueError):
         raise ControlAreaError(f"{control.url}/{ControlArea.FENCE} holds no number as its token") from None
+    return token if control.is_local else max(token, _newest_claim(control))
 
 
-def bump(control: ControlArea, why: str) -> int:
+def bump(control: ControlArea, why: str, seen: int | None = None) -> int:
     """Move the fence on (a new holder, a revocation): every token granted before is stale from now on.
-    The caller holds the hold's guard."""
-    token = max(current_token(control), _hold_token(control)) + 1
+
+    ``seen``: the token the caller read when it decided (a take reads it with the hold); on an object store
+    the next one is claimed with a conditional create, and JobHeldError says another holder claimed it
+    first. On local disks the caller holds the hold's guard.
+    """
+    token = (current_token(control) if seen is None else seen) + 1
+    if not control.is_local:
+        _claim(control, token, why)
     control.write_json(ControlArea.FENCE, {"token": token, "why": why, "at": now()})
     return token
 
 
-def _hold_token(control: ControlArea) -> int:
-    hold = control.read_hold()
-    return hold.token if hold else 0
+def _claims(control: ControlArea) -> list[int]:
+    where = control.path(CLAIMS)
+    control.fs.invalidate_cache(where)  # clients cache listings; another worker may have claimed since
+    try:
+        names = control.fs.ls(where, detail=False)
+    except FileNotFoundError:
+        return []
+    return sorted(int(name) for name in (posixpath.basename(n.rstrip("/")) for n in names) if name.isdigit())
+
+
+def _newest_claim(control: ControlArea) -> int:
+    claims = _claims(control)
+    return claims[-1] if claims else 0
+
+
+def _create(fs: Any, path: str, payload: bytes) -> None:
+    """Write ``path`` only if it does not exist: the store's conditional create, or, where the fsspec driver
+    has none (it refuses the mode), an existence check before the write (best-effort: README)."""
+    try:
+        fs.pipe_file(path, payload, mode="create")
+    except (ValueError, NotImplementedError, TypeError):
+        if fs.exists(path):
+            raise FileExistsError(path) from None
+        fs.pipe_file(path, payload)
+
+
+def _claim(control: ControlArea, token: int, why: str) -> None:
+    """Create ``fence/<token>`` only if nobody has: the store's conditional create decides between holders."""
+    payload = json.dumps({"token": token, "why": why, "at": now()}).encode()
+    try:
+        _create(control.fs, control.path(f"{CLAIMS}/{token}"), payload)
+    except FileExistsError:
+        raise JobHeldError(
+            f"{control.url}: another holder took the job at the same moment (it claimed token {token} first)"
+        ) from None
+    for old in _claims(control):
+        if old <= token - KEPT_CLAIMS:
+            control.fs.rm_file(control.path(f"{CLAIMS}/{old}"))
 
 
 def ended_by(control: ControlArea, holder: str, token: int) -> str:

@@ -15,7 +15,8 @@ A forced stop (``stop --force``) may end another holder's live hold: that holder
 anything, so a migration never redeploys a job the user has just stopped.
 
 On local storage the read-check-write runs under ``flock`` on ``.lease.lock``, so two contenders on one
-host cannot both win. On object stores there is no such primitive: the check is best-effort there.
+host cannot both win. On object stores the token is claimed with the store's conditional create (fence.py),
+so of two contenders that read the same state only one gets a token; the other fails as if the job were held.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
                 f"{holder.name} may no longer change {control.url}: its hold was ended by {revoked['by']} at "
                 f"{revoked['at_text']} ({revoked['reason']}); the job is left as that stop left it"
             )
+        seen = fence.current_token(control)  # read with the hold: on object stores the claim of seen+1 decides
         current = control.read_hold()
         ours = current is not None and current.holder == holder.name
         ended = lease_state(current, None if ours else run_state)
@@ -142,10 +144,10 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
         expires = now() + ttl_s
         if renewing and current:  # a step renewing its run's lease never shortens it
             expires = max(expires, current.expires_at)
-        if renewing and current and current.token == fence.current_token(control):
+        if renewing and current and current.token == seen:
             token = current.token
         else:
-            token = fence.bump(control, f"taken by {holder.name} ({holder.purpose})")
+            token = fence.bump(control, f"taken by {holder.name} ({holder.purpose})", seen)
         control.write_hold(
             Hold(
                 holder=holder.name,
@@ -167,19 +169,35 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
 def revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
     """End another holder's live hold for good (a forced stop); return that hold, or None when there was none.
 
-    The revoked holder's next take fails with HoldRevokedError, so it changes the job no more.
+    The fence moves on first, so every action of the revoked holder fails its check from then on; its next
+    take fails with HoldRevokedError too. A forced stop does not give up to a holder that claimed a token at
+    the same moment (object stores): it reads again and revokes that one.
     """
+    for attempt in range(_REVOKE_ATTEMPTS):
+        try:
+            return _revoke(control, by, reason)
+        except JobHeldError:
+            if attempt == _REVOKE_ATTEMPTS - 1:
+                raise
+    return None
+
+
+_REVOKE_ATTEMPTS = 3
+
+
+def _revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
     with guard(control):
+        seen = fence.current_token(control)
         current = control.read_hold()
         if not current or lease_state(current) is not None or current.holder == by.name:
             return None
+        fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})", seen)
         record = control.read_json(ControlArea.REVOKED_HOLDS) or {}
         holders = dict(record.get("holders") or {})
         at = now()
         holders[current.holder] = {"by": by.name, "reason": reason, "at": at, "at_text": _text(at)}
         newest = sorted(holders.items(), key=lambda item: float(item[1]["at"]))[-MAX_REVOKED:]
         control.write_json(ControlArea.REVOKED_HOLDS, {"holders": dict(newest)})
-        fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})")
         control.remove(ControlArea.LEASE)
         return current
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from airflow_async_stream.control import ControlArea, Deployment, State, now
-from airflow_async_stream.exceptions import HoldRevokedError
-from airflow_async_stream.fence import Fence, current_token, start_refusal
+from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
+from airflow_async_stream.fence import KEPT_CLAIMS, Fence, current_token, start_refusal
 from airflow_async_stream.lease import Holder, held, release, revoke, take
 
 RUN_A = Holder("DAG run migrate/run-a", "safe-disable clicks")
@@ -151,3 +153,80 @@ def test_an_unreadable_fence_is_an_error_not_token_0(control: ControlArea) -> No
     Path(control.path(ControlArea.FENCE)).write_text(json.dumps({"token": "many"}))
     with pytest.raises(Exception, match="fence.json holds no number"):
         Fence(control, RUN_A.name, 0).check()
+
+
+# -- object stores: tokens claimed with a conditional create ---------------------------------------------
+# fsspec's memory:// stands in for an object store here: it has no flock, and its pipe_file(mode="create")
+# refuses an existing file as s3fs (If-None-Match: *) and gcsfs (generation 0) do, though by an exists check,
+# not atomically: these tests show the protocol, not a store's atomicity.
+
+
+@pytest.fixture
+def remote() -> ControlArea:
+    area = ControlArea(f"memory://fence-test-{uuid.uuid4().hex[:8]}/ck.async-stream")
+    assert not area.is_local
+    return area
+
+
+def test_on_an_object_store_each_token_is_a_claimed_file(remote: ControlArea) -> None:
+    grant = take(remote, RUN_A, 600)
+    revoke(remote, STOPPER, "stop --force")
+    assert (grant.token, current_token(remote)) == (1, 2)
+    assert sorted(remote.fs.ls(remote.path("fence"), detail=False)) == [remote.path("fence/1"), remote.path("fence/2")]
+    with pytest.raises(HoldRevokedError, match="ended by process 9 on h"):
+        grant.fence.check()
+
+
+def test_of_two_holders_that_read_the_same_state_on_an_object_store_only_one_gets_a_token(
+    remote: ControlArea, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B reads "nobody holds it", then A takes the job before B writes: B's claim of the same token fails."""
+    read_hold = ControlArea.read_hold
+    raced: list[bool] = []
+
+    def a_takes_right_after_b_reads(self: ControlArea) -> Any:
+        hold = read_hold(self)
+        if not raced:
+            raced.append(True)
+            take(ControlArea(remote.url), RUN_A, 600)
+        return hold
+
+    monkeypatch.setattr(ControlArea, "read_hold", a_takes_right_after_b_reads)
+    with pytest.raises(JobHeldError, match="another holder took the job at the same moment"):
+        take(remote, RUN_B, 600)
+    monkeypatch.undo()
+    assert remote.read_hold().holder == RUN_A.name and current_token(remote) == 1
+
+
+def test_an_object_stores_claims_keep_the_newest(remote: ControlArea) -> None:
+    for n in range(KEPT_CLAIMS + 5):
+        take(remote, Holder(f"DAG run m/run-{n}", "migrate"), 60)
+        revoke(remote, STOPPER, "stop --force")
+    claims = sorted(int(p.rsplit("/", 1)[-1]) for p in remote.fs.ls(remote.path("fence"), detail=False))
+    assert len(claims) == KEPT_CLAIMS and claims[-1] == current_token(remote) == 2 * (KEPT_CLAIMS + 5)
+
+
+class _NoConditionalCreate:
+    """An fsspec driver without a conditional create: it refuses pipe_file's mode="create" (as pyarrow's
+    HDFS wrapper refuses mode "xb"), and otherwise writes to a memory filesystem."""
+
+    def __init__(self, fs: Any) -> None:
+        self._fs = fs
+
+    def pipe_file(self, path: str, value: bytes, mode: str = "overwrite") -> None:
+        if mode != "overwrite":
+            raise ValueError(f"mode {mode!r} not supported")
+        self._fs.pipe_file(path, value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fs, name)
+
+
+def test_without_a_conditional_create_a_claim_checks_existence_first(remote: ControlArea) -> None:
+    from airflow_async_stream.fence import bump
+
+    remote.fs = _NoConditionalCreate(remote.fs)  # type: ignore[assignment]
+    assert bump(remote, "taken by a", seen=0) == 1
+    with pytest.raises(JobHeldError, match="claimed token 1 first"):
+        bump(remote, "taken by b", seen=0)
+    assert current_token(remote) == 1
