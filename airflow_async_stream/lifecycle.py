@@ -114,8 +114,8 @@ def wait_until_running(
         if status and state == State.RUNNING and (status.batches or status.idle_at):
             return status
         if status and state in FINAL_STATES:
-            why = f": {status.stop_reason}" if status.stop_reason else ""
-            raise DriverFailedError(f"the driver ended ({state}) before its query ran{why}")
+            why = status.stop_reason or "before its query ran"
+            raise DriverFailedError(f"the driver ended ({state}): {why}")
         if launcher_running_here(driver) is False:
             status = _status_of(control, deployment_id)
             if status and status.state == State.FAILED:

@@ -13,6 +13,13 @@ shows the trial's point (they take turns):
   stopping_for_gate      the migration stops the interval-0 driver for the gate
   sync_submitted         the synchronous deploy's record is written, no status names it yet
 
+With ``--in-place`` the migration switches the running driver in place, and the points are:
+
+  switch_requested       a reconfigure request (to interval 0) is written, the driver has not taken it up
+  switch_stopping        the driver is stopping its query for a switch
+  in_place_interval_0    the switched query runs at interval 0 (the migration waits for its batches)
+  sync_requested         the reconfigure request to synchronous is written
+
 Then it waits for the migration to end and for the host to settle, and counts the runtime drivers still
 alive for the checkpoint: the stop must have won, so that count must be 0. A point the migration had already
 passed is reported as missed, not counted. Prints one line per trial and a summary; exit 1 when any trial
@@ -35,6 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 POINTS = ["interval_0_submitted", "old_driver_stopping", "interval_0_running", "stopping_for_gate", "sync_submitted"]
+IN_PLACE_POINTS = ["switch_requested", "switch_stopping", "in_place_interval_0", "sync_requested"]
 
 
 def _setup_airflow(root: Path) -> None:
@@ -87,6 +95,22 @@ def _at_point(point: str, control: Any, original: str) -> bool:
         return interval_0 and new and not unreported and status.get("state") in ("stopping", "stopped")
     if point == "sync_submitted":
         return record.get("async_progress", {}).get("enabled") is False and unreported
+    return _at_in_place_point(point, control, interval_0, status)
+
+
+def _at_in_place_point(point: str, control: Any, interval_0: bool, status: dict[str, Any]) -> bool:
+    from airflow_async_stream.control import ControlArea
+
+    request = control.read_json(ControlArea.RECONFIGURE_REQUEST) or {}
+    switch = control.read_json(ControlArea.RECONFIGURATION) or {}
+    if point == "switch_requested":
+        return bool(request) and switch.get("request_id") != request.get("request_id")
+    if point == "switch_stopping":
+        return switch.get("phase") in ("stopping", "stopped")
+    if point == "in_place_interval_0":
+        return interval_0 and status.get("switches", 0) >= 1 and status.get("state") == "running"
+    if point == "sync_requested":
+        return request.get("spec", {}).get("async_progress", {}).get("enabled") is False
     raise ValueError(point)
 
 
@@ -153,7 +177,8 @@ def main() -> int:
     _setup_airflow(root)
     results = []
     for n in range(args.trials):
-        result = trial(n, POINTS[n % len(POINTS)], root, args.in_place)
+        points = IN_PLACE_POINTS if args.in_place else POINTS
+        result = trial(n, points[n % len(points)], root, args.in_place)
         results.append(result)
         print(json.dumps(result), flush=True)
     fired = [r for r in results if r["fired"]]

@@ -229,3 +229,33 @@ def test_the_startup_wait_fails_at_once_when_the_launcher_pid_is_another_process
     with pytest.raises(DriverFailedError, match=f"spark-submit \\(pid {os.getpid()}\\) exited before the query ran"):
         wait_until_running(control, "d-never", reused, timeout_s=30)
     assert time.monotonic() - started < 5
+
+
+# -- a stop and a driver that is still launching (no status names it yet) ----------------------------------
+
+
+def _launching(control: ControlArea, driver: dict[str, Any] | None, deployed_s_ago: float = 0.0) -> str:
+    """A deployment record newer than the status, as a deploy writes it right before spark-submit."""
+    deployment_id = f"d-{uuid.uuid4().hex[:6]}"
+    record = {"deployment_id": deployment_id, "deployed_at": time.time() - deployed_s_ago, "state": "submitted"}
+    control.write_json(ControlArea.DEPLOYMENT, {**record, "driver": driver})
+    return deployment_id
+
+
+def test_a_stop_names_a_launching_driver_and_leaves_its_request_when_it_never_reports(control: ControlArea) -> None:
+    deployment_id = _launching(control, None)
+
+    with pytest.raises(StopTimeoutError, match=f"deployment {deployment_id} was launching.*the request stands"):
+        _stop(control, kill_after_s=0.3)
+    assert control.stop_request_for(deployment_id) is not None  # read by that driver before its query starts
+
+
+def test_a_launch_whose_spark_submit_exited_or_that_is_long_past_is_not_launching(control: ControlArea) -> None:
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    driver = {"kind": "local-process", **identify(exited.pid)}
+    exited.wait()
+    _launching(control, driver)
+    assert _stop(control).was_live is False
+    _launching(control, None, deployed_s_ago=3600)  # its deploy died before it launched anything
+    assert _stop(control).was_live is False
+    assert control.read_json(ControlArea.STOP_REQUEST) is None
