@@ -282,7 +282,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
               "without changing the job)", file=sys.stderr)  # fmt: skip
         return EXIT_INVALID
     if outcome.was_live and outcome.status is None:
-        print("stopped: its driver was launching and ended before it reported")
+        print("stopped: the deployment that was launching ended before its driver reported")
         return EXIT_OK
     state = outcome.status.state if outcome.status else "never deployed"
     if outcome.exiting_pid:

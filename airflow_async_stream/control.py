@@ -46,6 +46,8 @@ from airflow_async_stream.progress_log import ProgressWriter, Retention
 __all__ = [
     "ACTIVE_STATES",
     "FINAL_STATES",
+    "NOT_LAUNCHED",
+    "SUBMITTED",
     "UP_STATES",
     "ControlArea",
     "Deployment",
@@ -86,6 +88,8 @@ ACTIVE_STATES = frozenset({State.STARTING, State.RUNNING, State.STOPPING})
 UP_STATES = frozenset({State.STARTING, State.RUNNING})
 #: ... and in these it has ended.
 FINAL_STATES = frozenset({State.STOPPED, State.FAILED, State.SUPERSEDED})
+#: A deployment record's state while its driver is on its way, and when its deploy gave up before the launch.
+SUBMITTED, NOT_LAUNCHED = "submitted", "not launched"
 SUFFIX = ".async-stream"
 #: The driver rewrites its heartbeat this often (seconds) ...
 HEARTBEAT_INTERVAL_S = 2.0
@@ -206,7 +210,7 @@ class Deployment(_Record):
     #: The newest committed batch before the deploy: waits count the batches after it.
     start_batch: int | None = None
     deployed_at: float | None = None
-    state: str = "submitted"
+    state: str = SUBMITTED
     airflow: dict[str, Any] = field(default_factory=dict)
     #: Which options came from Airflow connections (never their values).
     secret_options: list[str] = field(default_factory=list)

@@ -16,10 +16,24 @@ from typing import Any
 
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import latest_batch
-from airflow_async_stream.control import ControlArea, Deployment, State, hold_ttl_s, liveness, now
+from airflow_async_stream.control import (
+    NOT_LAUNCHED,
+    SUBMITTED,
+    ControlArea,
+    Deployment,
+    State,
+    hold_ttl_s,
+    liveness,
+    now,
+)
 from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.driver_process import identify
-from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, JobAlreadyRunningError
+from airflow_async_stream.exceptions import (
+    DriverFailedError,
+    DriverStartTimeoutError,
+    HoldRevokedError,
+    JobAlreadyRunningError,
+)
 from airflow_async_stream.fence import Fence
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
 from airflow_async_stream.lease import Holder, RunState, held, revoke
@@ -142,7 +156,11 @@ def _submit(
         control.write_bytes(ControlArea.SPEC, spec_bytes)
         control.write_deployment(record)
         control.remove(ControlArea.STOP_REQUEST)
-    fence.check()  # once more, right before the launch
+    try:
+        fence.check()  # once more, right before the launch
+    except HoldRevokedError:
+        control.write_deployment(record.but(state=NOT_LAUNCHED))  # so a stop does not wait for it
+        raise
     if hook.driver_on_this_host:
         # spark-submit's output goes to a file of this host: the control area's when it is local.
         on_host = not control.is_local
@@ -275,7 +293,7 @@ def _record(
         trigger=spec.trigger.model_dump(exclude_none=True),
         start_batch=latest_batch(spec.checkpoint, "commits"),
         deployed_at=now(),
-        state="submitted",
+        state=SUBMITTED,
         airflow={k: settings.airflow.get(k) for k in ("dag_id", "run_id", "task_id", "try_number")},
         secret_options=secrets.names(),  # which options came from connections; never their values
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow_async_stream.control import (
     FINAL_STATES,
+    SUBMITTED,
     ControlArea,
     Deployment,
     State,
@@ -234,7 +235,12 @@ def _launching(control: ControlArea, status: Status | None) -> Deployment | None
     """The newest deployment when it is submitted but its driver has not reported yet (the status still
     names an earlier deployment, or none): a stop must reach it too, or it would run on after "stopped"."""
     record = control.read_deployment()
-    if record is None or record.confirmed_at is not None or (status and status.deployment_id == record.deployment_id):
+    if (
+        record is None
+        or record.state != SUBMITTED
+        or record.confirmed_at is not None
+        or (status and status.deployment_id == record.deployment_id)
+    ):
         return None
     driver = record.driver
     if driver is None:
@@ -269,8 +275,10 @@ def _stop_launching(
             left_s = max(0.0, deadline - time.monotonic())
             return stop_driver(control, reason, graceful_timeout_s, left_s, log, sleep, kill_remote)
         if _launching(control, status) is None:
-            log.info("Deployment %s ended without reporting", deployment_id)
-            return StopOutcome(True, status)
+            log.info(
+                "Deployment %s ended without reporting (its deploy gave up, or its launcher exited)", deployment_id
+            )
+            return StopOutcome(True, None)
         if time.monotonic() > deadline:
             raise StopTimeoutError(
                 f"deployment {deployment_id} was launching and has not reported {kill_after_s:.0f} s after the "

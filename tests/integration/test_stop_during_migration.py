@@ -12,7 +12,7 @@ import pytest
 
 from airflow_async_stream.control import ControlArea
 from tests.integration.conftest import run_dag_while, task_states
-from tests.integration.migration_job import migration_dag, start_async_job
+from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -78,3 +78,45 @@ def test_a_stop_during_the_migration_is_refused_and_a_forced_one_ends_it_without
     record = control.read_json(ControlArea.DEPLOYMENT)
     assert record["deployment_id"] == seen["deployment_after_stop"]
     assert control.read_json(ControlArea.STATUS)["state"] == "stopped"
+
+
+def test_a_forced_stop_as_the_synchronous_driver_launches_is_not_undone(
+    airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """On the restart path, at the moment the synchronous deploy's record is written and no status names it
+    (where a stop used to be undone: the new driver ran on and the run succeeded): the stop wins."""
+    start_async_job(checkpoint_dir)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    dag_id = "stop_as_sync_launches"
+    path = migration_dag(checkpoint_dir, dag_id, "300 milliseconds", in_place=False)
+    seen: dict = {}
+
+    def stop_as_sync_launches() -> bool:
+        record = control.read_json(ControlArea.DEPLOYMENT) or {}
+        status = control.read_json(ControlArea.STATUS) or {}
+        if record.get("async_progress", {}).get("enabled") is not False or status.get("deployment_id") == record.get(
+            "deployment_id"
+        ):
+            return False
+        seen["deployment"] = record["deployment_id"]
+        seen["stop"] = subprocess.run([CLI, "stop", control.url, "--force"], capture_output=True, text=True)
+        return True
+
+    dag_run = run_dag_while(path, dag_id, stop_as_sync_launches)
+    capfd.readouterr()
+
+    assert "stop" in seen, "the run never launched its synchronous driver"
+    forced = seen["stop"]
+    assert forced.returncode == 0, forced
+    assert forced.stdout.splitlines()[-1].startswith("stopped: "), forced.stdout  # never "was not running"
+    assert str(dag_run.state) == "failed", task_states(dag_run)
+    # The stop came after the launch (the driver stopped before its first batch), or between the record and
+    # the launch (the step launched nothing): either way nothing of the synchronous deployment ever ran.
+    status = control.read_json(ControlArea.STATUS)
+    assert status["state"] == "stopped", status
+    if status["deployment_id"] == seen["deployment"]:
+        assert status["batches"] == 0 and "before its query started" in status["stop_reason"], status
+    else:
+        assert control.read_json(ControlArea.DEPLOYMENT)["state"] == "not launched"
+    assert control.read_progress(seen["deployment"]) == []
+    assert live_drivers(control) == []
