@@ -33,7 +33,7 @@ from airflow_async_stream import fence
 from airflow_async_stream.control import ControlArea, Hold, local_pid_alive, now
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 
-__all__ = ["Grant", "Holder", "guard", "held", "lease_state", "release", "revoke", "take"]
+__all__ = ["Grant", "Holder", "guard", "held", "lease_state", "release", "revoke", "revoked_error", "take"]
 
 MAX_REVOKED = 32
 
@@ -124,12 +124,9 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
     ``run_state``, a lease whose DAG run has finished (e.g. failed after a crash) counts as ended.
     """
     with guard(control):
-        revoked = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders", {}).get(holder.name)
+        revoked = revoked_error(control, holder)
         if revoked:
-            raise HoldRevokedError(
-                f"{holder.name} may no longer change {control.url}: its hold was ended by {revoked['by']} at "
-                f"{revoked['at_text']} ({revoked['reason']}); the job is left as that stop left it"
-            )
+            raise revoked
         seen = fence.current_token(control)  # read with the hold: on object stores the claim of seen+1 decides
         current = control.read_hold()
         ours = current is not None and current.holder == holder.name
@@ -164,6 +161,18 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
             )
         )
         return Grant(control, holder.name, token, not renewing)
+
+
+def revoked_error(control: ControlArea, holder: Holder) -> HoldRevokedError | None:
+    """The error of a holder whose hold a forced stop ended (None if it was not): for its next take, and for
+    a wait of its that ended because the job stopped, so the step says who stopped it."""
+    revoked = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders", {}).get(holder.name)
+    if not revoked:
+        return None
+    return HoldRevokedError(
+        f"{holder.name} may no longer change {control.url}: its hold was ended by {revoked['by']} at "
+        f"{revoked['at_text']} ({revoked['reason']}); the job is left as that stop left it"
+    )
 
 
 def revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:

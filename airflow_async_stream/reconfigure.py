@@ -98,7 +98,11 @@ def reconfigure(
             request.request_id,
             ", synchronous only if the checkpoint is safe" if require_sync_safe else "",
         )
-        record = _await(control, request, timeout_s, log)
+        try:
+            record = _await(control, request, timeout_s, log)
+        except ReconfigureError:
+            grant.fence.check()  # the driver ended because a forced stop ended this hold: say so
+            raise
     if record.outcome == SwitchOutcome.REVOKED:
         raise HoldRevokedError(f"deployment {deployment_id} did not switch: {record.reason}")
     if record.outcome == SwitchOutcome.REFUSED:

@@ -40,12 +40,13 @@ from airflow_async_stream.control import (
 )
 from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import (
+    CommittedBatchesError,
     NotSwitchableError,
     SafeDisableRolledBackError,
     SwitchRefusedError,
     UnsafeSyncRestartError,
 )
-from airflow_async_stream.lease import Holder, RunState
+from airflow_async_stream.lease import Holder, RunState, revoked_error
 from airflow_async_stream.reconfigure import reconfigure, running_spec, why_not_in_place
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
 
@@ -227,8 +228,15 @@ class SafeDisable:
         return self._restart("async_interval_0", target, redeploy=True, why=why)
 
     def wait_for_batches(self, after: Switch | Deployment, needed: int) -> CommitCheck:
-        """Wait for ``needed`` batches committed after the switch (or deploy) ``after`` started."""
-        return wait_for_commits(self.checkpoint, after.start_batch, needed, self.wait_timeout_s, self.log)
+        """Wait for ``needed`` batches committed after the switch (or deploy) ``after`` started. A job that
+        stopped because a forced stop ended this migration's hold fails the wait with HoldRevokedError."""
+        try:
+            return wait_for_commits(self.checkpoint, after.start_batch, needed, self.wait_timeout_s, self.log)
+        except CommittedBatchesError as exc:
+            revoked = revoked_error(self.control, self.holder)
+            if revoked:
+                raise revoked from exc
+            raise
 
     def stop_for_gate(self, reason: str = "safe-disable: stop after two batches at interval 0") -> Status | None:
         """Stop the job between micro-batches, unless the synchronous switch will be made in place (the driver

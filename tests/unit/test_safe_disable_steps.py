@@ -68,3 +68,27 @@ def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -
         _group(async_batches=1)
     with pytest.raises(SpecError, match="trigger"):
         _group(sync_overrides={"trigger": {"once": True}})  # two trigger kinds
+
+
+def test_a_wait_ended_by_a_forced_stop_says_who_stopped_the_job(tmp_path: Any) -> None:
+    """The job stopped under a migration's wait: a forced stop that ended the migration's hold is named."""
+    from airflow_async_stream.control import ControlArea, State, Status, now
+    from airflow_async_stream.exceptions import CommittedBatchesError, HoldRevokedError
+    from airflow_async_stream.lease import Holder, revoke, take
+    from airflow_async_stream.migrations.safe_disable_steps import Switch
+
+    holder = Holder("DAG run safe_disable/run-1", "safe-disable")
+    migration = SafeDisable(parse_spec({**SPEC, "checkpoint": str(tmp_path / "ck")}), holder, wait_timeout_s=5)
+    control = migration.control
+    control.ensure()
+    control.write_status(Status(deployment_id="d1", state=State.STOPPED, heartbeat_at=now()))
+    after = Switch("async_interval_0", "restart", "test", "d1", None)
+
+    with pytest.raises(CommittedBatchesError, match="the job stopped") as plain:
+        migration.wait_for_batches(after, 2)
+    assert not isinstance(plain.value, HoldRevokedError)
+    take(control, holder, 600)
+    revoke(control, Holder("process 7 on h", "stop --force"), "stop --force from the command line")
+    with pytest.raises(HoldRevokedError, match="ended by process 7 on h"):
+        migration.wait_for_batches(after, 2)
+    assert ControlArea.for_checkpoint(migration.checkpoint).read_status().state == State.STOPPED
