@@ -10,9 +10,10 @@ nothing changes. On local disks the check and the action run under the hold's ``
 also takes, so no revocation falls between them.
 
 No client-side check covers the launch itself (a forced stop landing after spark-submit started). The
-driver closes that window: the deployment record carries its token, and a driver that starts after its token
-went stale, whose deployment is no longer the current one, or that finds a stop request written after its
-deployment, stops before its first micro-batch and says why in its status (``start_refusal``).
+driver closes that window: the deployment record carries its token, and a driver that starts after a forced
+stop ended the hold of its token (or a later one), whose deployment is no longer the current one, or that
+finds a stop request written after its deployment, stops before its first micro-batch and says why in its
+status (``start_refusal``).
 
 On object stores there is no ``flock``: there each token is claimed by creating ``fence/<token>`` with the
 store's conditional create (fsspec ``pipe_file(mode="create")``: S3 ``If-None-Match: *`` in s3fs, a
@@ -34,7 +35,7 @@ from typing import Any
 from airflow_async_stream.control import ControlArea, Deployment, State, now
 from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
 
-__all__ = ["Fence", "current_token", "ended_by", "start_refusal"]
+__all__ = ["Fence", "current_token", "ended_by", "revoked_since", "start_refusal"]
 
 
 #: On object stores: the folder of claimed tokens, and how many of the newest are kept.
@@ -52,18 +53,34 @@ def current_token(control: ControlArea) -> int:
     return token if control.is_local else max(token, _newest_claim(control))
 
 
-def bump(control: ControlArea, why: str, seen: int | None = None) -> int:
+def bump(control: ControlArea, why: str, seen: int | None = None, revocation: bool = False) -> int:
     """Move the fence on (a new holder, a revocation): every token granted before is stale from now on.
 
     ``seen``: the token the caller read when it decided (a take reads it with the hold); on an object store
     the next one is claimed with a conditional create, and JobHeldError says another holder claimed it
-    first. On local disks the caller holds the hold's guard.
+    first. On local disks the caller holds the hold's guard. A ``revocation`` is remembered apart
+    (``revoked``, ``revoked_why``): a launching driver stops for a forced stop, not for a holder that took
+    over from one that died.
     """
+    record = control.read_json(ControlArea.FENCE) or {}
     token = (current_token(control) if seen is None else seen) + 1
     if not control.is_local:
         _claim(control, token, why)
-    control.write_json(ControlArea.FENCE, {"token": token, "why": why, "at": now()})
+    revoked = {"revoked": token, "revoked_why": why} if revocation else {
+        k: record[k] for k in ("revoked", "revoked_why") if k in record
+    }  # fmt: skip
+    control.write_json(ControlArea.FENCE, {"token": token, "why": why, "at": now(), **revoked})
     return token
+
+
+def revoked_since(control: ControlArea, token: int) -> str | None:
+    """Why a forced stop ended the hold of ``token`` or a later one (None: none did since ``token``)."""
+    record = control.read_json(ControlArea.FENCE) or {}
+    try:
+        revoked = int(record.get("revoked") or 0)
+    except (TypeError, ValueError):
+        raise ControlAreaError(f"{control.url}/{ControlArea.FENCE} holds no number as its revoked token") from None
+    return str(record.get("revoked_why")) if revoked > token else None
 
 
 def _claims(control: ControlArea) -> list[int]:
@@ -154,9 +171,10 @@ def start_refusal(control: ControlArea, deployment_id: str) -> Refusal | None:
     """Why the driver of ``deployment_id`` must not start (None: it may), read just before its query starts.
 
     Its deployment is no longer the current one (another deploy replaced it while it launched); or it was
-    never confirmed running and its hold's token went stale (a forced stop ended the hold that launched it);
-    or a stop request came after it was deployed. A deployment that once ran (a cluster manager's new attempt)
-    is not held to the token: its deployer let it go long ago.
+    never confirmed running and a forced stop ended the hold that launched it (or a later one); or a stop
+    request came after it was deployed. A holder that took over from one that died (a re-run after a worker
+    was lost) does not stop it: that holder finds it running and takes it as it is. A deployment that once
+    ran (a cluster manager's new attempt) is not held to the token: its deployer let it go long ago.
     """
     record = control.read_deployment()
     if record is not None and record.deployment_id != deployment_id:
@@ -169,10 +187,10 @@ def start_refusal(control: ControlArea, deployment_id: str) -> Refusal | None:
         return Refusal(State.STOPPED, f"stopped before its query started: a stop was requested while it launched "
                                       f"({stop.get('reason')}, from {stop.get('requested_from')})")  # fmt: skip
     if record is not None and record.confirmed_at is None and record.hold_token is not None:
-        if current_token(control) != record.hold_token:
-            fence = control.read_json(ControlArea.FENCE) or {}
+        revoked = revoked_since(control, record.hold_token)
+        if revoked:
             return Refusal(State.STOPPED, "stopped before its query started: the hold that deployed it (token "
-                                          f"{record.hold_token}) was ended: {fence.get('why')}")  # fmt: skip
+                                          f"{record.hold_token}) was ended: {revoked}")  # fmt: skip
     return None
 
 

@@ -200,7 +200,7 @@ def _revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
         current = control.read_hold()
         if not current or lease_state(current) is not None or current.holder == by.name:
             return None
-        fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})", seen)
+        fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})", seen, revocation=True)
         record = control.read_json(ControlArea.REVOKED_HOLDS) or {}
         holders = dict(record.get("holders") or {})
         at = now()

@@ -94,7 +94,8 @@ def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
 
 
 def _revoked(control: ControlArea, request: ReconfigureRequest) -> str | None:
-    """Why the request must not be applied: the hold it was asked under ended since (a forced stop)."""
+    """Why the request must not be applied: the hold it was asked under ended since (a forced stop, or its
+    holder's hold ended and another holder took the job: nobody awaits the request any more)."""
     if request.hold_token is None:  # asked by an earlier release
         return None
     token = current_token(control)

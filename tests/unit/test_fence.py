@@ -124,6 +124,20 @@ def test_a_driver_whose_hold_was_revoked_while_it_launched_stops_before_its_quer
     assert "the hold that deployed it (token 1) was ended" in refusal.reason and "process 9 on h" in refusal.reason
 
 
+def test_a_driver_whose_deployer_died_and_whose_job_another_holder_took_over_starts(control: ControlArea) -> None:
+    """A rollout killed right after spark-submit: its re-run takes the job (the dead run's hold ended) and
+    finds the driver running; only a forced stop stops a launching driver, not a holder taking over."""
+    dead = Holder("DAG run rollout/run-1", "rollout", dag_id="rollout", run_id="run-1")
+    grant = take(control, dead, 600)
+    _deployed(control, "d1", grant.token)
+    take(control, RUN_B, 600, lambda dag_id, run_id: "failed")  # the scheduler failed the dead run
+    assert current_token(control) > grant.token
+    assert start_refusal(control, "d1") is None
+    revoke(control, STOPPER, "stop --force")  # ... but a forced stop of the holder that took over does
+    refusal = start_refusal(control, "d1")
+    assert refusal is not None and "ended by process 9 on h" in refusal.reason
+
+
 def test_a_driver_that_once_ran_is_not_held_to_its_token(control: ControlArea) -> None:
     """A cluster manager's new attempt of a deployment confirmed long ago: later holders are not its business."""
     grant = take(control, RUN_A, 600)
