@@ -280,11 +280,28 @@ def _stop_launching(
             )
             return StopOutcome(True, None)
         if time.monotonic() > deadline:
-            raise StopTimeoutError(
-                f"deployment {deployment_id} was launching and has not reported {kill_after_s:.0f} s after the "
-                "stop request; the request stands, so its driver stops before its query starts"
-            )
+            return _kill_launching(control, deployment_id, kill_after_s)
         sleep(_poll_s(control))
+
+
+def _kill_launching(control: ControlArea, deployment_id: str, waited_s: float) -> StopOutcome:
+    """A launch that has not reported by the stop's time limit: killed if it provably is this host's process,
+    else left to its stop request (its driver reads it before its query starts)."""
+    driver = _driver_of(control, deployment_id)
+    process = DriverProcess.of(driver)
+    if driver is None or process.refusal is not None or not process.alive or process.pid is None:
+        raise StopTimeoutError(
+            f"deployment {deployment_id} was launching and has not reported {waited_s:.0f} s after the stop "
+            "request; the request stands, so its driver stops before its query starts"
+        )
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # launched as its own process group
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + KILLED_EXIT_S
+    while DriverProcess.of(driver).alive and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    return StopOutcome(True, None)
 
 
 def _record_lost(control: ControlArea, status: Status, why: str) -> Status:

@@ -259,3 +259,15 @@ def test_a_launch_whose_spark_submit_exited_or_that_is_long_past_is_not_launchin
     _launching(control, None, deployed_s_ago=3600)  # its deploy died before it launched anything
     assert _stop(control).was_live is False
     assert control.read_json(ControlArea.STOP_REQUEST) is None
+
+
+def test_a_launch_of_this_host_that_never_reports_is_killed_at_the_stops_time_limit(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    hung = subprocess.Popen(["sleep", "600"], start_new_session=True)  # a spark-submit stuck before the driver
+    processes.append(hung)  # type: ignore[arg-type]
+    _launching(control, {"kind": "local-process", **identify(hung.pid)})
+
+    outcome = _stop(control, kill_after_s=0.3)
+
+    assert outcome.was_live and hung.wait(timeout=5) == -9
