@@ -27,7 +27,7 @@ from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder
 from airflow_async_stream.operators.lease import dag_run_state
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
-from airflow_async_stream.rollout.fleet import FleetIndex
+from airflow_async_stream.rollout.desired import load_folder
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder
 
 __all__ = ["report", "rollout_dag", "summarize", "toggle_off_dag"]
@@ -82,7 +82,7 @@ def rollout_dag(
         wait_timeout_s=wait_timeout_s,
     )
     only = frozenset(actions) if actions is not None else None
-    FleetIndex.for_folder(folder)  # at DAG parse: a folder that names no fleet index is an import error
+    load_folder(folder)  # at DAG parse: every problem of the folder (specs, names, fleet file) in one import error
     dag_kwargs.setdefault("catchup", False)
     dag_kwargs.setdefault("max_active_runs", 1)
     dag_kwargs.setdefault("tags", ["airflow-async-stream", "rollout"])

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.exceptions import DesiredStateError, SpecError
+from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec, read_spec_file
 from airflow_async_stream.spec_folder import spec_files
 
-__all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "spec_files"]
+__all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "load_folder", "spec_files"]
 
 #: Fields whose rules refuse async progress tracking: a file breaking only these wants async off.
 ASYNC_RULE_FIELDS = frozenset(
@@ -55,6 +56,25 @@ def load_desired(folder: str | Path) -> dict[str, DesiredJob]:
     if problems:
         raise DesiredStateError(str(root), problems)
     return jobs
+
+
+def load_folder(folder: str | Path) -> tuple[dict[str, DesiredJob], FleetIndex]:
+    """The folder's jobs and the fleet index its ``_fleet.yaml`` names; one DesiredStateError listing every
+    problem of both (bad specs, duplicate names or checkpoints, a bad fleet file), so one run shows them all."""
+    if not Path(folder).is_dir():
+        load_desired(folder)  # raises: the folder itself is the one problem
+    problems: list[tuple[str, str, str]] = []
+    try:
+        jobs = load_desired(folder)
+    except DesiredStateError as exc:
+        problems += exc.problems
+    try:
+        index = FleetIndex.for_folder(folder)
+    except DesiredStateError as exc:
+        problems += exc.problems
+    if problems:
+        raise DesiredStateError(str(folder), problems)
+    return jobs, index
 
 
 def _load_one(path: Path) -> DesiredJob:

@@ -21,8 +21,8 @@ from typing import Any
 from airflow_async_stream.control import control_url_for
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.in_place import in_place_refusals
-from airflow_async_stream.rollout.desired import DesiredJob, load_desired
-from airflow_async_stream.rollout.fleet import RETIRED, FleetIndex, registry_entries
+from airflow_async_stream.rollout.desired import DesiredJob, load_folder
+from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
 from airflow_async_stream.spec import parse_spec
 
@@ -229,16 +229,15 @@ def plan(desired: dict[str, DesiredJob], observed: dict[str, ObservedJob]) -> li
 
 
 def plan_folder(folder: str | Path, *, adopt: bool = False, run_id: str | None = None) -> list[PlanItem]:
-    """Read the folder, its fleet index and every job's control area, and plan (DesiredStateError when the
-    folder is invalid).
+    """Read the folder, its fleet index and every job's control area, and plan (DesiredStateError listing
+    every problem of the folder when it is invalid).
 
     The releases before the fleet index kept the jobs a rollout deployed only in the deploying host's
     registry; this host's such jobs are planned too. With ``adopt`` (the rollout's plan step), every deployed
     job not yet in the index (those, and deployed jobs of the folder) is written into it, so from then on
     every worker finds them.
     """
-    desired = load_desired(folder)
-    index = FleetIndex.for_folder(folder)
+    desired, index = load_folder(folder)
     indexed = set(index.names())
     known = registry_entries(folder, index, indexed)
     observed = observe({name: job.spec.checkpoint for name, job in desired.items()}, index, known)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -74,6 +75,22 @@ def test_a_rollout_of_a_folder_naming_no_fleet_index_breaks_the_dag_import(tmp_p
 
     (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
     assert _import_errors(path) == {}
+
+
+def test_a_rollout_dag_import_error_lists_every_problem_of_its_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    job = {"source": {"format": "rate"}, "sink": {"format": "noop"}}
+    (folder / "a.json").write_text(json.dumps({**job, "name": "a", "checkpoint": "/ck/a"}))
+    (folder / "b.json").write_text(json.dumps({**job, "name": "a", "checkpoint": "/ck/b"}))
+    (folder / "c.json").write_text(json.dumps({**job, "name": "c", "checkpoint": "/ck/c", "trigger": {"once": 3}}))
+    (folder / "_fleet.yaml").write_text("indexx: /shared/index\n")
+    path = tmp_path / "rollout_dag.py"
+    path.write_text(f"from airflow_async_stream.rollout.dags import rollout_dag\nrollout_dag({str(folder)!r})\n")
+    [error] = _import_errors(path).values()
+    for needle in ("b.json: name: 'a' is also the job of a.json", "c.json: trigger.once:",
+                   "_fleet.yaml: indexx: unknown key", "_fleet.yaml: index: required"):  # fmt: skip
+        assert needle in error, (needle, error)
 
 
 def test_example_dags_import_cleanly() -> None:

@@ -188,6 +188,27 @@ def test_the_folder_is_validated_as_a_whole(tmp_path: Path) -> None:
     assert "is also the job of a-again.yaml" in str(caught.value)
 
 
+def test_a_plan_lists_every_problem_of_the_folder_at_once(tmp_path: Path) -> None:
+    """A duplicate name, a bad spec and a bad fleet file: one run shows all three, by file and field."""
+    folder = tmp_path / "desired"
+    _write(folder, "a.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a"})
+    _write(folder, "a-again.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a2"})
+    _write(folder, "c.yaml", {**BASE, "name": "c", "checkpoint": "/ck/c", "async_progress": {"enabled": "maybe"}})
+    (folder / "_fleet.yaml").write_text("index: relative/index\nowner: team-a\n")
+
+    with pytest.raises(DesiredStateError) as caught:
+        plan_folder(folder)
+    problems = {(file, field) for file, field, _ in caught.value.problems}
+    assert problems == {
+        ("a.yaml", "name"),
+        ("c.yaml", "async_progress.enabled"),
+        ("_fleet.yaml", "owner"),
+        ("_fleet.yaml", "index"),
+    }, caught.value.problems
+    assert "a.yaml: name: 'a' is also the job of a-again.yaml" in str(caught.value)
+    assert "_fleet.yaml: index: 'relative/index' is relative" in str(caught.value)
+
+
 def test_a_file_asking_for_what_async_cannot_run_with_turns_async_off(tmp_path: Path) -> None:
     folder = tmp_path / "desired"
     _write(folder, "a.yaml", {**BASE, "name": "a", "trigger": {"available_now": True}})
