@@ -29,9 +29,11 @@ __all__ = [
     "Inspection",
     "LogView",
     "batch_ids",
+    "committed_since",
     "gate_sync_restart",
     "inspect_checkpoint",
     "latest_batch",
+    "resume_point",
     "looks_like_checkpoint",
 ]
 
@@ -86,6 +88,36 @@ def latest_batch(checkpoint: str, log: str) -> int | None:
     """The largest batch id in ``checkpoint/<log>``, or None when the log holds no batch."""
     ids = batch_ids(checkpoint, log)
     return ids[-1] if ids else None
+
+
+def committed_since(commit_ids: list[int], baseline: int | None) -> int:
+    """How many batches after ``baseline`` (None: from batch 0) count as committed.
+
+    A batch counts once a durable commit at or after its id exists: that is what a restart resumes from.
+    So the count is the newest commit id minus the baseline; files Spark purged (it keeps the newest
+    ``minBatchesToRetain``, 100 by default) and the batches async mode never wrote change nothing.
+    Every wait for committed batches counts this way.
+    """
+    if not commit_ids:
+        return 0
+    newest = commit_ids[-1]
+    return newest + 1 if baseline is None else max(0, newest - baseline)
+
+
+def resume_point(checkpoint: str) -> int | None:
+    """The batch before the first one a query started now runs (None: it starts at batch 0).
+
+    With N the newest offset and M the newest commit: N when M >= N (the query resumes at N + 1), else
+    N - 1 (batch N runs again). A wait counted from here counts only batches the new query committed,
+    even where async mode left the newest offset without its commit.
+    """
+    newest_offset = latest_batch(checkpoint, "offsets")
+    newest_commit = latest_batch(checkpoint, "commits")
+    if newest_offset is None:
+        return newest_commit
+    if newest_commit is not None and newest_commit >= newest_offset:
+        return newest_offset
+    return newest_offset - 1 if newest_offset > 0 else None
 
 
 def _ranges(missing: list[int]) -> list[list[int]]:

@@ -1,19 +1,19 @@
 """One check of "have K batches newer than a baseline been committed?", shared by sensor and trigger.
 
 A check lists ``commits/`` once (names only, no file is opened) and reads the job's status record, so it
-can fail at once when the job failed or stopped, and explain a timeout on an idle source.
+can fail at once when the job failed or stopped, and explain a timeout on an idle source. Batches are
+counted by id (``checkpoint.committed_since``), never by file: Spark purges old commit files.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.checkpoint import batch_ids
+from airflow_async_stream.checkpoint import batch_ids, committed_since
 from airflow_async_stream.control import ACTIVE_STATES, ControlArea, State, Status, liveness
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
 
@@ -77,8 +77,7 @@ def _job_error(status: Status | None, needed: int, after: str) -> str | None:
 
 def check_commits(checkpoint: str, baseline: int | None, needed: int) -> CommitCheck:
     ids = batch_ids(checkpoint, "commits")
-    after = 0 if baseline is None else bisect.bisect_right(ids, baseline)
-    committed_after = len(ids) - after
+    committed_after = committed_since(ids, baseline)
     status = ControlArea.for_checkpoint(checkpoint).read_status()
     where = "the start" if baseline is None else f"batch {baseline}"
     error = None if committed_after >= needed else _job_error(status, needed, where)

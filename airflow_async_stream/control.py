@@ -207,7 +207,8 @@ class Deployment(_Record):
     master: str | None = None
     async_progress: dict[str, Any] = field(default_factory=dict)
     trigger: dict[str, Any] = field(default_factory=dict)
-    #: The newest committed batch before the deploy: waits count the batches after it.
+    #: The batch before the first one this deployment runs (``checkpoint.resume_point``): waits count the
+    #: batches committed after it.
     start_batch: int | None = None
     deployed_at: float | None = None
     state: str = SUBMITTED
@@ -304,8 +305,8 @@ class Reconfiguration(_Record):
     before: dict[str, Any] = field(default_factory=dict)
     after: dict[str, Any] | None = None
     last_batch_before: int | None = None
-    #: The newest batch in the commit log once the query stopped: every commit after it is the new query's
-    #: (a wait for batches of the new configuration counts from it, as it counts from a deploy's start_batch).
+    #: The batch before the new query's first (``checkpoint.resume_point`` once the query stopped): every
+    #: commit after it is the new query's (a wait for its batches counts from it, as from a deploy's start_batch).
     committed_before: int | None = None
     first_batch_after: int | None = None
     run_id: str | None = None

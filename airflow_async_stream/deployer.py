@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow_async_stream import registry
-from airflow_async_stream.checkpoint import latest_batch
+from airflow_async_stream.checkpoint import resume_point
 from airflow_async_stream.control import (
     NOT_LAUNCHED,
     SUBMITTED,
@@ -295,7 +295,7 @@ def _record(
         master=hook.master,
         async_progress=spec.async_progress.model_dump(),
         trigger=spec.trigger.model_dump(exclude_none=True),
-        start_batch=latest_batch(spec.checkpoint, "commits"),
+        start_batch=resume_point(spec.checkpoint),
         deployed_at=now(),
         state=SUBMITTED,
         airflow={k: settings.airflow.get(k) for k in ("dag_id", "run_id", "task_id", "try_number")},

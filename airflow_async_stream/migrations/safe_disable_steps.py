@@ -14,8 +14,8 @@ whatever happened before it.
 
 ``run_safe_disable`` runs the steps in order inside one process (a rollout's mapped task); the TaskGroup runs
 one per task. No Airflow import here. No step deletes or rewrites a checkpoint file. A wait counts batches
-newer than its switch's own ``start_batch`` (the newest commit before the new configuration ran), so a retried
-wait counts the same batches.
+after its switch's own ``start_batch`` (the batch before the new configuration's first), so a retried wait
+counts the same batches, and the two batches the cure needs are the new query's own (written at interval 0).
 """
 
 from __future__ import annotations

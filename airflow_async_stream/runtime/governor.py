@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from airflow_async_stream.checkpoint import batch_ids
+from airflow_async_stream.checkpoint import batch_ids, committed_since
 from airflow_async_stream.continuity import idle_between, ran_a_batch
 from airflow_async_stream.control import (
     HEARTBEAT_INTERVAL_S,
@@ -166,9 +166,9 @@ class Governor:
             return
         checkpoint, start_batch, spec = self._stability
         ids = batch_ids(checkpoint, "commits")
-        after = [b for b in ids if start_batch is None or b > start_batch]
-        if len(after) < STABLE_AFTER_COMMITS:
+        if committed_since(ids, start_batch) < STABLE_AFTER_COMMITS:
             return
+        after = [b for b in ids if start_batch is None or b > start_batch]
         self._stability = None
         self.control.write_json(
             ControlArea.STABLE,

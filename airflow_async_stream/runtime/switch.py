@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_async_stream.checkpoint import inspect_checkpoint, latest_batch
+from airflow_async_stream.checkpoint import inspect_checkpoint, resume_point
 from airflow_async_stream.control import (
     ControlArea,
     Reconfiguration,
@@ -144,7 +144,7 @@ class InPlaceSwitch:
             stopped_at=now(),
             forced_stop=forced,
             last_batch_before=last_before["batch_id"] if last_before else None,
-            committed_before=latest_batch(current.checkpoint, "commits"),
+            committed_before=resume_point(current.checkpoint),
         )
         self._write(record)
         target, outcome, gate = self._gate(current, new, request)

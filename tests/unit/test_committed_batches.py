@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from airflow_async_stream.checkpoint import resume_point
 from airflow_async_stream.commit_watch import check_commits
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
@@ -35,13 +36,42 @@ def commit(ck: str, batch: int) -> None:
     Path(ck, "commits", str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
 
 
-def test_counts_only_batches_newer_than_the_baseline(tmp_path: Path) -> None:
+def test_counts_batches_by_id_after_the_baseline_so_async_gaps_count_as_committed(tmp_path: Path) -> None:
     ck = checkpoint(tmp_path, [0, 4, 7, 41, 42])
     check = check_commits(ck, 41, 2)
     assert (check.committed_after, check.done) == (1, False)
     assert check.progress() == "1/2 batches committed after batch 41"
-    assert check_commits(ck, None, 2).committed_after == 5
-    assert check_commits(ck, 7, 2).done
+    assert check_commits(ck, None, 2).committed_after == 43  # batches 0..42: a restart resumes at 43
+    assert check_commits(ck, 7, 2).committed_after == 35
+    assert check_commits(ck, 50, 2).committed_after == 0
+
+
+def test_purged_commit_files_change_nothing_so_a_wait_for_more_than_are_retained_ends(tmp_path: Path) -> None:
+    """Spark keeps the newest minBatchesToRetain commit files: counting files could never pass that."""
+    ck = checkpoint(tmp_path, list(range(290, 300)))  # ten retained, batches 0-289 purged
+    check = check_commits(ck, 5, 250)
+    assert (check.committed_after, check.done, check.latest_commit) == (294, True, 299)
+    assert check_commits(ck, 5, 300).progress() == "294/300 batches committed after batch 5"
+
+
+def test_the_resume_point_is_the_batch_before_the_first_one_a_new_query_runs(tmp_path: Path) -> None:
+    ck = Path(checkpoint(tmp_path, []))
+    (ck / "offsets").mkdir()
+
+    def logs(offsets: list[int], commits: list[int]) -> int | None:
+        for folder, ids in (("offsets", offsets), ("commits", commits)):
+            for old in (ck / folder).iterdir():
+                old.unlink()
+            for i in ids:
+                (ck / folder / str(i)).write_text("v1\n")
+        return resume_point(str(ck))
+
+    assert logs([], []) is None
+    assert logs([0], []) is None  # batch 0 runs again
+    assert logs([0, 1, 2], [0, 1, 2]) == 2  # resumes at 3
+    assert logs([0, 1, 2], [0, 1]) == 1  # batch 2 runs again: it is the new query's
+    assert logs([0, 4, 7], [0, 4]) == 6  # async left offsets/7 without its commit: 7 runs again
+    assert logs([90, 95, 99], [90, 95, 99]) == 99
 
 
 def test_failed_or_stopped_job_is_reported(tmp_path: Path) -> None:
