@@ -80,14 +80,15 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from airflow_async_stream.rollout.planner import plan_folder
 
     try:
-        items = plan_folder(args.folder)
+        items = plan_folder(args.folder, retry_failed=args.retry_failed)
     except DesiredStateError as exc:
         for file, field, reason in exc.problems:
             print(f"{Path(args.folder) / file if file != '(folder)' else args.folder}: {field}: {reason}")
         return EXIT_INVALID
     if args.json:
         rows = [
-            {k: i.to_json()[k] for k in ("job", "action", "reason", "diff", "switch", "switch_reason")} for i in items
+            {k: i.to_json()[k] for k in ("job", "action", "reason", "diff", "switch", "switch_reason", "held_back")}
+            for i in items
         ]
         print(json.dumps(rows, indent=2, sort_keys=True, default=str))
         return EXIT_OK
@@ -100,7 +101,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                 print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")
     counts = {a: sum(1 for i in items if i.action == a) for a in dict.fromkeys(i.action for i in items)}
     total = f"{len(items)} job{'' if len(items) == 1 else 's'}"
-    print(f"{total}: " + ", ".join(f"{n} {a}" for a, n in counts.items()) if items else "no jobs")
+    held = sum(1 for i in items if i.held_back)
+    held_back = f" ({held} not retried: failed before)" if held else ""
+    print(f"{total}: " + ", ".join(f"{n} {a}" for a, n in counts.items()) + held_back if items else "no jobs")
     return EXIT_OK
 
 
@@ -451,6 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="compare a folder of job specs with what runs, and say what a rollout would do")
     p.add_argument("folder", metavar="DIR", help="desired state: one job spec file (.yaml, .yml, .json) per job")
     p.add_argument("--json", action="store_true", help="machine-readable output: job, action, reason, diff")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="plan a change whose spec already failed on its job as if it had not (a rollout run asks for this "
+        'with conf {"retry_failed": true})',
+    )
     p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("status", help="a job's status record and latest progress")
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)

@@ -25,6 +25,8 @@ __all__ = [
     "ReconfigureError",
     "NotSwitchableError",
     "SwitchRefusedError",
+    "ChangeNotTakenError",
+    "SwitchFailedError",
     "ReconfigureTimeoutError",
 ]
 
@@ -133,6 +135,15 @@ class SwitchRefusedError(NotSwitchableError):
         self.problems = problems
         lines = [f"{field}: {reason}" for field, reason in problems]
         super().__init__(f"{where} cannot switch in place: " + "; ".join(lines))
+
+
+class ChangeNotTakenError(AsyncStreamError, RuntimeError):
+    """A change never took: the job's driver runs its previous configuration as before, so there is nothing
+    to roll back (a rollout fails the job's item and leaves the job alone)."""
+
+
+class SwitchFailedError(ReconfigureError, ChangeNotTakenError):
+    """The driver could not start the new query and runs its previous configuration again."""
 
 
 class ReconfigureTimeoutError(ReconfigureError, TimeoutError):

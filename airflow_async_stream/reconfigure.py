@@ -31,6 +31,7 @@ from airflow_async_stream.exceptions import (
     NotSwitchableError,
     ReconfigureError,
     ReconfigureTimeoutError,
+    SwitchFailedError,
     SwitchRefusedError,
 )
 from airflow_async_stream.in_place import in_place_refusals
@@ -69,11 +70,11 @@ def reconfigure(
     (``outcome``, ``pause_s``; ``phase`` is ``started`` when the source had no new data for the new query, or
     no batch ran within ``timeout_s``).
 
-    Turning async progress tracking off needs ``require_sync_safe``: a synchronous ``spec`` then starts only
-    if the stopped checkpoint is safe for it; otherwise the job runs on with async on at interval 0 (outcome ``kept_async_at_interval_0``, the
-    inspector's reason in ``reason``). Raises SwitchRefusedError (nothing stopped) when the change needs a new
-    driver, NotSwitchableError when no driver of this release runs the job, ReconfigureError when the new
-    query did not start (the previous configuration runs again) or the driver died, ReconfigureTimeoutError.
+    Turning async off needs ``require_sync_safe``: a synchronous ``spec`` then starts only if the stopped
+    checkpoint is safe for it, else the job runs on at interval 0 (``kept_async_at_interval_0``, the reason in
+    ``reason``). Raises SwitchRefusedError (nothing stopped) when the change needs a new driver,
+    NotSwitchableError when no driver of this release runs the job, SwitchFailedError when the new query did
+    not start (the previous configuration runs again), ReconfigureError if the driver died, or a timeout.
     """
     deployment_id = _switchable_deployment(control, spec, require_sync_safe)
     holder = holder or Holder.this_process("reconfigure")
@@ -108,7 +109,7 @@ def reconfigure(
     if record.outcome == SwitchOutcome.REFUSED:
         raise SwitchRefusedError([("(driver)", record.reason or "refused")], f"deployment {deployment_id}")
     if record.outcome == SwitchOutcome.FAILED:
-        raise ReconfigureError(
+        raise SwitchFailedError(
             f"deployment {deployment_id} could not start the new query and runs its previous configuration "
             f"again: {record.reason}"
         )

@@ -5,7 +5,10 @@ pause) and falls back to a graceful stop and redeploy when the driver does not s
 counts as done only when the new deployment (or the switched query) commits batches after its start; if it
 does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
 what ran before the rollout when no stable spec is on record. A rollback never restarts synchronously
-over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0.
+over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0. A change
+that never took (the driver's in-place switch failed and it runs its previous configuration again, or a
+deploy failed before the old driver was stopped) is not rolled back: the job is left running as it was.
+A failed change is remembered in ``rollout.json`` (``failed_spec``): the next plan holds that spec back.
 A ``safe_disable`` runs the migration's own steps (``migrations/safe_disable_steps.py``), the ones the
 TaskGroup's tasks run, and its rollback. Every outcome is written to the job's control area (``rollout.json``)
 before the step ends. This module imports no operator, sensor or TaskGroup.
@@ -21,10 +24,11 @@ from typing import Any
 
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.commit_watch import wait_for_commits
-from airflow_async_stream.control import UP_STATES, ControlArea, Deployment, Status, now
+from airflow_async_stream.control import UP_STATES, ControlArea, Deployment, State, Status, liveness, now
 from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
+    ChangeNotTakenError,
     HoldRevokedError,
     JobHeldError,
     NotSwitchableError,
@@ -42,7 +46,7 @@ from airflow_async_stream.migrations.safe_disable_steps import (
 from airflow_async_stream.reconfigure import reconfigure
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import read_job
-from airflow_async_stream.rollout.planner import IN_PLACE, RESTART, PlanItem
+from airflow_async_stream.rollout.planner import CHANGES, IN_PLACE, RESTART, PlanItem, spec_digest
 from airflow_async_stream.spec import JobSpec, parse_spec
 
 __all__ = ["ApplySettings", "apply_item"]
@@ -70,6 +74,9 @@ def apply_item(
 ) -> dict[str, Any]:
     """Apply ``item``; returns its outcome record, raises RolloutError (after recording it) when it failed."""
     assert item.control_url, f"plan item for {item.job} has no control area"
+    if item.held_back:  # its record of the failure stays as it is
+        log.warning("%s: %s not applied: %s", item.job, item.action, item.reason)
+        raise RolloutError(f"{item.job}: {item.action} not retried: {item.reason}")
     control = ControlArea(item.control_url)
     started = time.monotonic()
     outcome: dict[str, Any] = {"job": item.job, "action": item.action, "reason": item.reason, "error": None}
@@ -89,9 +96,15 @@ def apply_item(
             except HoldRevokedError as exc:  # a forced stop ended this step's hold: no rollback undoes it
                 log.warning("%s: %s ended by a forced stop: %s", item.job, item.action, exc)
                 outcome.update({"outcome": "failed", "error": str(exc)})
+            except ChangeNotTakenError as exc:  # the job runs as before: nothing to undo, no restart
+                log.warning("%s: %s did not take, the job is left as it runs: %s", item.job, item.action, exc)
+                outcome.update({"outcome": "failed", "error": str(exc), "not_taken": True})
+                outcome["failed_spec"] = spec_digest(item.desired_spec)
             except AsyncStreamError as exc:
                 log.warning("%s: %s failed: %s", item.job, item.action, exc)
                 outcome.update(_roll_back(step, before, str(exc)))
+                if item.action in CHANGES:
+                    outcome["failed_spec"] = spec_digest(item.desired_spec)
             _update_index(index, item, outcome, holder)
     except JobHeldError as exc:  # another run changes this job now: its record is not ours to overwrite
         raise RolloutError(f"{item.job}: {item.action} not applied: {exc}") from exc
@@ -128,9 +141,23 @@ class _Step:
     log: logging.Logger
 
     def deploy_and_confirm(self, spec: JobSpec, redeploy: bool, batches: int) -> Deployment:
-        """Deploy, then wait for ``batches`` committed after the deploy's start: up is not enough."""
+        """Deploy, then wait for ``batches`` committed after the deploy's start: up is not enough.
+
+        A deploy that fails while the job's driver still runs as before (it failed before stopping it)
+        raises ChangeNotTakenError.
+        """
         deploy = replace(self.settings.deploy, redeploy=redeploy)
-        record = deploy_job(spec, self.holder, deploy, log=self.log)
+        running = _running_deployment(self.control)
+        try:
+            record = deploy_job(spec, self.holder, deploy, log=self.log)
+        except HoldRevokedError:
+            raise
+        except AsyncStreamError as exc:
+            if running is not None and _running_deployment(self.control) == running:
+                raise ChangeNotTakenError(
+                    f"the new spec was not deployed ({exc}); deployment {running} runs as before"
+                ) from exc
+            raise
         wait_for_commits(spec.checkpoint, record.start_batch, batches, self.settings.wait_timeout_s, self.log)
         return record
 
@@ -146,6 +173,14 @@ class _Step:
             wait_timeout_s=self.settings.wait_timeout_s,
             log=self.log,
         )
+
+
+def _running_deployment(control: ControlArea) -> str | None:
+    """The deployment whose live driver runs the job's query now, with no stop asked of it."""
+    status = control.read_status()
+    if status is None or status.state != State.RUNNING or not liveness(status).live:
+        return None
+    return None if control.read_json(ControlArea.STOP_REQUEST) else status.deployment_id
 
 
 def _spec(item: PlanItem) -> JobSpec:

@@ -33,12 +33,17 @@ from airflow_async_stream.rollout.planner import PlanItem, plan_folder
 __all__ = ["report", "rollout_dag", "summarize", "toggle_off_dag"]
 
 _log = logging.getLogger(__name__)
+#: A job's outcome when its change is the spec that already failed (the plan held it back).
+NOT_RETRIED = "not retried"
 
 
 def summarize(items: list[dict[str, Any]], run_id: str | None) -> list[dict[str, Any]]:
     """Each planned job's outcome in this run, from its control area's rollout record."""
     rows = []
     for item in items:
+        if item.get("held_back"):
+            rows.append({**{k: item.get(k) for k in ("job", "action", "reason")}, "outcome": NOT_RETRIED})
+            continue
         record = ControlArea(item["control_url"]).read_json(ControlArea.ROLLOUT) if item.get("control_url") else None
         if record and record.get("run_id") == run_id:
             rows.append({k: record.get(k) for k in ("job", "action", "outcome", "duration_s", "error", "reason")})
@@ -54,7 +59,7 @@ def report(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         duration = f"{row['duration_s']:.1f} s" if row.get("duration_s") is not None else "-"
         detail = row.get("error") or row.get("reason") or ""
         _log.info("%-24s %-13s %-12s %9s  %s", row["job"], row["action"], row["outcome"], duration, detail)
-    missed = [r for r in rows if r["outcome"] in FAILED_OUTCOMES | {"refused", "not applied"}]
+    missed = [r for r in rows if r["outcome"] in FAILED_OUTCOMES | {"refused", "not applied", NOT_RETRIED}]
     if missed:
         raise RolloutError(
             "jobs short of their desired state: "
@@ -73,9 +78,14 @@ def rollout_dag(
     conn_id: str = StreamingJobHook.default_conn_name,
     startup_timeout_s: float = 300.0,
     wait_timeout_s: float = 300.0,
+    retry_failed: bool = False,
     **dag_kwargs: Any,
 ) -> DAG:
-    """Build the rollout DAG for ``folder`` (``actions``: apply only these, e.g. ``{"safe_disable"}``)."""
+    """Build the rollout DAG for ``folder`` (``actions``: apply only these, e.g. ``{"safe_disable"}``).
+
+    A change that failed is not tried again while its spec stays the same (the plan says so); a run
+    triggered with conf ``{"retry_failed": true}``, or ``retry_failed=True`` here, tries it again.
+    """
     settings = ApplySettings(
         folder=folder,
         deploy=DeploySettings(conn_id=conn_id, startup_timeout_s=startup_timeout_s, requested_by=f"rollout {dag_id}"),
@@ -91,7 +101,10 @@ def rollout_dag(
 
         @task(task_id="plan")
         def plan_changes() -> list[dict[str, Any]]:
-            items = plan_folder(folder, adopt=True, run_id=get_current_context()["run_id"])
+            context = get_current_context()
+            conf = context["dag_run"].conf or {}
+            retry = retry_failed or conf.get("retry_failed") is True
+            items = plan_folder(folder, adopt=True, run_id=context["run_id"], retry_failed=retry)
             for item in items:
                 _log.info("%-24s %-13s %s", item.job, item.action, item.reason)
             chosen = [i for i in items if only is None or i.action in only]

@@ -14,7 +14,10 @@ into a file sink (or out of one to anything but Kafka), and any change to a stat
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +29,22 @@ from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
 from airflow_async_stream.spec import parse_spec
 
-__all__ = ["ACTIONS", "IN_PLACE", "RESTART", "PlanItem", "changes_between", "plan", "plan_folder", "plan_job"]
+__all__ = [
+    "ACTIONS",
+    "CHANGES",
+    "IN_PLACE",
+    "RESTART",
+    "PlanItem",
+    "changes_between",
+    "plan",
+    "plan_folder",
+    "plan_job",
+    "spec_digest",
+]
 
 ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse")
+#: The actions that bring a new spec to a job: one that failed is not tried again while the spec stays.
+CHANGES = frozenset({"deploy", "restart", "safe_disable"})
 #: How a ``restart`` or ``safe_disable`` item makes its changes.
 IN_PLACE, RESTART = "in_place", "restart"
 
@@ -56,6 +72,10 @@ class PlanItem:
     #: A job gone from the folder with nothing left to stop: once a rollout applies this item, its fleet
     #: index entry moves to ``gone/`` and later plans no longer list it.
     leaves_plan: bool = False
+    #: This very spec failed in an earlier rollout (its record: ``run_id``, ``finished_at``, ``error``).
+    failed_before: dict[str, Any] | None = None
+    #: Not tried again: the spec is the one that failed (``retry_failed`` asks to try it anyway).
+    held_back: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -219,16 +239,58 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     return PlanItem(name, "unchanged", "runs the desired spec", **item)
 
 
+def spec_digest(spec: dict[str, Any] | None) -> str:
+    """A short fingerprint of a spec mapping: a rollout records it for a change that failed."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _failed_before(item: PlanItem, observed: ObservedJob | None) -> dict[str, Any] | None:
+    """The rollout record of this item's spec failing on this job, if that is the job's last rollout record."""
+    record = (observed.rollout if observed else None) or {}
+    if item.action not in CHANGES or not record.get("failed_spec"):
+        return None
+    return record if record["failed_spec"] == spec_digest(item.desired_spec) else None
+
+
+def _when(record: dict[str, Any]) -> str:
+    at = record.get("finished_at")
+    stamp = datetime.fromtimestamp(float(at), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "?"
+    return f"failed at {record.get('run_id') or 'a rollout'} {stamp}: {record.get('error')}"
+
+
+def remember_failure(item: PlanItem, observed: ObservedJob | None, retry_failed: bool) -> PlanItem:
+    """Mark an item whose spec already failed on its job: held back (not tried again until the spec changes)
+    unless ``retry_failed``; either way its reason says when and why it failed."""
+    failed = _failed_before(item, observed)
+    if failed is None:
+        return item
+    if retry_failed:
+        return replace(item, reason=f"{item.reason}; retried as asked: it {_when(failed)}", failed_before=failed)
+    reason = (
+        f"{item.reason} — {_when(failed)}; not retried until the spec changes (retry_failed=True, or a run "
+        'with conf {"retry_failed": true}, tries it again)'
+    )
+    return replace(item, reason=reason, failed_before=failed, held_back=True)
+
+
 def _words(how: str) -> str:
     return "switched in place" if how == IN_PLACE else "a graceful stop and redeploy"
 
 
-def plan(desired: dict[str, DesiredJob], observed: dict[str, ObservedJob]) -> list[PlanItem]:
-    """One item per job, desired or deployed, in name order."""
-    return [plan_job(name, desired.get(name), observed.get(name)) for name in sorted(set(desired) | set(observed))]
+def plan(
+    desired: dict[str, DesiredJob], observed: dict[str, ObservedJob], retry_failed: bool = False
+) -> list[PlanItem]:
+    """One item per job, desired or deployed, in name order; a change that already failed is held back
+    unless ``retry_failed``."""
+    return [
+        remember_failure(plan_job(name, desired.get(name), observed.get(name)), observed.get(name), retry_failed)
+        for name in sorted(set(desired) | set(observed))
+    ]
 
 
-def plan_folder(folder: str | Path, *, adopt: bool = False, run_id: str | None = None) -> list[PlanItem]:
+def plan_folder(
+    folder: str | Path, *, adopt: bool = False, run_id: str | None = None, retry_failed: bool = False
+) -> list[PlanItem]:
     """Read the folder, its fleet index and every job's control area, and plan (DesiredStateError listing
     every problem of the folder when it is invalid).
 
@@ -246,4 +308,4 @@ def plan_folder(folder: str | Path, *, adopt: bool = False, run_id: str | None =
         for name, job in observed.items():
             if name not in indexed and job.spec is not None:
                 index.record_active(name, job.control_url, run_id)
-    return plan(desired, observed)
+    return plan(desired, observed, retry_failed)

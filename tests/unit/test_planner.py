@@ -22,7 +22,7 @@ from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import ObservedJob
-from airflow_async_stream.rollout.planner import plan_folder, plan_job
+from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job, spec_digest
 from airflow_async_stream.spec import deep_merge, parse_spec
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -315,12 +315,76 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
             },
             "switch": "in_place",
             "switch_reason": "the running driver switches its query in place",
+            "held_back": False,
         }
     ]
 
     _write(folder, "broken.yaml", {"name": "Bad Name"})
     bad = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
     assert bad.returncode == 1 and f"{folder}/broken.yaml: name:" in bad.stdout
+
+
+def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "desired"
+    _fleet_file(folder, tmp_path / "index")
+    spec = parse_spec({**BASE, "checkpoint": str(tmp_path / "ck" / "job")}).to_mapping()
+    _deployed(spec["checkpoint"], spec, folder)
+    wanted = parse_spec(deep_merge(spec, {"trigger": {"processing_time": "2 seconds"}})).to_mapping()
+    _write(folder, "job.yaml", wanted)
+    [fresh] = plan_folder(folder)
+    assert (fresh.action, fresh.held_back, fresh.failed_before) == ("restart", False, None)
+
+    # The rollout that tried it recorded the failure (apply.py writes failed_spec with the outcome).
+    failure = {"job": "job", "action": "restart", "outcome": "failed", "error": "the new query did not start",
+               "failed_spec": spec_digest(fresh.desired_spec), "run_id": "scheduled__2026-11-24T10:00",
+               "finished_at": 1795514405.0, "not_taken": True}  # fmt: skip
+    ControlArea.for_checkpoint(spec["checkpoint"]).write_json("rollout.json", failure)
+
+    [held] = plan_folder(folder)
+    assert (held.action, held.held_back) == ("restart", True)
+    assert held.reason.startswith("changed: trigger.processing_time; switched in place — failed at ")
+    assert "scheduled__2026-11-24T10:00 2026-11-24 10:00:05 UTC: the new query did not start" in held.reason
+    assert "not retried until the spec changes" in held.reason
+    env = {**os.environ, "AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
+    shown = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
+    assert "not retried until the spec changes" in shown.stdout
+    assert shown.stdout.splitlines()[-1] == "1 job: 1 restart (1 not retried: failed before)"
+
+    [retried] = plan_folder(folder, retry_failed=True)
+    assert (retried.action, retried.held_back) == ("restart", False)
+    assert "retried as asked: it failed at scheduled__2026-11-24T10:00" in retried.reason
+    asked = subprocess.run([CLI, "plan", "--json", "--retry-failed", str(folder)], capture_output=True, text=True,
+                           env=env)  # fmt: skip
+    assert [row["held_back"] for row in json.loads(asked.stdout)] == [False]
+
+    # Another spec in the file: planned as any change.
+    _write(folder, "job.yaml", deep_merge(wanted, {"trigger": {"processing_time": "3 seconds"}}))
+    [changed] = plan_folder(folder)
+    assert (changed.action, changed.held_back, changed.failed_before) == ("restart", False, None)
+
+
+def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: Path) -> None:
+    from airflow_async_stream.deployer import DeploySettings
+    from airflow_async_stream.exceptions import RolloutError
+    from airflow_async_stream.lease import Holder
+    from airflow_async_stream.rollout.apply import ApplySettings, apply_item
+    from airflow_async_stream.rollout.dags import summarize
+
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    control.write_json("rollout.json", {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"})
+    item = PlanItem("job", "restart", "changed: trigger — failed at r1 ...", control_url=control.url,
+                    desired_spec=BASE, held_back=True)  # fmt: skip
+    settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings())
+    with pytest.raises(RolloutError, match="job: restart not retried: changed: trigger — failed at r1"):
+        apply_item(item, Holder.this_process("test"), settings)
+    assert control.read_json("rollout.json") == {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"}
+    assert control.read_json("lease.json") is None  # the job was not even held
+    [row] = summarize([item.to_json()], "r2")
+    assert row["outcome"] == "not retried"
 
 
 def test_a_submitted_deployment_not_yet_reporting_counts_as_running(tmp_path: Path) -> None:

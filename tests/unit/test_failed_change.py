@@ -1,0 +1,71 @@
+"""A rollout's change that never took leaves the job alone: no rollback, no restart, and a record the next
+plan holds the spec back by. The old driver is a real process (tests/fake_driver.py), no Spark."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.deployer import DeploySettings
+from airflow_async_stream.exceptions import RolloutError
+from airflow_async_stream.lease import Holder
+from airflow_async_stream.rollout.apply import ApplySettings, apply_item
+from airflow_async_stream.rollout.planner import RESTART, PlanItem, spec_digest
+from airflow_async_stream.spec import deep_merge, parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def old_driver(tmp_path: Path) -> Iterator[tuple[ControlArea, dict, subprocess.Popen[bytes]]]:
+    """A job that runs: its spec, stable spec and a live driver obeying stop requests."""
+    spec = parse_spec({"name": "job", "checkpoint": str(tmp_path / "ck"), "source": {"format": "rate"},
+                       "sink": {"format": "noop"}}).to_mapping()  # fmt: skip
+    control = ControlArea.for_checkpoint(spec["checkpoint"])
+    control.ensure()
+    control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+    deployment_id = f"old-{uuid.uuid4().hex[:6]}"
+    control.write_json(ControlArea.STABLE, {"deployment_id": deployment_id, "spec": spec})
+    argv = [sys.executable, "-m", "tests.fake_driver", control.url, deployment_id, "--obey", "--record-deployment"]
+    process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != deployment_id:
+        assert process.poll() is None and time.monotonic() < deadline, "the fake driver wrote no status"
+        time.sleep(0.02)
+    yield control, spec, process
+    process.kill()
+    process.wait()
+
+
+def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_as_it_was(
+    old_driver: tuple[ControlArea, dict, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    control, spec, process = old_driver
+    before = control.read_json(ControlArea.STATUS)
+    # A change that needs a new driver, naming a connection that does not exist: the deploy fails at the
+    # connection lookup, before it stops anything.
+    wanted = parse_spec(deep_merge(spec, {"source": {"secret_options": {"token": "no_such_conn_x"}}})).to_mapping()
+    item = PlanItem("job", "restart", "changed: source.secret_options", control_url=control.url,
+                    checkpoint=spec["checkpoint"], desired_spec=wanted, switch=RESTART)  # fmt: skip
+    (tmp_path / "desired").mkdir()
+    (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
+    settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings(startup_timeout_s=10))
+
+    with pytest.raises(RolloutError, match="restart failed: the new spec was not deployed") as caught:
+        apply_item(item, Holder.this_process("rollout test"), settings)
+
+    assert "no_such_conn_x" in str(caught.value) and f"{before['deployment_id']} runs as before" in str(caught.value)
+    status = control.read_json(ControlArea.STATUS)
+    assert process.poll() is None and liveness(status).live
+    assert (status["deployment_id"], status["state"]) == (before["deployment_id"], "running")
+    assert json.loads(control.read_bytes(ControlArea.SPEC)) == spec  # nothing redeployed, not even the old spec
+    record = control.read_json(ControlArea.ROLLOUT)
+    assert (record["outcome"], record["not_taken"], record["failed_spec"]) == ("failed", True, spec_digest(wanted))
