@@ -262,7 +262,8 @@ class SwitchOutcome(StrEnum):
     KEPT_ASYNC_AT_INTERVAL_0 = "kept_async_at_interval_0"
     #: The change needs a new driver; nothing was stopped.
     REFUSED = "refused"
-    #: The new query did not start; the previous configuration runs again.
+    #: The new query would not start: Spark rejected its settings before the stop (nothing stopped), or it
+    #: failed to start after it (the previous configuration runs again).
     FAILED = "failed"
     #: The deployment it was meant for ended before applying it (a later deployment refused it).
     ABANDONED = "abandoned"

@@ -109,11 +109,20 @@ def reconfigure(
     if record.outcome == SwitchOutcome.REFUSED:
         raise SwitchRefusedError([("(driver)", record.reason or "refused")], f"deployment {deployment_id}")
     if record.outcome == SwitchOutcome.FAILED:
-        raise SwitchFailedError(
-            f"deployment {deployment_id} could not start the new query and runs its previous configuration "
-            f"again: {record.reason}"
-        )
+        raise SwitchFailedError(_failed(deployment_id, record))
     return record
+
+
+def _failed(deployment_id: str, record: Reconfiguration) -> str:
+    if record.stopped_at is None:
+        return (
+            f"deployment {deployment_id} did not switch: Spark rejects the new configuration ({record.reason}); "
+            "its query runs on as it was, never stopped"
+        )
+    return (
+        f"deployment {deployment_id} could not start the new query and runs its previous configuration again: "
+        f"{record.reason}"
+    )
 
 
 def why_not_in_place(control: ControlArea, spec: JobSpec, require_sync_safe: bool = False) -> str | None:

@@ -1,6 +1,7 @@
 """Switch a governed query to a new configuration in place: same driver, same SparkSession, same checkpoint.
 
     reconfigure-request.json ─▶ refuse what needs a new driver (nothing stopped)
+        ─▶ rehearse: fail what Spark would reject at the start (nothing stopped)
         ─▶ stop between micro-batches ─▶ gated? inspector on the stopped checkpoint
         ─▶ safe or not gated: the requested spec │ unsafe: the requested spec, async on at interval 0
         ─▶ new query from the same writer ─▶ first batch: the pause, measured from the progress log
@@ -134,6 +135,11 @@ class InPlaceSwitch:
             new = self._judge(current, request)
         except SpecError as exc:
             return self._settle(query, record, SwitchOutcome.REFUSED, str(exc))
+        try:
+            self._rehearse(current, new)
+        except Exception as exc:  # Spark rejects it: the query never stopped, so nothing ran twice
+            _log.warning("the new configuration would not start (%s): the query runs on as it was", exc)
+            return self._settle(query, record.but(after=configuration_of(current)), SwitchOutcome.FAILED, str(exc))
         self._write(record)
         _log.info("switching in place (request %s): stopping between micro-batches", request.request_id)
         forced = self.governor.stop_between_batches(query, request.graceful_timeout_s)
@@ -186,6 +192,19 @@ class InPlaceSwitch:
             raise SpecError(problems, "the reconfigure request")
         return new
 
+    def _rehearse(self, current: JobSpec, new: JobSpec) -> None:
+        """Raise what Spark would raise at the new query's start for its settings and trigger, before the
+        running query is stopped: each runtime setting is set in a session of its own (Spark checks the
+        value), and the trigger is built on a writer of its own (Spark parses the interval)."""
+        to_set, _ = runtime_conf_changes(current, new)
+        if to_set:
+            trial = self.spark.newSession()
+            for key, value in to_set.items():
+                trial.conf.set(key, value)
+        trigger = new.trigger.spark_kwargs()
+        if trigger:
+            self.spark.readStream.format("rate").load().writeStream.trigger(**trigger)
+
     def _gate(self, current: JobSpec, new: JobSpec, request: ReconfigureRequest) -> tuple[JobSpec, str, str | None]:
         """What to start: ``new``, unless it is synchronous, gated, and the stopped checkpoint is not safe."""
         if not request.require_sync_safe or new.async_progress.enabled:
@@ -221,7 +240,7 @@ class InPlaceSwitch:
         _log.info("reconfigure request %s %s: %s", record.request_id, outcome, self.governor.redact(reason))
         self._write(record.but(phase=SwitchPhase.DONE, outcome=outcome, reason=reason, started_at=now()))
         self.control.remove(ControlArea.RECONFIGURE_REQUEST)
-        if outcome == SwitchOutcome.FAILED:
+        if outcome == SwitchOutcome.FAILED and record.stopped_at is not None:  # the previous query started again
             self.governor.switched(query, self.governor.spec, None, None)
         return query
 

@@ -51,6 +51,11 @@ class CommittedBatchesSensor(BaseSensorOperator):
     :param deferrable: poke once, then wait in the triggerer instead of holding a worker slot (default:
         Airflow's ``[operators] default_deferrable``).
 
+    A batch counts as committed once a commit at or after its id is on storage (a restart resumes after
+    it): the count is the newest commit id minus the baseline. So the batches async mode never wrote a
+    commit file for count once a later commit lands, and the files Spark purges (it keeps the newest
+    ``minBatchesToRetain``, 100 by default) change nothing.
+
     In ``mode="reschedule"`` the baseline and the clock of the first poke are kept across reschedules (the
     baseline in the task's state store, Airflow 3.3+). Fails at once when the job's status turns failed or
     stopped, or its driver disappears.
