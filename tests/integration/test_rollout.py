@@ -28,6 +28,7 @@ import yaml
 
 from airflow_async_stream.checkpoint import inspect_checkpoint
 from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.rollout.planner import plan_folder
 from tests.conftest import CHECKPOINT_ROOT
 from tests.integration.conftest import fail_running_dag_runs, fleet_job, run_dag, task_states, write_dag
 
@@ -149,6 +150,11 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
     assert "no_such_column" in broken["error"]
     assert _deployment_id(v2["resourced"]) == first["resourced"], "a refused change touched the job"
     assert _running_spec(v2["resourced"]) == v1["resourced"]
+    # The next plan holds the broken spec back instead of trying (and rolling back) it at every run.
+    planned = {item.job: item for item in plan_folder(folder)}
+    assert planned["broken"].held_back and f"failed at {run.run_id}" in planned["broken"].reason
+    assert "no_such_column" in planned["broken"].reason
+    assert not planned["resourced"].held_back  # refused, not failed: nothing was tried
 
     # 4. The same folder, less the two changes that cannot be made: nothing is deployed a second time.
     v3 = {**v2, "broken": v1["broken"], "resourced": v1["resourced"]}
