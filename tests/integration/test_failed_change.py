@@ -16,7 +16,7 @@ from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.progress_log import read_events, segments
 from airflow_async_stream.rollout.planner import plan_folder
 from tests.conftest import CHECKPOINT_ROOT
-from tests.integration.conftest import fleet_job, run_dag, task_states, write_dag
+from tests.integration.conftest import fleet_job, load_dag, run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
 
@@ -88,6 +88,14 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     assert str(again.state) == "failed" and task_states(again)["apply"] == "failed"
     assert control.read_json("reconfiguration.json")["request_id"] == request_before  # nothing was asked
     assert control.read_json("rollout.json") == record  # its record of the failure stays
+
+    # Asked to, a run tries the same spec again (Spark rejects it again; the query is still untouched).
+    retried = load_dag(path, "failing_change").test(run_conf={"retry_failed": True})
+    assert str(retried.state) == "failed" and task_states(retried)["apply"] == "failed"
+    again_record = control.read_json("rollout.json")
+    assert (again_record["run_id"], again_record["not_taken"]) == (retried.run_id, True)
+    assert control.read_json("reconfiguration.json")["request_id"] != request_before
+    assert control.read_json("status.json")["run_id"] == before["run_id"]
 
     # Another spec in the file is planned as any change.
     v3 = fleet_job(root, "job-a", trigger={"processing_time": "500 milliseconds"})
