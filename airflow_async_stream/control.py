@@ -269,6 +269,8 @@ class SwitchOutcome(StrEnum):
     ABANDONED = "abandoned"
     #: The hold it was asked under ended (a forced stop) before the driver applied it; nothing was stopped.
     REVOKED = "revoked"
+    #: A rehearsal: the driver built the requested query without starting it, and stopped nothing.
+    REHEARSED = "rehearsed"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -286,6 +288,9 @@ class ReconfigureRequest(_Record):
     requested_from: str | None = None
     #: The fencing token of the hold it was asked under: the driver does not apply it once it is stale.
     hold_token: int | None = None
+    #: Only build the requested query, without starting it or stopping the running one: a change that needs a
+    #: new driver is checked by Spark before the old driver is stopped for it.
+    rehearse: bool = False
 
     def check(self, where: str) -> None:
         for name in ("request_id", "deployment_id", "spec"):

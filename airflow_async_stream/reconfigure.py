@@ -13,6 +13,7 @@ import logging
 import socket
 import time
 import uuid
+from dataclasses import replace
 
 from airflow_async_stream import lease
 from airflow_async_stream.control import (
@@ -38,7 +39,7 @@ from airflow_async_stream.in_place import in_place_refusals
 from airflow_async_stream.lease import Holder, RunState
 from airflow_async_stream.spec import JobSpec, parse_spec
 
-__all__ = ["reconfigure", "running_spec", "why_not_in_place"]
+__all__ = ["reconfigure", "rehearse", "running_spec", "why_not_in_place"]
 
 _log = logging.getLogger(__name__)
 #: Beyond the wait itself, what the hold allows for the graceful stop and the new query's start.
@@ -77,33 +78,17 @@ def reconfigure(
     not start (the previous configuration runs again), ReconfigureError if the driver died, or a timeout.
     """
     deployment_id = _switchable_deployment(control, spec, require_sync_safe)
-    holder = holder or Holder.this_process("reconfigure")
-    with lease.held(control, holder, timeout_s + graceful_timeout_s + _HOLD_MARGIN_S, run_state) as grant:
-        request = ReconfigureRequest(
-            request_id=uuid.uuid4().hex,
-            deployment_id=deployment_id,
-            spec=spec.to_mapping(),
-            require_sync_safe=require_sync_safe,
-            reason=reason,
-            graceful_timeout_s=graceful_timeout_s,
-            requested_at=now(),
-            requested_from=socket.gethostname(),
-            hold_token=grant.token,
-        )
-        with grant.fence.guarded():  # a forced stop since the take: no request; one after: the driver refuses it
-            control.write_reconfigure_request(request)
-        log.info(
-            "Asked deployment %s of %s to switch in place (request %s%s)",
-            deployment_id,
-            spec.name,
-            request.request_id,
-            ", synchronous only if the checkpoint is safe" if require_sync_safe else "",
-        )
-        try:
-            record = _await(control, request, timeout_s, log)
-        except ReconfigureError:
-            grant.fence.check()  # the driver ended because a forced stop ended this hold: say so
-            raise
+    request = ReconfigureRequest(
+        request_id=uuid.uuid4().hex,
+        deployment_id=deployment_id,
+        spec=spec.to_mapping(),
+        require_sync_safe=require_sync_safe,
+        reason=reason,
+        graceful_timeout_s=graceful_timeout_s,
+    )
+    how = "to switch in place" + (", synchronous only if the checkpoint is safe" if require_sync_safe else "")
+    hold_s = timeout_s + graceful_timeout_s + _HOLD_MARGIN_S
+    record = _ask(control, request, holder, run_state, hold_s, timeout_s, how, log)
     if record.outcome == SwitchOutcome.REVOKED:
         raise HoldRevokedError(f"deployment {deployment_id} did not switch: {record.reason}")
     if record.outcome == SwitchOutcome.REFUSED:
@@ -125,6 +110,62 @@ def _failed(deployment_id: str, record: Reconfiguration) -> str:
     )
 
 
+def rehearse(
+    control: ControlArea,
+    spec: JobSpec,
+    *,
+    holder: Holder | None = None,
+    run_state: RunState | None = None,
+    timeout_s: float = 60.0,
+    reason: str = "rehearse",
+    log: logging.Logger = _log,
+) -> Reconfiguration | None:
+    """Ask the job's running driver to build ``spec``'s query in a session of its own, without starting it
+    or stopping its own: Spark's analysis (a column that does not exist, a setting it rejects) is known
+    before the old driver is stopped for a change that needs a new one.
+
+    None when no driver of this release runs the job; the driver's account otherwise (``rehearsed``, or
+    ``refused`` when it cannot build that query itself). Raises SwitchFailedError when Spark rejects it.
+    """
+    try:
+        deployment_id = _switchable_deployment(control, spec, require_sync_safe=False, judge=False)
+    except NotSwitchableError:
+        return None
+    request = ReconfigureRequest(
+        request_id=uuid.uuid4().hex, deployment_id=deployment_id, spec=spec.to_mapping(), reason=reason, rehearse=True
+    )
+    record = _ask(control, request, holder, run_state, timeout_s + _HOLD_MARGIN_S, timeout_s, "to rehearse", log)
+    if record.outcome == SwitchOutcome.REVOKED:
+        raise HoldRevokedError(f"deployment {deployment_id} did not rehearse: {record.reason}")
+    if record.outcome == SwitchOutcome.FAILED:
+        raise SwitchFailedError(_failed(deployment_id, record))
+    return record
+
+
+def _ask(
+    control: ControlArea,
+    request: ReconfigureRequest,
+    holder: Holder | None,
+    run_state: RunState | None,
+    hold_s: float,
+    timeout_s: float,
+    how: str,
+    log: logging.Logger,
+) -> Reconfiguration:
+    """Write ``request`` under the job's hold (fenced) and await the driver's settled account of it."""
+    holder = holder or Holder.this_process("reconfigure")
+    with lease.held(control, holder, hold_s, run_state) as grant:
+        request = replace(request, requested_at=now(), requested_from=socket.gethostname(), hold_token=grant.token)
+        with grant.fence.guarded():  # a forced stop since the take: no request; one after: the driver refuses it
+            control.write_reconfigure_request(request)
+        log.info("Asked deployment %s %s (request %s)", request.deployment_id, how, request.request_id)
+        try:
+            return _await(control, request, timeout_s, log)
+        except ReconfigureError:
+            grant.fence.check()  # the driver ended because a forced stop ended this hold: say so
+            raise
+
+
 def why_not_in_place(control: ControlArea, spec: JobSpec, require_sync_safe: bool = False) -> str | None:
     """Why the job's running driver cannot switch to ``spec`` in place (None: it can, as far as can be known
     without asking it; the driver may still refuse a ``spark.sql`` key Spark sets only at session start)."""
@@ -135,8 +176,8 @@ def why_not_in_place(control: ControlArea, spec: JobSpec, require_sync_safe: boo
     return None
 
 
-def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_safe: bool) -> str:
-    """The running deployment to ask, after the checks that need no driver."""
+def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_safe: bool, judge: bool = True) -> str:
+    """The running deployment to ask, after the checks that need no driver (``judge``: of the change too)."""
     status = control.read_status()
     judged = liveness(status)
     if status is None or not judged.live or status.state != State.RUNNING:
@@ -147,7 +188,7 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_saf
             f"{control.url}: deployment {status.deployment_id} runs a driver that does not switch in place "
             "(an earlier release): redeploy it"
         )
-    problems = in_place_refusals(running_spec(control), spec, require_sync_safe)
+    problems = in_place_refusals(running_spec(control), spec, require_sync_safe) if judge else []
     if problems:
         raise SwitchRefusedError(problems, f"{control.url}")
     return status.deployment_id

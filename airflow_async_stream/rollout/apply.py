@@ -5,9 +5,10 @@ pause) and falls back to a graceful stop and redeploy when the driver does not s
 counts as done only when the new deployment (or the switched query) commits batches after its start; if it
 does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
 what ran before the rollout when no stable spec is on record. A rollback never restarts synchronously
-over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0. A change
-that never took (the driver's in-place switch failed and it runs its previous configuration again, or a
-deploy failed before the old driver was stopped) is not rolled back: the job is left running as it was.
+over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0. Before a
+``restart`` stops the old driver, that driver builds the new query in a session of its own (a rehearsal).
+A change that never took (Spark rejected it in the rehearsal or the in-place switch, or a deploy failed
+before the old driver was stopped) is not rolled back: the job is left running as it was.
 A failed change is remembered in ``rollout.json`` (``failed_spec``): the next plan holds that spec back.
 A ``safe_disable`` runs the migration's own steps (``migrations/safe_disable_steps.py``), the ones the
 TaskGroup's tasks run, and its rollback. Every outcome is written to the job's control area (``rollout.json``)
@@ -32,7 +33,9 @@ from airflow_async_stream.exceptions import (
     HoldRevokedError,
     JobHeldError,
     NotSwitchableError,
+    ReconfigureError,
     RolloutError,
+    SwitchFailedError,
     SwitchRefusedError,
 )
 from airflow_async_stream.lease import Holder, RunState, held
@@ -43,7 +46,7 @@ from airflow_async_stream.migrations.safe_disable_steps import (
     migration_hold_ttl_s,
     run_safe_disable,
 )
-from airflow_async_stream.reconfigure import reconfigure
+from airflow_async_stream.reconfigure import reconfigure, rehearse
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import CHANGES, IN_PLACE, RESTART, PlanItem, spec_digest
@@ -53,6 +56,8 @@ __all__ = ["ApplySettings", "apply_item"]
 
 _log = logging.getLogger(__name__)
 FAILED_OUTCOMES = frozenset({"rolled_back", "failed"})
+#: How long the running driver may take to build a new query it is asked to rehearse.
+REHEARSAL_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -237,8 +242,24 @@ def _restart(step: _Step) -> dict[str, Any]:
                              settings.wait_timeout_s, step.log)  # fmt: skip
             return {"outcome": "done", "deployment_id": switch.deployment_id, "switch": IN_PLACE,
                     "pause_s": switch.pause_s}  # fmt: skip
+    _rehearse_first(step, spec)
     record = step.deploy_and_confirm(spec, True, settings.confirm_batches)
     return {"outcome": "done", "deployment_id": record.deployment_id, "switch": RESTART}
+
+
+def _rehearse_first(step: _Step, spec: JobSpec) -> None:
+    """Before the old driver is stopped for a new one, it builds the new query: what Spark rejects (a column
+    that does not exist) fails the change there (SwitchFailedError), with the job untouched."""
+    try:
+        record = rehearse(step.control, spec, holder=step.holder, timeout_s=REHEARSAL_TIMEOUT_S,
+                          reason=f"rollout of {step.settings.folder}: rehearsal", log=step.log)  # fmt: skip
+    except SwitchFailedError:
+        raise
+    except ReconfigureError as exc:  # no answer: the restart goes on as planned, unrehearsed
+        step.log.info("%s: the running driver did not rehearse the change (%s)", step.item.job, exc)
+        return
+    if record is not None:
+        step.log.info("%s: rehearsed by the running driver: %s: %s", step.item.job, record.outcome, record.reason)
 
 
 def _retire(step: _Step) -> dict[str, Any]:

@@ -108,6 +108,17 @@ def _revoked(control: ControlArea, request: ReconfigureRequest) -> str | None:
     )
 
 
+def _not_rehearsable(current: JobSpec, new: JobSpec, has_query: bool) -> str | None:
+    """Why this driver cannot build ``new``'s query as a new driver would (None: it can)."""
+    if not has_query or new.application or new.source is None:
+        return "the job's own application builds its query: only a new driver can"
+    if new.transform is not None and new.transform.entrypoint:
+        return "a Python transform is loaded once per driver: only a new driver loads its new code"
+    if new.source != current.source:
+        return "the source changed: only a new driver reads it with its connections"
+    return None
+
+
 class InPlaceSwitch:
     """One request applied to the governor's query (``apply`` returns the query that runs afterwards)."""
 
@@ -131,6 +142,8 @@ class InPlaceSwitch:
         revoked = _revoked(self.control, request)
         if revoked:
             return self._settle(query, record, SwitchOutcome.REVOKED, revoked)
+        if request.rehearse:
+            return self._rehearsal(query, record, current, request)
         try:
             new = self._judge(current, request)
         except SpecError as exc:
@@ -192,18 +205,40 @@ class InPlaceSwitch:
             raise SpecError(problems, "the reconfigure request")
         return new
 
-    def _rehearse(self, current: JobSpec, new: JobSpec) -> None:
+    def _rehearse(self, current: JobSpec, new: JobSpec) -> Any:
         """Raise what Spark would raise at the new query's start for its settings and trigger, before the
         running query is stopped: each runtime setting is set in a session of its own (Spark checks the
-        value), and the trigger is built on a writer of its own (Spark parses the interval)."""
+        value), and the trigger is built on a writer of its own (Spark parses the interval). That session."""
+        trial = self.spark.newSession()
         to_set, _ = runtime_conf_changes(current, new)
-        if to_set:
-            trial = self.spark.newSession()
-            for key, value in to_set.items():
+        for key, value in to_set.items():
+            if self.spark.conf.isModifiable(key):  # the others need a new driver, which sets them at its start
                 trial.conf.set(key, value)
         trigger = new.trigger.spark_kwargs()
         if trigger:
-            self.spark.readStream.format("rate").load().writeStream.trigger(**trigger)
+            trial.readStream.format("rate").load().writeStream.trigger(**trigger)
+        return trial
+
+    def _rehearsal(
+        self, query: StreamingQuery, record: Reconfiguration, current: JobSpec, request: ReconfigureRequest
+    ) -> StreamingQuery:
+        """Build the requested query in a session of its own and analyze it; start and stop nothing."""
+        from airflow_async_stream.runtime.query import build_dataframe, refuse_stateful_with_async
+
+        try:
+            new = parse_spec(request.spec, source="the rehearsal request")
+        except SpecError as exc:
+            return self._settle(query, record, SwitchOutcome.REFUSED, str(exc))
+        why_not = _not_rehearsable(current, new, has_query=self.df is not None)
+        if why_not:
+            return self._settle(query, record, SwitchOutcome.REFUSED, why_not)
+        try:
+            df = build_dataframe(self._rehearse(current, new), new)
+            refuse_stateful_with_async(df, new)
+        except Exception as exc:  # Spark rejects it: said before anything is stopped for it
+            _log.warning("rehearsal of request %s: Spark rejects the new query: %s", request.request_id, exc)
+            return self._settle(query, record, SwitchOutcome.FAILED, str(exc))
+        return self._settle(query, record, SwitchOutcome.REHEARSED, "Spark builds and analyzes the new query")
 
     def _gate(self, current: JobSpec, new: JobSpec, request: ReconfigureRequest) -> tuple[JobSpec, str, str | None]:
         """What to start: ``new``, unless it is synchronous, gated, and the stopped checkpoint is not safe."""

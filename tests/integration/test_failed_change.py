@@ -1,6 +1,7 @@
-"""A rollout whose new spec Spark rejects in the running driver: the job runs on untouched (same driver, its
-query never stopped, no batch run twice), the run fails naming why, and the next plans hold that spec back
-until the file changes."""
+"""A rollout whose new spec Spark rejects in the running driver (a trigger it cannot parse, switched in place;
+a column that does not exist, which needs a new driver): the job runs on untouched (same driver, its query
+never stopped, no batch run twice), the run fails naming why, and the next plans hold that spec back until
+the file changes."""
 
 from __future__ import annotations
 
@@ -102,3 +103,21 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     _write(folder, v3)
     [changed] = plan_folder(folder)
     assert (changed.action, changed.switch, changed.held_back) == ("restart", "in_place", False)
+
+    # A transform change needs a new driver; the running one builds the new query first, and Spark's
+    # analysis says no before the old driver is stopped for it.
+    v4 = fleet_job(root, "job-a", trigger={"processing_time": "300 milliseconds"},
+                   transform={"sql": "SELECT no_such_column FROM source"})  # fmt: skip
+    _write(folder, v4)
+    [item] = plan_folder(folder)
+    assert (item.action, item.switch, item.held_back) == ("restart", "restart", False)
+    broken = run_dag(path, "failing_change")
+    assert str(broken.state) == "failed" and task_states(broken)["apply"] == "failed"
+    record = control.read_json("rollout.json")
+    assert (record["run_id"], record["outcome"], record.get("not_taken")) == (broken.run_id, "failed", True)
+    assert "no_such_column" in record["error"], record
+    status = control.read_json("status.json")
+    assert liveness(status).live and (status["pid"], status["run_id"]) == (before["pid"], before["run_id"])
+    assert control.read_json("reconfiguration.json")["outcome"] == "failed"
+    [held] = plan_folder(folder)
+    assert held.held_back and "no_such_column" in held.reason

@@ -15,6 +15,7 @@ controls, never by a sleep that hopes to land in it.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import threading
@@ -231,11 +232,11 @@ def test_a_reconfigure_request_racing_a_forced_stop_is_never_applied(
 
     # (b) A reconfigure whose forced stop lands between its take and its write: it writes no request.
     other = Holder("DAG run rollout/run-2", "rollout")
-    # Injected after its take (the request is built under the hold), before its write.
+    # Injected after its take (the request is stamped with the hold's token under the hold), before its write.
     monkeypatch.setattr(
         reconfigure_module,
-        "ReconfigureRequest",
-        _then(ReconfigureRequest, lambda: revoke(control, stopper, "stop --force")),
+        "replace",
+        _then(dataclasses.replace, lambda: revoke(control, stopper, "stop --force")),
     )
     tokens = current_token(control)
     with pytest.raises(HoldRevokedError, match="ended by process 2 on elsewhere"):

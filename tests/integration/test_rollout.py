@@ -4,7 +4,8 @@ One fleet, four rounds:
 1. the rollout deploys five jobs from nothing;
 2. the toggle-off DAG migrates only the job whose file turns async off;
 3. the rollout brings the rest to a changed folder: a new job deployed, a trigger change restarted, the
-   migrated job left alone, a broken spec rolled back to its last stable spec, a source change refused
+   migrated job left alone, a broken spec (which only a new driver can check) rolled back to its last
+   stable spec, a source change refused
    and left running untouched, an unchanged job untouched;
 4. a re-run of the same folder deploys nothing a second time.
 
@@ -111,7 +112,9 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
         "steady": v1["steady"],
         "retrigger": fleet_job(root, "retrigger", trigger={"processing_time": "1 second"}),
         "toggle": fleet_job(root, "toggle", async_progress={"enabled": False}),
-        "broken": fleet_job(root, "broken", transform={"sql": "SELECT no_such_column FROM source"}),
+        # A Python transform is loaded only by a new driver (the running one cannot rehearse it): the old
+        # driver is stopped, the new one fails at start, and the rollback restores the last stable spec.
+        "broken": fleet_job(root, "broken", transform={"entrypoint": "no_such_module:transform"}),
         "resourced": fleet_job(
             root, "resourced", source={"format": "rate-micro-batch", "options": {"rowsPerBatch": 10}}
         ),
@@ -147,13 +150,13 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
     assert _deployment_id(v2["toggle"]) == migrated
     assert _running_spec(v2["broken"]) == v1["broken"], "not rolled back to its last stable spec"
     broken = _control(v2["broken"]).read_json("rollout.json")
-    assert "no_such_column" in broken["error"]
+    assert "no_such_module" in broken["error"]
     assert _deployment_id(v2["resourced"]) == first["resourced"], "a refused change touched the job"
     assert _running_spec(v2["resourced"]) == v1["resourced"]
     # The next plan holds the broken spec back instead of trying (and rolling back) it at every run.
     planned = {item.job: item for item in plan_folder(folder)}
     assert planned["broken"].held_back and f"failed at {run.run_id}" in planned["broken"].reason
-    assert "no_such_column" in planned["broken"].reason
+    assert "no_such_module" in planned["broken"].reason
     assert not planned["resourced"].held_back  # refused, not failed: nothing was tried
 
     # 4. The same folder, less the two changes that cannot be made: nothing is deployed a second time.
