@@ -194,7 +194,9 @@ def _print_status(report: dict[str, Any]) -> None:
             )
         )
     switch = report.get("reconfiguration")
-    if switch and switch.get("deployment_id") == status.get("deployment_id"):
+    if switch and switch.get("outcome") == "rehearsed":  # a restart that was checked first, not a switch
+        rows.append(("last rehearsal", f"rehearsed: {switch.get('reason')}"))
+    elif switch and switch.get("deployment_id") == status.get("deployment_id"):
         pause = f", pause {switch['pause_s']:.2f} s" if switch.get("pause_s") is not None else ""
         switches = int(status.get("switches") or 0)
         rows.append(

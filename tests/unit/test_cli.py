@@ -141,6 +141,15 @@ def test_status_by_checkpoint_for_people_and_machines(tmp_path: Path) -> None:
     assert machine["live"] is True and machine["status"]["last_batch_id"] == 7
 
 
+def test_status_says_a_rehearsal_is_no_switch(tmp_path: Path) -> None:
+    control = _fake_deployment(tmp_path)
+    control.write_json("reconfiguration.json", {"request_id": "r1", "deployment_id": "d1", "phase": "done",
+                                                "outcome": "rehearsed", "reason": "Spark builds and analyzes the new query"})  # fmt: skip
+    human = cli("status", str(tmp_path / "ck"))
+    assert "last rehearsal" in human.stdout and "rehearsed: Spark builds and analyzes the new query" in human.stdout
+    assert "switched in place" not in human.stdout
+
+
 def test_status_by_job_name_uses_the_registry(tmp_path: Path) -> None:
     control = _fake_deployment(tmp_path)
     env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
