@@ -294,14 +294,19 @@ def _kill_launching(control: ControlArea, deployment_id: str, waited_s: float) -
             f"deployment {deployment_id} was launching and has not reported {waited_s:.0f} s after the stop "
             "request; the request stands, so its driver stops before its query starts"
         )
+    _kill_group(driver, process.pid)
+    return StopOutcome(True, None)
+
+
+def _kill_group(driver: dict[str, Any], pid: int) -> None:
+    """SIGKILL the driver's process group (it was launched as its own), then give it a moment to exit."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)  # launched as its own process group
+        os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     deadline = time.monotonic() + KILLED_EXIT_S
     while DriverProcess.of(driver).alive and time.monotonic() < deadline:
         time.sleep(POLL_S)
-    return StopOutcome(True, None)
 
 
 def _record_lost(control: ControlArea, status: Status, why: str) -> Status:
@@ -363,11 +368,5 @@ def _kill(
     if not process.alive:
         return _record_lost(control, status, f"the driver process (pid {process.pid}) exited without a final status")
     assert process.pid is not None
-    try:
-        os.killpg(process.pid, signal.SIGKILL)  # launched as its own process group
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + KILLED_EXIT_S
-    while DriverProcess.of(driver).alive and time.monotonic() < deadline:
-        time.sleep(POLL_S)
+    _kill_group(driver, process.pid)
     return _record_lost(control, status, f"killed: no final status {waited_s:.0f} s after the stop request")

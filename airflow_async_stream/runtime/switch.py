@@ -151,7 +151,8 @@ class InPlaceSwitch:
         try:
             self._rehearse(current, new)
         except Exception as exc:  # Spark rejects it: the query never stopped, so nothing ran twice
-            _log.warning("the new configuration would not start (%s): the query runs on as it was", exc)
+            _log.warning("the new configuration would not start (%s): the query runs on as it was",
+                         self.governor.redact(str(exc)))  # fmt: skip
             return self._settle(query, record.but(after=configuration_of(current)), SwitchOutcome.FAILED, str(exc))
         self._write(record)
         _log.info("switching in place (request %s): stopping between micro-batches", request.request_id)
@@ -236,7 +237,8 @@ class InPlaceSwitch:
             df = build_dataframe(self._rehearse(current, new), new)
             refuse_stateful_with_async(df, new)
         except Exception as exc:  # Spark rejects it: said before anything is stopped for it
-            _log.warning("rehearsal of request %s: Spark rejects the new query: %s", request.request_id, exc)
+            _log.warning("rehearsal of request %s: Spark rejects the new query: %s", request.request_id,
+                         self.governor.redact(str(exc)))  # fmt: skip
             return self._settle(query, record, SwitchOutcome.FAILED, str(exc))
         return self._settle(query, record, SwitchOutcome.REHEARSED, "Spark builds and analyzes the new query")
 
