@@ -138,7 +138,10 @@ def rehearse(
     if record.outcome == SwitchOutcome.REVOKED:
         raise HoldRevokedError(f"deployment {deployment_id} did not rehearse: {record.reason}")
     if record.outcome == SwitchOutcome.FAILED:
-        raise SwitchFailedError(_failed(deployment_id, record))
+        raise SwitchFailedError(
+            f"deployment {deployment_id} rehearsed the change and Spark rejects it ({record.reason}); the job "
+            "runs on as it was, never stopped"
+        )
     return record
 
 
