@@ -29,6 +29,7 @@ from airflow_async_stream.exceptions import (
     ReconfigureError,
     SpecError,
 )
+from airflow_async_stream.launcher import LocalLauncher, connect
 from airflow_async_stream.lease import Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, parse_spec, spec_json_schema
@@ -280,7 +281,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
                 "stop from the command line",
                 graceful_timeout_s=args.graceful_timeout,
                 kill_after_s=args.kill_after,
-                kill_remote=_cluster_killer(args.conn_id),
+                launcher=_StopLauncher(args.conn_id),
             )
     except JobHeldError as exc:
         print(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
@@ -297,16 +298,18 @@ def _cmd_stop(args: argparse.Namespace) -> int:
     return EXIT_INVALID if outcome.was_live and state == State.FAILED else EXIT_OK
 
 
-def _cluster_killer(conn_id: str) -> Any:
-    """How a stuck YARN or Kubernetes driver is killed: through the Airflow connection's hook, loaded only
-    when a kill is needed (the CLI starts without Airflow otherwise)."""
+class _StopLauncher(LocalLauncher):
+    """Kills a driver of this host itself; a stuck YARN or Kubernetes one through the Airflow connection's
+    launcher, loaded only when such a kill is needed (the CLI starts without Airflow otherwise)."""
 
-    def kill(driver: dict[str, Any]) -> None:
-        from airflow_async_stream.deployer import cluster_killer
+    def __init__(self, conn_id: str) -> None:
+        super().__init__()
+        self.conn_id = conn_id
 
-        cluster_killer(conn_id)(driver)
-
-    return kill
+    def kill(self, driver: dict[str, Any]) -> str:
+        if driver.get("kind", "local-process") == "local-process":
+            return super().kill(driver)
+        return connect(self.conn_id).kill(driver)
 
 
 def _cmd_release(args: argparse.Namespace) -> int:

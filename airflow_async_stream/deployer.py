@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -27,7 +26,6 @@ from airflow_async_stream.control import (
     now,
 )
 from airflow_async_stream.driver_args import driver_arguments
-from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import (
     DriverFailedError,
     DriverStartTimeoutError,
@@ -36,14 +34,14 @@ from airflow_async_stream.exceptions import (
     StopTimeoutError,
 )
 from airflow_async_stream.fence import Fence
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
+from airflow_async_stream.launcher import Launcher, Submission, connect
 from airflow_async_stream.lease import Holder, RunState, held, revoke
 from airflow_async_stream.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
 from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
-__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "cluster_killer", "deploy_job", "stop_job"]
+__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "deploy_job", "stop_job"]
 
 _log = logging.getLogger(__name__)
 
@@ -53,29 +51,27 @@ DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
 
 @dataclass(frozen=True)
 class DeploySettings:
-    """How to deploy: target connection, takeover of a live driver, and the time limits of each wait."""
+    """How to deploy: target connection (or the launcher built from it), takeover of a live driver, and the
+    time limits of each wait."""
 
-    conn_id: str = StreamingJobHook.default_conn_name
+    conn_id: str = "spark_default"
     redeploy: bool = False
     startup_timeout_s: float = 300.0
     stop_graceful_timeout_s: float = 60.0
     stop_kill_after_s: float = 120.0
     requested_by: str = "airflow-async-stream"
     airflow: dict[str, Any] = field(default_factory=dict)  # dag_id, run_id, task_id, try_number
+    #: Where drivers run; the Airflow side builds it from ``conn_id`` when the task runs. None: built here.
+    launcher: Launcher | None = field(default=None, compare=False, repr=False)
+
+    def target(self) -> Launcher:
+        """The launcher, or the one ``conn_id`` names (the core's one door into the Airflow side)."""
+        return self.launcher if self.launcher is not None else connect(self.conn_id)
 
     @property
     def hold_ttl_s(self) -> float:
         """A hold long enough for one deploy (which may stop the live driver first)."""
         return hold_ttl_s(deploys=1, startup_timeout_s=self.startup_timeout_s, stop_kill_after_s=self.stop_kill_after_s)
-
-
-def cluster_killer(conn_id: str) -> Callable[[dict[str, Any]], None]:
-    """A ``kill_remote`` for stop_driver: kills a cluster-mode driver through the connection's hook."""
-
-    def kill(driver: dict[str, Any]) -> None:
-        StreamingJobHook(conn_id=conn_id).kill_cluster_driver(driver)
-
-    return kill
 
 
 def stop_job(
@@ -103,7 +99,7 @@ def stop_job(
             graceful_timeout_s=settings.stop_graceful_timeout_s,
             kill_after_s=settings.stop_kill_after_s,
             log=log,
-            kill_remote=cluster_killer(settings.conn_id),
+            launcher=settings.target(),
         )
 
 
@@ -116,43 +112,44 @@ def deploy_job(
 ) -> Deployment:
     """Submit ``spec`` and return its deployment record once the query reports its first micro-batch."""
     control = ControlArea.for_checkpoint(spec.checkpoint)
+    launcher = settings.target()
+    log.info("Target %s: %s", launcher.master, launcher.check(spec))  # refused here, before any Spark work
+    secrets = launcher.secrets(spec)  # a missing connection fails here too
     spec_bytes = spec.to_json_bytes()
     deployment_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-    hook = StreamingJobHook(
-        conn_id=settings.conn_id,
-        conf=dict(DEFAULT_SPARK_CONF),
-        name=f"async-stream-{spec.name}",
-        application_args=driver_arguments(control.url, deployment_id, spec, spec_bytes),
+    logs = spec.log_settings
+    submission = Submission(
+        job=spec.name,
+        deployment_id=deployment_id,
+        arguments=driver_arguments(control.url, deployment_id, spec, spec_bytes),
+        conf={**DEFAULT_SPARK_CONF, **packages_conf(spec, dict(launcher.extra)), **spec.spark_conf_strings()},
+        env=secrets.to_env(),
+        log_limits=(logs.driver_log_max_bytes, logs.driver_log_files),
     )
-    hook.add_conf({**packages_conf(spec, hook.extra), **spec.spark_conf_strings()})
-    hook.check_target(spec)
-    if hook.driver_on_this_host:
-        log.info("Java on this host: %s", check_java())
-    secrets = hook.resolve_secret_options(spec)  # a missing connection fails here, before any Spark work
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, run_state) as grant:
-        _make_room(control, spec, hook, settings, log)
-        record = _record(spec, hook, control, deployment_id, settings, secrets)
-        record = _submit(spec, control, hook, record.but(hold_token=grant.token), spec_bytes, secrets, log, grant.fence)
-        return _confirm(spec, control, hook, record, settings, log, grant.fence)
+        _make_room(control, spec, launcher, settings, log)
+        record = _record(spec, launcher.master, control, deployment_id, settings, secrets)
+        record = _submit(
+            control, launcher, submission, record.but(hold_token=grant.token), spec_bytes, log, grant.fence
+        )
+        return _confirm(spec, control, launcher, record, settings, log, grant.fence)
 
 
 def _submit(
-    spec: JobSpec,
     control: ControlArea,
-    hook: StreamingJobHook,
+    launcher: Launcher,
+    submission: Submission,
     record: Deployment,
     spec_bytes: bytes,
-    secrets: SecretOptions,
     log: logging.Logger,
     fence: Fence,
 ) -> Deployment:
-    """Write the spec and deployment record, then launch the driver (here, or on the cluster) detached.
+    """Write the spec and deployment record, then launch the driver detached.
 
     Fenced: a hold ended meanwhile (a forced stop while the old driver was stopped) fails here, changing
     nothing; one ended after the record is written is seen by the driver itself, which then does not start.
     """
-    deployment_id = record.deployment_id
     with fence.guarded():  # no revocation between the check and these writes
         control.write_bytes(ControlArea.SPEC, spec_bytes)
         control.write_deployment(record)
@@ -162,35 +159,20 @@ def _submit(
     except HoldRevokedError:
         control.write_deployment(record.but(state=NOT_LAUNCHED))  # so a stop does not wait for it
         raise
-    if hook.driver_on_this_host:
-        # spark-submit's output goes to a file of this host: the control area's when it is local.
-        on_host = not control.is_local
-        log_path = (
-            registry.local_log_path(spec.name, deployment_id) if on_host else control.path(ControlArea.DRIVER_LOG)
-        )
-        logs = spec.log_settings
-        limits = (logs.driver_log_max_bytes, logs.driver_log_files)
-        pid, pump_pid = hook.launch_detached(
-            runtime_driver_path(), log_path, extra_env=secrets.to_env(), log_limits=limits
-        )
-        driver = {"kind": "local-process", **identify(pid), "log": log_path, "log_on_host": on_host}
-        driver["log_pump_pid"] = pump_pid
-    else:
-        driver = hook.submit_to_cluster(
-            runtime_driver_path(), lambda output: control.write_bytes(ControlArea.DRIVER_LOG, output)
-        )
-        driver["log"] = control.path(ControlArea.DRIVER_LOG)
+    driver = launcher.launch(submission, control)
     record = record.but(driver=driver)
     control.write_deployment(record)
-    registry.record(spec.name, spec.checkpoint, control.url, deployment_id)
-    log.info("Submitted %s as deployment %s (driver %s, log %s)", spec.name, deployment_id, driver, driver["log"])
+    registry.record(record.job, record.checkpoint, control.url, record.deployment_id)
+    log.info(
+        "Submitted %s as deployment %s (driver %s, log %s)", record.job, record.deployment_id, driver, driver["log"]
+    )
     return record
 
 
 def _confirm(
     spec: JobSpec,
     control: ControlArea,
-    hook: StreamingJobHook,
+    launcher: Launcher,
     record: Deployment,
     settings: DeploySettings,
     log: logging.Logger,
@@ -200,9 +182,8 @@ def _confirm(
     that did not start because the hold was ended while it launched fails the deploy with HoldRevokedError."""
     driver = record.driver or {}
     try:
-        cluster_state = None if hook.driver_on_this_host else (lambda: hook.cluster_driver_state(driver))
         status = wait_until_running(
-            control, record.deployment_id, driver, settings.startup_timeout_s, log=log, cluster_state=cluster_state
+            control, record.deployment_id, driver, settings.startup_timeout_s, log=log, launcher=launcher
         )
     except DriverFailedError:
         fence.check()
@@ -215,7 +196,7 @@ def _confirm(
                 graceful_timeout_s=5,
                 kill_after_s=30,
                 log=log,
-                kill_remote=hook.kill_cluster_driver,
+                launcher=launcher,
             )
         except StopTimeoutError as exc:  # the timeout is the error to report; the stop request stands
             log.warning("The driver that did not start in time was not stopped: %s", exc)
@@ -240,7 +221,7 @@ def _confirm(
 
 
 def _make_room(
-    control: ControlArea, spec: JobSpec, hook: StreamingJobHook, settings: DeploySettings, log: logging.Logger
+    control: ControlArea, spec: JobSpec, launcher: Launcher, settings: DeploySettings, log: logging.Logger
 ) -> None:
     """Never two drivers on one checkpoint: refuse, or on redeploy stop the live one first."""
     status = control.read_status()
@@ -268,7 +249,7 @@ def _make_room(
         graceful_timeout_s=settings.stop_graceful_timeout_s,
         kill_after_s=settings.stop_kill_after_s,
         log=log,
-        kill_remote=hook.kill_cluster_driver,
+        launcher=launcher,
     )
     if outcome.exiting_pid:
         raise JobAlreadyRunningError(
@@ -281,7 +262,7 @@ def _make_room(
 
 def _record(
     spec: JobSpec,
-    hook: StreamingJobHook,
+    master: str,
     control: ControlArea,
     deployment_id: str,
     settings: DeploySettings,
@@ -292,7 +273,7 @@ def _record(
         deployment_id=deployment_id,
         checkpoint=spec.checkpoint,
         control_area=control.url,
-        master=hook.master,
+        master=master,
         async_progress=spec.async_progress.model_dump(),
         trigger=spec.trigger.model_dump(exclude_none=True),
         start_batch=resume_point(spec.checkpoint),

@@ -28,6 +28,7 @@ __all__ = [
     "ChangeNotTakenError",
     "SwitchFailedError",
     "ReconfigureTimeoutError",
+    "NotSignalledError",
 ]
 
 
@@ -68,6 +69,10 @@ class DriverFailedError(DeployError):
 
 class DriverStartTimeoutError(AsyncStreamError, TimeoutError):
     """The driver did not confirm a running query in time."""
+
+
+class NotSignalledError(AsyncStreamError, RuntimeError):
+    """A driver is not killed from here (another host, a cluster this launcher does not reach); says why."""
 
 
 class StopTimeoutError(AsyncStreamError, TimeoutError):

@@ -33,7 +33,18 @@ from airflow_async_stream import fence
 from airflow_async_stream.control import ControlArea, Hold, local_pid_alive, now
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 
-__all__ = ["Grant", "Holder", "guard", "held", "lease_state", "release", "revoke", "revoked_error", "take"]
+__all__ = [
+    "Grant",
+    "Holder",
+    "dag_run_state",
+    "guard",
+    "held",
+    "lease_state",
+    "release",
+    "revoke",
+    "revoked_error",
+    "take",
+]
 
 MAX_REVOKED = 32
 
@@ -92,6 +103,15 @@ def guard(control: ControlArea) -> Iterator[None]:
 
 #: Asks Airflow for a DAG run's state (e.g. ``RuntimeTaskInstance.get_dagrun_state``); None when unknown.
 RunState = Callable[[str, str], "str | None"]
+
+
+def dag_run_state(context: Mapping[str, Any] | None) -> RunState | None:
+    """How a task asks Airflow for a DAG run's state: its task instance's ``get_dagrun_state`` (None outside a
+    task, e.g. a bare ``execute({})``)."""
+    ti = context.get("ti") if context else None
+    return getattr(ti, "get_dagrun_state", None)
+
+
 _LIVE_RUN_STATES = frozenset({"queued", "running"})
 
 

@@ -6,8 +6,6 @@ Airflow-free, so operators, the CLI and tests share one implementation. Every wa
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import socket
 import time
 from collections.abc import Callable
@@ -27,7 +25,13 @@ from airflow_async_stream.control import (
 )
 from airflow_async_stream.driver_log import tail_lines
 from airflow_async_stream.driver_process import DriverProcess, launcher_running_here
-from airflow_async_stream.exceptions import DriverFailedError, DriverStartTimeoutError, StopTimeoutError
+from airflow_async_stream.exceptions import (
+    DriverFailedError,
+    DriverStartTimeoutError,
+    NotSignalledError,
+    StopTimeoutError,
+)
+from airflow_async_stream.launcher import Launcher, LocalLauncher
 
 __all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_for_driver_exit", "wait_until_running"]
 
@@ -38,8 +42,6 @@ POLL_S = 0.1
 REMOTE_POLL_S = 0.5
 REPORT_EVERY_S = 10.0
 CLUSTER_CHECK_EVERY_S = 5.0
-#: How long a killed driver process may take to vanish before the stop reports.
-KILLED_EXIT_S = 10.0
 #: YARN application states and Kubernetes pod phases of a driver that is no more.
 CLUSTER_ENDED_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "SUCCEEDED"})
 
@@ -95,13 +97,13 @@ def wait_until_running(
     timeout_s: float,
     log: logging.Logger = _log,
     sleep: Callable[[float], None] = time.sleep,
-    cluster_state: Callable[[], str | None] | None = None,
+    launcher: Launcher | None = None,
 ) -> Status:
     """Wait for the query's first progress (or idle) event; fail fast with the driver's own error.
 
     ``driver`` (the deployment record's) launched on this host: its spark-submit exiting fails the wait at once.
 
-    ``cluster_state`` (a cluster-mode driver) is asked every few seconds, so a driver its cluster
+    ``launcher`` is asked for its cluster's word on the driver every few seconds, so a driver its cluster
     manager already ended fails the wait at once instead of at the timeout.
     """
     start = time.monotonic()
@@ -126,9 +128,9 @@ def wait_until_running(
                 f"spark-submit (pid {(driver or {}).get('launcher_pid')}) exited before the query ran; "
                 f"end of its log:\n{log_tail(control)}"
             )
-        if cluster_state is not None and time.monotonic() >= next_cluster_check:
+        if launcher is not None and driver is not None and time.monotonic() >= next_cluster_check:
             next_cluster_check = time.monotonic() + CLUSTER_CHECK_EVERY_S
-            state_there = cluster_state()
+            state_there = launcher.state(driver)
             if state_there and state_there.upper() in CLUSTER_ENDED_STATES:
                 status = _status_of(control, deployment_id)
                 error = status.error if status else None
@@ -175,25 +177,24 @@ def stop_driver(
     kill_after_s: float = 120.0,
     log: logging.Logger = _log,
     sleep: Callable[[float], None] = time.sleep,
-    kill_remote: Callable[[dict[str, Any]], None] | None = None,
+    launcher: Launcher | None = None,
 ) -> StopOutcome:
     """Ask the live driver to stop between micro-batches and wait for its final status.
 
     A driver process this host launched is then awaited until it has exited, so a deploy right after
     never overlaps it (still there ``kill_after_s`` after the request: the outcome names its pid).
-    A driver that has not stopped ``kill_after_s`` seconds after the request is killed, if it provably
-    is a process this host launched or ``kill_remote`` can kill it on its cluster (the hook's
-    YARN/Kubernetes calls), and its status is rewritten to say so; any other raises StopTimeoutError
-    naming where to stop it from.
+    A driver that has not stopped ``kill_after_s`` seconds after the request is killed by ``launcher``
+    (default: this host's, which kills only a process it provably launched; a cluster launcher also kills
+    on its cluster), and its status is rewritten to say so; any other raises StopTimeoutError naming
+    where to stop it from.
     """
+    launcher = launcher or LocalLauncher()
     status = control.read_status()
     judged = liveness(status)
     if not judged.live:
         launching = _launching(control, status)
         if launching is not None:
-            return _stop_launching(
-                control, launching, reason, graceful_timeout_s, kill_after_s, log, sleep, kill_remote
-            )
+            return _stop_launching(control, launching, reason, graceful_timeout_s, kill_after_s, log, sleep, launcher)
         log.info("Nothing to stop for %s: %s", control.url, judged.reason)
         return StopOutcome(False, status)
     assert status is not None
@@ -215,7 +216,7 @@ def stop_driver(
             return StopOutcome(True, _record_lost(control, status, why))
         elapsed = time.monotonic() - start
         if elapsed > kill_after_s:
-            return StopOutcome(True, _kill(control, status, kill_after_s, kill_remote))
+            return StopOutcome(True, _kill(control, status, kill_after_s, launcher))
         if time.monotonic() >= next_report:
             log.info(
                 "Waiting for deployment %s to stop: state %s, %.0f s elapsed",
@@ -258,7 +259,7 @@ def _stop_launching(
     kill_after_s: float,
     log: logging.Logger,
     sleep: Callable[[float], None],
-    kill_remote: Callable[[dict[str, Any]], None] | None,
+    launcher: Launcher,
 ) -> StopOutcome:
     """Stop a deployment whose driver is launching: its stop request names it, and the driver, which reads
     it before its query starts, ends ``stopped``; awaited here like any stop."""
@@ -273,40 +274,31 @@ def _stop_launching(
             return StopOutcome(True, status, wait_for_driver_exit(control, left_s, log, sleep, deployment_id))
         if status is not None and liveness(status).live:  # it reports: the usual stop (its request stands)
             left_s = max(0.0, deadline - time.monotonic())
-            return stop_driver(control, reason, graceful_timeout_s, left_s, log, sleep, kill_remote)
+            return stop_driver(control, reason, graceful_timeout_s, left_s, log, sleep, launcher)
         if _launching(control, status) is None:
             log.info(
                 "Deployment %s ended without reporting (its deploy gave up, or its launcher exited)", deployment_id
             )
             return StopOutcome(True, None)
         if time.monotonic() > deadline:
-            return _kill_launching(control, deployment_id, kill_after_s)
+            return _kill_launching(control, deployment_id, kill_after_s, launcher)
         sleep(_poll_s(control))
 
 
-def _kill_launching(control: ControlArea, deployment_id: str, waited_s: float) -> StopOutcome:
-    """A launch that has not reported by the stop's time limit: killed if it provably is this host's process,
-    else left to its stop request (its driver reads it before its query starts)."""
+def _kill_launching(control: ControlArea, deployment_id: str, waited_s: float, launcher: Launcher) -> StopOutcome:
+    """A launch that has not reported by the stop's time limit: killed if its launcher can, else left to its
+    stop request (its driver reads it before its query starts)."""
     driver = _driver_of(control, deployment_id)
-    process = DriverProcess.of(driver)
-    if driver is None or process.refusal is not None or not process.alive or process.pid is None:
+    try:
+        if driver is None:
+            raise NotSignalledError("no driver is named yet")
+        launcher.kill(driver)
+    except NotSignalledError as exc:
         raise StopTimeoutError(
             f"deployment {deployment_id} was launching and has not reported {waited_s:.0f} s after the stop "
-            "request; the request stands, so its driver stops before its query starts"
-        )
-    _kill_group(driver, process.pid)
+            f"request ({exc}); the request stands, so its driver stops before its query starts"
+        ) from None
     return StopOutcome(True, None)
-
-
-def _kill_group(driver: dict[str, Any], pid: int) -> None:
-    """SIGKILL the driver's process group (it was launched as its own), then give it a moment to exit."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + KILLED_EXIT_S
-    while DriverProcess.of(driver).alive and time.monotonic() < deadline:
-        time.sleep(POLL_S)
 
 
 def _record_lost(control: ControlArea, status: Status, why: str) -> Status:
@@ -346,27 +338,15 @@ def wait_for_driver_exit(
     return None
 
 
-def _kill(
-    control: ControlArea,
-    status: Status,
-    waited_s: float,
-    kill_remote: Callable[[dict[str, Any]], None] | None = None,
-) -> Status:
+def _kill(control: ControlArea, status: Status, waited_s: float, launcher: Launcher) -> Status:
     deployment_id = status.deployment_id
     driver = _driver_of(control, deployment_id)
-    if driver is not None and kill_remote is not None and driver.get("kind") not in (None, "local-process"):
-        kill_remote(driver)
-        return _record_lost(
-            control, status, f"killed on the cluster: no final status {waited_s:.0f} s after the stop request"
-        )
-    process = DriverProcess.of(driver)
-    if driver is None or process.refusal is not None:
-        why = process.refusal if driver is not None else "its deployment record names another deployment"
+    try:
+        if driver is None:
+            raise NotSignalledError("its deployment record names another deployment")
+        done = launcher.kill(driver)
+    except NotSignalledError as exc:
         raise StopTimeoutError(
-            f"deployment {deployment_id} did not stop within {waited_s:.0f} s and is not signalled from here: {why}"
-        )
-    if not process.alive:
-        return _record_lost(control, status, f"the driver process (pid {process.pid}) exited without a final status")
-    assert process.pid is not None
-    _kill_group(driver, process.pid)
-    return _record_lost(control, status, f"killed: no final status {waited_s:.0f} s after the stop request")
+            f"deployment {deployment_id} did not stop within {waited_s:.0f} s and is not signalled from here: {exc}"
+        ) from None
+    return _record_lost(control, status, f"{done}: no final status {waited_s:.0f} s after the stop request")

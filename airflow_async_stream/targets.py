@@ -15,7 +15,7 @@ from pathlib import Path
 
 from airflow_async_stream import registry
 from airflow_async_stream.checkpoint import looks_like_checkpoint
-from airflow_async_stream.control import SUFFIX, ControlArea, control_url_for
+from airflow_async_stream.control import SUFFIX, ControlArea
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.spec import load_spec
 from airflow_async_stream.spec_folder import SPEC_SUFFIXES
@@ -75,7 +75,7 @@ def _by_control_area(url: str) -> Target:
 
 def _by_checkpoint(url: str) -> Target:
     checkpoint = _absolute(url).rstrip("/")
-    control = ControlArea(control_url_for(checkpoint))
+    control = ControlArea.for_checkpoint(checkpoint)
     spark_wrote = looks_like_checkpoint(checkpoint)
     if spark_wrote or control.exists():
         return Target(checkpoint, control, "checkpoint")

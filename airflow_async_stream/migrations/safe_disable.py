@@ -20,11 +20,11 @@ from airflow.sdk import TaskGroup
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_async_stream.control import ControlArea, control_url_for
+from airflow_async_stream.control import ControlArea
 from airflow_async_stream.deployer import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.lease import Holder, release, take
+from airflow_async_stream.lease import Holder, dag_run_state, release, take
 from airflow_async_stream.migrations.safe_disable_steps import (
     ASYNC_EVERY_BATCH,
     SYNCHRONOUS,
@@ -35,7 +35,7 @@ from airflow_async_stream.migrations.safe_disable_steps import (
 )
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
-from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator, dag_run_state
+from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
 from airflow_async_stream.spec import SpecInput, resolve_spec
 
@@ -153,7 +153,7 @@ class ReleaseAfterSafeDisableOperator(ReleaseJobLeaseOperator):
             self.log.info("switched to %s %s, pause %s s (%s)", switch["to"], switch["path"], switch["pause_s"],
                           switch["why"])  # fmt: skip
         # The migration changed what runs, not the spec it came from: say which file would turn async back on.
-        checks = spec_follow_up(self.job, self.spec_file, ControlArea(control_url_for(self.checkpoint)),
+        checks = spec_follow_up(self.job, self.spec_file, ControlArea.for_checkpoint(self.checkpoint),
                                 self.sync_overrides)  # fmt: skip
         for check in checks:
             (self.log.info if check.async_on is False else self.log.warning)("spec: %s", check.advice)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_async_stream.deployer import DeploySettings, deploy_job
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.lease import Holder
-from airflow_async_stream.operators.lease import dag_run_state
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook, launcher_for
+from airflow_async_stream.lease import Holder, dag_run_state
 from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec, spec_operand
 
 if TYPE_CHECKING:
@@ -59,11 +59,6 @@ class DeployStreamingJobOperator(BaseOperator):
         if not is_templated(self.spec) and not is_templated(overrides):
             resolve_spec(self.spec, overrides)  # a bad spec breaks the DAG import, with the field named
 
-    def execute(self, context: Context) -> dict[str, Any]:
-        spec = resolve_spec(self.spec, self.overrides)
-        holder = Holder.for_task(context, f"deploy {spec.name}")
-        return deploy_job(spec, holder, self.settings(context), dag_run_state(context), self.log).to_json()
-
     def settings(self, context: Context) -> DeploySettings:
         ti = context.get("ti")
         return DeploySettings(
@@ -75,3 +70,9 @@ class DeployStreamingJobOperator(BaseOperator):
             requested_by=f"{self.dag_id}.{self.task_id}",
             airflow={k: getattr(ti, k, None) for k in ("dag_id", "run_id", "task_id", "try_number")},
         )
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        spec = resolve_spec(self.spec, self.overrides)
+        holder = Holder.for_task(context, f"deploy {spec.name}")
+        settings = replace(self.settings(context), launcher=launcher_for(self.conn_id))
+        return deploy_job(spec, holder, settings, dag_run_state(context), self.log).to_json()

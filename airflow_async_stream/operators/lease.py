@@ -6,20 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_async_stream.control import ControlArea, control_url_for
-from airflow_async_stream.lease import Holder, RunState, release, take
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.lease import Holder, dag_run_state, release, take
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["ReleaseJobLeaseOperator", "TakeJobLeaseOperator", "dag_run_state"]
-
-
-def dag_run_state(context: Context | None) -> RunState | None:
-    """How a task asks Airflow for a DAG run's state: its task instance's ``get_dagrun_state`` (None outside a
-    task, e.g. a bare ``execute({})``)."""
-    ti = context.get("ti") if context else None
-    return getattr(ti, "get_dagrun_state", None)
+__all__ = ["ReleaseJobLeaseOperator", "TakeJobLeaseOperator"]
 
 
 class TakeJobLeaseOperator(BaseOperator):
@@ -39,7 +32,7 @@ class TakeJobLeaseOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         """Returns (to XCom) who holds the job: later tasks of the run tell from it that the run held it."""
         holder = Holder.for_task(context, self.purpose)
-        take(ControlArea(control_url_for(self.checkpoint)), holder, self.ttl_s, dag_run_state(context))
+        take(ControlArea.for_checkpoint(self.checkpoint), holder, self.ttl_s, dag_run_state(context))
         self.log.info("%s holds %s for %s", holder.name, self.checkpoint, self.purpose)
         return {"holder": holder.name, "checkpoint": self.checkpoint, "purpose": self.purpose}
 
@@ -54,4 +47,4 @@ class ReleaseJobLeaseOperator(BaseOperator):
         self.checkpoint = checkpoint
 
     def execute(self, context: Context) -> None:
-        release(ControlArea(control_url_for(self.checkpoint)), Holder.for_task(context, "release"))
+        release(ControlArea.for_checkpoint(self.checkpoint), Holder.for_task(context, "release"))

@@ -8,9 +8,8 @@ from airflow.sdk import BaseOperator
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.deployer import DeploySettings, stop_job
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.lease import Holder
-from airflow_async_stream.operators.lease import dag_run_state
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook, launcher_for
+from airflow_async_stream.lease import Holder, dag_run_state
 from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec, spec_operand
 
 if TYPE_CHECKING:
@@ -60,7 +59,10 @@ class StopStreamingJobOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any] | None:
         spec = resolve_spec(self.spec)
         settings = DeploySettings(
-            conn_id=self.conn_id, stop_graceful_timeout_s=self.graceful_timeout_s, stop_kill_after_s=self.kill_after_s
+            conn_id=self.conn_id,
+            stop_graceful_timeout_s=self.graceful_timeout_s,
+            stop_kill_after_s=self.kill_after_s,
+            launcher=launcher_for(self.conn_id),
         )
         outcome = stop_job(
             ControlArea.for_checkpoint(spec.checkpoint),

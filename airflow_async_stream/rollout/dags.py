@@ -24,8 +24,7 @@ from airflow_async_stream.control import ControlArea
 from airflow_async_stream.deployer import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.lease import Holder
-from airflow_async_stream.operators.lease import dag_run_state
+from airflow_async_stream.lease import Holder, dag_run_state
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
 from airflow_async_stream.rollout.desired import load_folder
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder

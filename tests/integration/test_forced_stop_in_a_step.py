@@ -32,7 +32,7 @@ from airflow_async_stream.control import ControlArea, ReconfigureRequest, State,
 from airflow_async_stream.deployer import DeploySettings, deploy_job
 from airflow_async_stream.exceptions import HoldRevokedError
 from airflow_async_stream.fence import current_token
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.launcher import LocalLauncher
 from airflow_async_stream.lease import Holder, revoke, take
 from airflow_async_stream.spec import parse_spec
 from tests.integration.conftest import DriverWatch
@@ -134,7 +134,7 @@ def test_a_forced_stop_while_a_redeploy_stops_the_old_driver_wins(
 
 
 def _launch_then(hook_call: Callable[..., Any], before: Callable[[], None], after: Callable[[], None]) -> Any:
-    def launch(self: StreamingJobHook, *args: Any, **kwargs: Any) -> Any:
+    def launch(self: LocalLauncher, *args: Any, **kwargs: Any) -> Any:
         before()
         launched = hook_call(self, *args, **kwargs)
         after()
@@ -159,11 +159,11 @@ def test_a_launch_that_outruns_the_revocation_is_stopped_by_the_driver_itself(
 ) -> None:
     control = ControlArea.for_checkpoint(checkpoint_dir)
     stopper = Holder("process 1 on elsewhere", "stop --force from the command line")
-    real_launch = StreamingJobHook.launch_detached
+    real_launch = LocalLauncher.launch
     # Past the fence's last check, spark-submit starts: the revocation lands right then.
     monkeypatch.setattr(
-        StreamingJobHook,
-        "launch_detached",
+        LocalLauncher,
+        "launch",
         _launch_then(real_launch, lambda: revoke(control, stopper, "stop --force"), lambda: None),
     )
 
@@ -188,9 +188,9 @@ def test_a_stop_reaches_a_driver_that_is_still_launching(checkpoint_dir: str, mo
                "the stop request naming the launching deployment")  # fmt: skip
 
     monkeypatch.setattr(
-        StreamingJobHook,
-        "launch_detached",
-        _launch_then(StreamingJobHook.launch_detached, stop_meanwhile, lambda: None),
+        LocalLauncher,
+        "launch",
+        _launch_then(LocalLauncher.launch, stop_meanwhile, lambda: None),
     )
 
     with pytest.raises(HoldRevokedError):
@@ -272,9 +272,9 @@ def test_a_rollout_step_whose_hold_a_forced_stop_ended_records_it_and_rolls_noth
     rollout = Holder("DAG run rollout/run-3", "rollout", dag_id="rollout", run_id="run-3")
     stopper = Holder("process 3 on elsewhere", "stop --force from the command line")
     monkeypatch.setattr(
-        StreamingJobHook,
-        "launch_detached",
-        _launch_then(StreamingJobHook.launch_detached, lambda: revoke(control, stopper, "stop --force"), lambda: None),
+        LocalLauncher,
+        "launch",
+        _launch_then(LocalLauncher.launch, lambda: revoke(control, stopper, "stop --force"), lambda: None),
     )
 
     with pytest.raises(RolloutError, match="ended by process 3 on elsewhere"):

@@ -20,7 +20,9 @@ import pytest
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DeployError
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook, runtime_driver_path
+from airflow_async_stream.hooks.cluster import ClusterLauncher
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook, launcher_for
+from airflow_async_stream.launcher import LocalLauncher, Submission, runtime_driver_path
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.spec import parse_spec
@@ -58,29 +60,47 @@ def _calls(folder: Path, name: str) -> list[list[str]]:
     return [json.loads(line) for line in (folder / f"{name}.calls").read_text().splitlines()]
 
 
+class _Ended(LocalLauncher):
+    """A cluster launcher stand-in whose cluster says every driver ended, and that records its kills."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.killed: list[dict[str, Any]] = []
+
+    def state(self, driver: dict[str, Any]) -> str | None:
+        return "FAILED"
+
+    def kill(self, driver: dict[str, Any]) -> str:
+        self.killed.append(driver)
+        return "killed on the cluster"
+
+
 def test_standalone_client_mode_runs_the_driver_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", "spark://10.0.0.5:7077")
-    hook = StreamingJobHook(conn_id="spark_standalone", name="async-stream-clicks")
+    hook = StreamingJobHook(conn_id="spark_standalone")
     assert (hook.cluster_manager, hook.driver_on_this_host) == ("standalone", True)
-    command = hook.build_command(runtime_driver_path())
+    launcher = hook.launcher()
+    assert isinstance(launcher, LocalLauncher)
+    command = launcher.command(Submission("clicks", "d1", [], {}))
     assert command[1:3] == ["--master", "spark://10.0.0.5:7077"] and "--deploy-mode" not in command
-    hook.check_target(parse_spec({**SPEC, "checkpoint": "/ck/clicks"}))  # a driver here reaches a local path
+    launcher.check(parse_spec({**SPEC, "checkpoint": "/ck/clicks"}))  # a driver here reaches a local path
 
 
 def test_standalone_cluster_mode_is_refused_for_python(monkeypatch: pytest.MonkeyPatch) -> None:
     _connection(monkeypatch, "spark_sa", "spark://10.0.0.5:7077", **{"deploy-mode": "cluster"})
     with pytest.raises(DeployError, match="cluster mode only on YARN and Kubernetes"):
-        StreamingJobHook(conn_id="spark_sa").check_target(parse_spec(SPEC))
+        launcher_for("spark_sa").check(parse_spec(SPEC))
 
 
 def test_cluster_mode_refuses_a_local_checkpoint_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
     _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster"})
-    hook = StreamingJobHook(conn_id="spark_yarn")
+    launcher = launcher_for("spark_yarn")
+    assert isinstance(launcher, ClusterLauncher)
     with pytest.raises(DeployError, match=r"^checkpoint: /ck/clicks is a path on this host.*hdfs://"):
-        hook.check_target(parse_spec({**SPEC, "checkpoint": "/ck/clicks"}))
+        launcher.check(parse_spec({**SPEC, "checkpoint": "/ck/clicks"}))
     with pytest.raises(DeployError, match="secrets from Airflow connections"):
-        hook.check_target(parse_spec({**SPEC, "sink": {"format": "kafka", "connection": "kafka_default"}}))
-    hook.check_target(parse_spec(SPEC))
+        launcher.check(parse_spec({**SPEC, "sink": {"format": "kafka", "connection": "kafka_default"}}))
+    launcher.check(parse_spec(SPEC))
 
 
 def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
@@ -91,12 +111,14 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
     _stub(bin_dir, "yarn", "Killed application application_1700000000000_0042")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster", "queue": "streaming"})
-    hook = StreamingJobHook(conn_id="spark_yarn", name="async-stream-clicks", application_args=["--x", "1"])
+    launcher = launcher_for("spark_yarn")
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
 
-    logged: list[bytes] = []
-    driver = hook.submit_to_cluster(runtime_driver_path(), logged.append)
+    driver = launcher.launch(Submission("clicks", "d1", ["--x", "1"], {}), control)
 
-    assert driver == {"kind": "yarn-application", "application_id": "application_1700000000000_0042"}
+    log = control.path(ControlArea.DRIVER_LOG)
+    assert driver == {"kind": "yarn-application", "application_id": "application_1700000000000_0042", "log": log}
     [submitted] = _calls(bin_dir, "spark-submit")
     assert submitted == [
         "--master", "yarn",
@@ -106,15 +128,15 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
         "--deploy-mode", "cluster",
         runtime_driver_path(), "--x", "1",
     ]  # fmt: skip
-    assert b"Submitted application application_1700000000000_0042" in b"".join(logged)
+    assert b"Submitted application application_1700000000000_0042" in control.read_bytes(ControlArea.DRIVER_LOG)
 
-    hook.kill_cluster_driver(driver)
+    assert launcher.kill(driver) == "killed on the cluster"
     assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_1700000000000_0042"]]
 
     _stub(
         bin_dir, "yarn", "Application Report : \n\tApplication-Id : application_1700000000000_0042\n\tState : RUNNING"
     )
-    assert hook.cluster_driver_state(driver) == "RUNNING"
+    assert launcher.state(driver) == "RUNNING"
     assert _calls(bin_dir, "yarn")[-1] == ["application", "-status", "application_1700000000000_0042"]
 
 
@@ -132,8 +154,8 @@ def test_yarn_status_mocked_goes_through_the_provider_hooks_rest_call(monkeypatc
         return "FAILED"
 
     monkeypatch.setattr(StreamingJobHook, "query_yarn_application_status", query)
-    hook = StreamingJobHook(conn_id="spark_yarn")
-    assert hook.cluster_driver_state({"kind": "yarn-application", "application_id": "application_9_0001"}) == "FAILED"
+    launcher = launcher_for("spark_yarn")
+    assert launcher.state({"kind": "yarn-application", "application_id": "application_9_0001"}) == "FAILED"
     assert asked == ["application_9_0001"]
 
 
@@ -144,7 +166,7 @@ def test_a_driver_its_cluster_ended_fails_the_startup_wait_at_once(tmp_path: Pat
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
     with pytest.raises(DriverFailedError, match=r"ended on its cluster \(FAILED\)"):
-        wait_until_running(control, "d1", None, timeout_s=3600, sleep=lambda s: None, cluster_state=lambda: "FAILED")
+        wait_until_running(control, "d1", {"kind": "yarn-application"}, 3600, sleep=lambda s: None, launcher=_Ended())
 
 
 def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
@@ -175,11 +197,14 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
         "k8s://https://k8s.example:6443",
         **{"deploy-mode": "cluster", "namespace": "streaming"},
     )
-    hook = StreamingJobHook(conn_id="spark_k8s", name="async-stream-clicks")
+    launcher = launcher_for("spark_k8s")
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
 
-    driver = hook.submit_to_cluster(runtime_driver_path(), lambda output: None)
+    driver = launcher.launch(Submission("clicks", "d1", [], {}), control)
 
-    assert driver == {"kind": "kubernetes-pod", "pod": "async-stream-clicks-9f1c2b-driver", "namespace": "streaming"}
+    pod = {"kind": "kubernetes-pod", "pod": "async-stream-clicks-9f1c2b-driver", "namespace": "streaming"}
+    assert driver == {**pod, "log": control.path(ControlArea.DRIVER_LOG)}
     [submitted] = _calls(bin_dir, "spark-submit")
     assert submitted == [
         "--master", "k8s://https://k8s.example:6443",
@@ -189,10 +214,10 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
         "--deploy-mode", "cluster",
         runtime_driver_path(),
     ]  # fmt: skip
-    assert hook.cluster_driver_state(driver) == "Running"
-    hook.kill_cluster_driver(driver)
+    assert launcher.state(driver) == "Running"
+    launcher.kill(driver)
     assert deleted == [("async-stream-clicks-9f1c2b-driver", "streaming")]
-    assert hook.cluster_driver_state(driver) == "Failed"
+    assert launcher.state(driver) == "Failed"
 
 
 def test_kubernetes_without_the_cncf_provider_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,7 +227,7 @@ def test_kubernetes_without_the_cncf_provider_is_a_clear_error(monkeypatch: pyte
         pytest.skip("the cncf-kubernetes provider is installed here")
     _connection(monkeypatch, "spark_k8s", "k8s://https://k8s.example:6443", **{"deploy-mode": "cluster"})
     with pytest.raises(DeployError, match="install apache-airflow-providers-cncf-kubernetes"):
-        StreamingJobHook(conn_id="spark_k8s")
+        launcher_for("spark_k8s")
 
 
 def test_a_cluster_driver_that_will_not_stop_is_killed_through_its_cluster(tmp_path: Path) -> None:
@@ -222,11 +247,11 @@ def test_a_cluster_driver_that_will_not_stop_is_killed_through_its_cluster(tmp_p
             "host": socket.gethostname() + "-cluster",
         },
     )
-    killed: list[dict[str, Any]] = []
+    launcher = _Ended()
     outcome = stop_driver(
-        control, "test", graceful_timeout_s=0, kill_after_s=0, sleep=lambda s: None, kill_remote=killed.append
+        control, "test", graceful_timeout_s=0, kill_after_s=0, sleep=lambda s: None, launcher=launcher
     )
-    assert killed == [driver]
+    assert launcher.killed == [driver]
     assert outcome.status and outcome.status.state == "failed" and "killed on the cluster" in outcome.status.error
 
 

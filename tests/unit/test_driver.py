@@ -10,7 +10,7 @@ from pathlib import Path
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.driver_args import driver_arguments
-from airflow_async_stream.hooks.spark_stream import runtime_driver_path
+from airflow_async_stream.launcher import runtime_driver_path
 from airflow_async_stream.spec import parse_spec
 
 GOOD = {

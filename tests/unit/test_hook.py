@@ -10,7 +10,8 @@ import pytest
 
 from airflow_async_stream.driver_args import driver_arguments, parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import ConnectionLookupError, JavaNotFoundError
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook, check_java, runtime_driver_path
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook, launcher_for
+from airflow_async_stream.launcher import LocalLauncher, Submission, check_java, runtime_driver_path
 from airflow_async_stream.spec import parse_spec
 
 SPEC = parse_spec(
@@ -27,11 +28,10 @@ SPEC = parse_spec(
 
 def test_without_a_connection_jobs_run_on_the_embedded_local_spark() -> None:
     args = driver_arguments("/ck/job-1.async-stream", "dep-1", SPEC, b"{}")
-    hook = StreamingJobHook(
-        conn_id="no_such_connection", conf=SPEC.spark_conf_strings(), name="async-stream-job-1", application_args=args
-    )
-    command = hook.build_command(runtime_driver_path())
-    assert hook.master == "local[*]" and hook.driver_on_this_host
+    launcher = launcher_for("no_such_connection")
+    assert isinstance(launcher, LocalLauncher) and launcher.master == "local[*]"
+    command = launcher.command(Submission("job-1", "dep-1", args, SPEC.spark_conf_strings()))
+    assert command[command.index("--name") + 1] == "async-stream-job-1"
     assert Path(command[0]).name == "spark-submit" and Path(command[0]).exists()
     assert command[command.index("--master") + 1] == "local[*]"
     assert "spark.sql.shuffle.partitions=4" in command
@@ -42,24 +42,28 @@ def test_without_a_connection_jobs_run_on_the_embedded_local_spark() -> None:
     assert parsed.spec_sha256 == spec_digest(b"{}")
 
 
-def test_a_missing_connection_is_said_once_and_not_as_yarn(capsys: pytest.CaptureFixture[str]) -> None:
-    StreamingJobHook(conn_id="no_such_connection", name="x")  # Airflow's task logger writes to stdout here
+def test_a_missing_connection_is_said_once_and_not_as_yarn(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO"):
+        launcher_for("no_such_connection")
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["No connection 'no_such_connection': running on the embedded local Spark (local[*])"]
     out = capsys.readouterr()
-    assert "No connection 'no_such_connection': running on the embedded local Spark (local[*])" in out.out
     assert "yarn" not in out.out + out.err
 
 
 def test_a_malformed_connection_uri_fails_naming_it_without_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_BROKEN", "spark://user:s3cret-pw@spark-master:notaport")
     with pytest.raises(ConnectionLookupError, match="'spark_broken' could not be read.*Port could not be cast") as err:
-        StreamingJobHook(conn_id="spark_broken", name="x")
+        launcher_for("spark_broken")
     assert "s3cret-pw" not in str(err.value)
 
 
 def test_a_connection_whose_extra_is_not_json_fails_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_EXTRA", '{"conn_type": "spark", "host": "local[2]", "extra": "{oops"}')
     with pytest.raises(ConnectionLookupError, match="extra of Airflow connection 'spark_extra' is not a JSON object"):
-        StreamingJobHook(conn_id="spark_extra", name="x")
+        launcher_for("spark_extra")
 
 
 def test_a_secrets_backend_that_is_down_fails_the_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,7 +72,7 @@ def test_a_secrets_backend_that_is_down_fails_the_lookup(monkeypatch: pytest.Mon
     monkeypatch.setattr(configuration, "_secrets_backend_cache", {})  # this test's backend only
     monkeypatch.setenv("AIRFLOW__SECRETS__BACKEND", "tests.unit.fixtures.broken_secrets.UnreachableBackend")
     with pytest.raises(ConnectionLookupError, match="'spark_default'.*UnreachableBackend: ConnectionError: vault"):
-        StreamingJobHook(conn_id="spark_default", name="x")
+        launcher_for("spark_default")
 
 
 def test_a_spark_connection_chooses_the_master(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,6 +80,9 @@ def test_a_spark_connection_chooses_the_master(monkeypatch: pytest.MonkeyPatch) 
     hook = StreamingJobHook(conn_id="spark_standalone", name="x")
     assert hook.master == "spark://10.1.2.3:7077"
     assert hook.build_command("/app.py")[1:3] == ["--master", "spark://10.1.2.3:7077"]
+    launcher = launcher_for("spark_standalone")
+    assert isinstance(launcher, LocalLauncher)  # client mode: the driver runs on this host
+    assert launcher.command(Submission("x", "d", [], {}))[1:3] == ["--master", "spark://10.1.2.3:7077"]
 
 
 def test_the_runtime_driver_file_exists() -> None:
@@ -127,7 +134,7 @@ def test_secret_options_are_resolved_from_connections_and_masked(monkeypatch: py
             },
         }
     )
-    resolved = StreamingJobHook(conn_id="no_such_connection").resolve_secret_options(spec)
+    resolved = launcher_for("no_such_connection").secrets(spec)
 
     sink = resolved.options["sink"]
     assert sink["kafka.bootstrap.servers"] == "b1:9093"
@@ -150,7 +157,7 @@ def test_a_missing_secret_connection_is_named_by_its_spec_field() -> None:
     with pytest.raises(
         DeployError, match=r"sink.secret_options.kafka.ssl.key.password: .*'absent_conn' does not exist"
     ):
-        StreamingJobHook(conn_id="no_such_connection").resolve_secret_options(spec)
+        launcher_for("no_such_connection").secrets(spec)
 
 
 @pytest.mark.parametrize(
@@ -173,5 +180,5 @@ def test_an_unreadable_secret_connection_is_named_by_its_spec_field(
         }
     )
     with pytest.raises(ConnectionLookupError, match=rf"^sink.connection: .*'kafka_broken' {reason}") as err:
-        StreamingJobHook(conn_id="no_such_connection").resolve_secret_options(spec)
+        launcher_for("no_such_connection").secrets(spec)
     assert "pw-789" not in str(err.value)

@@ -1,4 +1,5 @@
-"""What a module loads: a rollout's apply step runs the migration's steps without Airflow's task machinery."""
+"""What a module loads: the core (all but the Airflow adapters) imports and runs with Airflow absent, and a
+rollout's apply step runs the migration's steps without Airflow's task machinery."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from airflow_async_stream.control import ControlArea
 
 FORBIDDEN = (
     "airflow_async_stream.operators",
@@ -56,3 +59,134 @@ def test_the_provider_uses_no_task_sdk_internals() -> None:
                 f"{path.relative_to(package)}: {n}" for n in names if n.startswith("airflow.sdk.execution_time")
             ]
     assert not offenders, offenders
+
+
+#: The Airflow adapters: everything else is the core, which imports and runs without Airflow.
+AIRFLOW_SIDE = (
+    "airflow_async_stream.hooks",
+    "airflow_async_stream.operators",
+    "airflow_async_stream.sensors",
+    "airflow_async_stream.triggers",
+    "airflow_async_stream.migrations.safe_disable",  # the TaskGroup factory
+    "airflow_async_stream.rollout.dags",  # the rollout DAG factory
+)
+#: Run first in a fresh interpreter: any import of Airflow raises, as in a venv without it.
+BLOCK_AIRFLOW = """
+import sys
+class _NoAirflow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "airflow" or name.startswith("airflow."):
+            raise ImportError(f"Airflow is blocked here: {name}")
+sys.meta_path.insert(0, _NoAirflow())
+"""
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _core_modules() -> list[str]:
+    import pkgutil
+
+    import airflow_async_stream
+
+    names = [m.name for m in pkgutil.walk_packages(airflow_async_stream.__path__, "airflow_async_stream.")]
+    return [n for n in names if not any(n == side or n.startswith(side + ".") for side in AIRFLOW_SIDE)]
+
+
+def _without_airflow(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK_AIRFLOW + code, *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+def test_every_core_module_imports_with_airflow_blocked() -> None:
+    modules = _core_modules()
+    assert {"airflow_async_stream.deployer", "airflow_async_stream.migrations.safe_disable_steps"} <= set(modules)
+    assert {"airflow_async_stream.rollout.apply", "airflow_async_stream.launcher", "airflow_async_stream.cli"} <= set(
+        modules
+    )
+    code = """
+import importlib, json, traceback
+failed = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        failed[name] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(failed))
+"""
+    result = _without_airflow(code, *modules)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {}
+
+
+def test_the_blocker_blocks(tmp_path: Path) -> None:
+    """The check above means something: an Airflow-side module fails under the same blocker."""
+    result = _without_airflow("import airflow_async_stream.hooks.spark_stream")
+    assert "Airflow is blocked here: airflow" in result.stderr
+
+
+def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_path: Path) -> None:
+    """validate, plan, status, inspect, schema, reconfigure and stop (of a driver of this host, killed when it
+    does not stop) run where Airflow cannot be imported."""
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    spec = folder / "job.yaml"
+    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
+    checkpoint = tmp_path / "ck"
+    spec.write_text(
+        f"name: no-airflow\ncheckpoint: {checkpoint}\nsource: {{format: rate}}\nsink: {{format: noop}}\n"
+        "async_progress: {enabled: true, checkpoint_interval_ms: 0}\n"
+    )
+    control = ControlArea.for_checkpoint(str(checkpoint))
+    control.ensure()
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "tests.fake_driver", control.url, "d-1", "--record-deployment"],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        _await_status(control, driver)
+        run = "from airflow_async_stream.cli import main; sys.exit(main(sys.argv[1:]))"
+        answers = {
+            "validate": _without_airflow(run, "validate", str(spec)),
+            "plan": _without_airflow(run, "plan", str(folder)),
+            "status": _without_airflow(run, "status", str(spec)),
+            "inspect": _without_airflow(run, "inspect", str(spec)),
+            "schema": _without_airflow(run, "schema"),
+            "reconfigure": _without_airflow(run, "reconfigure", str(spec), "--set", "async_progress.enabled=false"),
+            "stop": _without_airflow(run, "stop", str(spec), "--graceful-timeout", "0.1", "--kill-after", "0.3"),
+        }
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        driver.wait()
+    assert all("Airflow is blocked" not in r.stdout + r.stderr for r in answers.values()), answers
+    codes = {name: r.returncode for name, r in answers.items() if name not in ("reconfigure", "stop", "inspect")}
+    assert codes == dict.fromkeys(("validate", "plan", "status", "schema"), 0), answers
+    assert "its query never started" in answers["inspect"].stderr, answers["inspect"]  # a fake driver's checkpoint
+    assert "Traceback" not in answers["reconfigure"].stderr, answers["reconfigure"].stderr
+    # The fake driver ignores the stop request: this host's launcher kills it, with no Airflow to help.
+    assert answers["stop"].stdout == "stopped: state failed\n", answers["stop"]
+    assert driver.returncode == -9
+    assert (control.read_status().error or "").startswith("killed: no final status")
+
+
+def _await_status(control: ControlArea, driver: subprocess.Popen[bytes]) -> None:
+    import time
+
+    deadline = time.monotonic() + 30
+    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != "d-1":
+        assert driver.poll() is None and time.monotonic() < deadline, "the fake driver wrote no status"
+        time.sleep(0.02)
+
+
+def test_without_airflow_a_connection_is_an_error_naming_it_never_a_silent_local_run() -> None:
+    code = """
+from airflow_async_stream.launcher import connect
+try:
+    connect("spark_prod")
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+    result = _without_airflow(code)
+    assert result.stdout.startswith("DeployError Airflow connection 'spark_prod' cannot be read"), result
+    assert "LocalLauncher()" in result.stdout

@@ -1,0 +1,150 @@
+"""The cluster launcher: YARN or Kubernetes cluster mode, through the apache-spark provider's hook.
+
+spark-submit returns at once (Spark's wait-for-completion settings off); the driver runs on the cluster,
+and its state and kill go through the provider hook's YARN/Kubernetes calls. Its control area must then
+be on storage both sides reach (a checkpoint URL such as hdfs://, s3a://, abfs://), so a local checkpoint
+path is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.exceptions import DeployError
+from airflow_async_stream.launcher import Submission, kill_local, runtime_driver_path
+from airflow_async_stream.secret_options import SecretOptions
+from airflow_async_stream.spec import JobSpec
+
+if TYPE_CHECKING:
+    from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+
+__all__ = ["NO_WAIT_CONF", "ClusterLauncher"]
+
+#: spark-submit settings that make it return once the application is submitted, per cluster manager.
+NO_WAIT_CONF = {
+    "yarn": {"spark.yarn.submit.waitAppCompletion": "false"},
+    "kubernetes": {"spark.kubernetes.submission.waitAppCompletion": "false"},
+}
+SUBMIT_TIMEOUT_S = 300.0
+_YARN_RM_EXTRA = "yarn_resourcemanager_webapp_address"
+
+
+class ClusterLauncher:
+    """The driver runs on a YARN or Kubernetes cluster; this host submits it, asks after it and kills it."""
+
+    def __init__(self, hook: StreamingJobHook) -> None:
+        self.hook = hook
+        self.master = hook.master
+        self.extra = hook.extra
+        self.manager = hook.cluster_manager
+
+    def check(self, spec: JobSpec) -> str:
+        if self.manager not in NO_WAIT_CONF:
+            raise DeployError(
+                f"deploy mode 'cluster' on {self.master}: Spark runs Python applications in cluster mode only "
+                "on YARN and Kubernetes; use client mode here (the driver runs detached on the Airflow host)"
+            )
+        if "://" not in spec.checkpoint or spec.checkpoint.startswith("file://"):
+            raise DeployError(
+                f"checkpoint: {spec.checkpoint} is a path on this host, but in cluster mode the driver runs on "
+                f"the {self.manager} cluster and cannot reach it (nor its control area beside it); "
+                "use storage both reach, e.g. hdfs://, s3a:// or abfs://"
+            )
+        if any(endpoint and (endpoint.connection or endpoint.secret_options) for endpoint in (spec.source, spec.sink)):
+            raise DeployError(
+                "source/sink secrets from Airflow connections reach a driver on this host only; in cluster mode "
+                "give the cluster its Kafka credentials (e.g. a Kubernetes secret or a YARN credential provider)"
+            )
+        return f"cluster mode on {self.manager} ({self.master})"
+
+    def secrets(self, spec: JobSpec) -> SecretOptions:
+        return SecretOptions()  # check() refused any: they would not reach the cluster
+
+    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+        """Submit and return once the cluster accepted it, naming the driver it runs; spark-submit's output
+        goes to the control area's driver.log."""
+        from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+
+        hook = StreamingJobHook(
+            conn_id=self.hook.conn_id,
+            conf={**NO_WAIT_CONF[self.manager], **submission.conf},
+            name=submission.name,
+            application_args=submission.arguments,
+        )
+        command = hook.build_command(runtime_driver_path())
+        env = {**os.environ, **(hook._env or {})}
+        result = subprocess.run(
+            command, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=SUBMIT_TIMEOUT_S, check=False
+        )
+        control.write_bytes(ControlArea.DRIVER_LOG, result.stdout + result.stderr)
+        lines = (result.stdout + result.stderr).decode("utf-8", "replace").splitlines()
+        if result.returncode != 0:
+            raise DeployError(
+                f"spark-submit to {self.master} failed (exit {result.returncode}): " + "\n".join(lines[-15:])
+            )
+        driver = self._named_driver(hook, lines)
+        return {**driver, "log": control.path(ControlArea.DRIVER_LOG)}
+
+    def _named_driver(self, hook: StreamingJobHook, lines: list[str]) -> dict[str, Any]:
+        hook._process_spark_submit_log(iter(lines))
+        if self.manager == "yarn" and hook._yarn_application_id:
+            return {"kind": "yarn-application", "application_id": hook._yarn_application_id}
+        if self.manager == "kubernetes" and hook._kubernetes_driver_pod:
+            namespace = hook._connection.get("namespace") or "default"
+            return {"kind": "kubernetes-pod", "pod": hook._kubernetes_driver_pod, "namespace": namespace}
+        raise DeployError(
+            f"spark-submit to {self.master} named no {self.manager} driver; its output:\n" + "\n".join(lines[-15:])
+        )
+
+    def state(self, driver: dict[str, Any]) -> str | None:
+        """The cluster manager's word (YARN application state, Kubernetes pod phase).
+
+        YARN goes through the provider hook's ResourceManager REST call when the connection names
+        ``yarn_resourcemanager_webapp_address``, else through ``yarn application -status``.
+        """
+        kind = driver.get("kind")
+        if kind == "yarn-application":
+            app_id = str(driver["application_id"])
+            if self.extra.get(_YARN_RM_EXTRA):
+                return str(self.hook.query_yarn_application_status(app_id))
+            out = subprocess.run(
+                ["yarn", "application", "-status", app_id], capture_output=True, text=True, env=self._env(), check=False
+            )
+            match = re.search(r"^\s*State\s*:\s*(\w+)", out.stdout, re.MULTILINE)
+            return match.group(1) if match else None
+        if kind == "kubernetes-pod":
+            from airflow.providers.apache.spark.hooks import spark_submit
+
+            pod = spark_submit.kube_client.get_kube_client().read_namespaced_pod(driver["pod"], driver.get("namespace"))
+            return str(pod.status.phase)
+        return None
+
+    def kill(self, driver: dict[str, Any]) -> str:
+        """Kill a driver on the cluster through the provider hook's own calls (one of this host: as LocalLauncher)."""
+        hook = self.hook
+        kind = driver.get("kind", "local-process")
+        if kind == "yarn-application":
+            hook._yarn_application_id = str(driver["application_id"])
+            if hook._yarn_track_via_rm_api:
+                hook._kill_yarn_application(hook._yarn_application_id)
+            else:
+                done = subprocess.run(
+                    ["yarn", "application", "-kill", hook._yarn_application_id], env=self._env(), check=False
+                )
+                hook.log.info("yarn application -kill %s: exit %s", hook._yarn_application_id, done.returncode)
+        elif kind == "kubernetes-pod":
+            hook._kubernetes_driver_pod = str(driver["pod"])
+            hook._connection["namespace"] = driver.get("namespace") or hook._connection.get("namespace")
+            hook._delete_driver_pod()
+        elif kind == "local-process":
+            return kill_local(driver)
+        else:
+            raise DeployError(f"cannot kill a driver of kind {kind!r} through the cluster manager")
+        return "killed on the cluster"
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, **(self.hook._env or {})}

@@ -1,0 +1,263 @@
+"""Where a driver runs: one launcher per deploy mode, so the deploy path never asks "here, or on a cluster?".
+
+A launcher checks a spec against its target, resolves the spec's secret options, launches a driver
+detached (saying where its log goes), tells its cluster's word on a driver, and kills one. Two kinds:
+
+- ``LocalLauncher``: the driver runs on this host (local Spark, or a standalone master in client mode):
+  spark-submit from an argument list in its own session, its output through the rotating log pump, and
+  the process identity that lets this host, and only this host, signal it later;
+- the hook's ``ClusterLauncher`` (hooks/cluster.py): YARN or Kubernetes cluster mode.
+
+The Airflow side builds a launcher from a connection (``hooks.spark_stream.launcher_for``); without Airflow,
+``LocalLauncher()`` runs the embedded local Spark.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any, Protocol
+
+from airflow_async_stream import registry
+from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver_log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
+from airflow_async_stream.driver_process import DriverProcess, identify
+from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
+from airflow_async_stream.secret_options import SecretOptions
+from airflow_async_stream.spec import JobSpec
+
+__all__ = [
+    "EMBEDDED_MASTER",
+    "Launcher",
+    "LocalLauncher",
+    "Submission",
+    "check_java",
+    "connect",
+    "kill_local",
+    "runtime_driver_path",
+    "spark_submit_binary",
+]
+
+EMBEDDED_MASTER = "local[*]"
+MIN_JAVA = 17
+#: How long a killed driver process may take to vanish before the stop reports.
+KILLED_EXIT_S = 10.0
+_JAVA_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One driver to launch, as the deploy decided it; the launcher adds where and how."""
+
+    job: str
+    deployment_id: str
+    arguments: list[str]
+    conf: dict[str, str]
+    #: Reaches only spark-submit and the driver it starts (secrets travel this way, never on the command line).
+    env: dict[str, str] = field(default_factory=dict)
+    #: The driver log's rotation: bytes per file, files kept (see driver_log.py).
+    log_limits: tuple[int, int] = (DEFAULT_FILE_BYTES, DEFAULT_FILES)
+
+    @property
+    def name(self) -> str:
+        return f"async-stream-{self.job}"
+
+
+class Launcher(Protocol):
+    """What the deploy path needs of a deploy mode."""
+
+    #: The Spark master URL, for the deployment record.
+    master: str
+    #: The connection's extra (Kafka package versions); empty without a connection.
+    extra: Mapping[str, Any]
+
+    def check(self, spec: JobSpec) -> str:
+        """Refuse, before anything is submitted, what cannot work on this target; say what was checked."""
+
+    def secrets(self, spec: JobSpec) -> SecretOptions:
+        """The options the spec names by connection; a missing or unreadable one fails, naming its field."""
+
+    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+        """Start the driver detached; return the deployment record's ``driver`` entry (with its ``log``)."""
+
+    def state(self, driver: dict[str, Any]) -> str | None:
+        """The cluster manager's word on a driver (None when no cluster manager watches it)."""
+
+    def kill(self, driver: dict[str, Any]) -> str:
+        """Kill the driver; say what happened, or raise NotSignalledError saying why not from here."""
+
+
+def runtime_driver_path() -> str:
+    """The runtime's entry file, found without importing the runtime (which imports pyspark)."""
+    return str(Path(__file__).resolve().parent / "runtime" / "driver.py")
+
+
+def spark_submit_binary(binary: str = "spark-submit") -> str:
+    """``binary`` from PATH, else the one shipped in the installed pyspark package."""
+    found = shutil.which(binary)
+    if found:
+        return found
+    spec = find_spec("pyspark")
+    if spec and spec.submodule_search_locations:
+        bundled = Path(next(iter(spec.submodule_search_locations))) / "bin" / binary
+        if bundled.exists():
+            return str(bundled)
+    raise DeployError(f"{binary} was not found on PATH nor in the installed pyspark package")
+
+
+def check_java() -> str:
+    """Return the Java version string, or raise JavaNotFoundError with what to do about it."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise JavaNotFoundError(
+            f"Java {MIN_JAVA}+ is required to run Spark on this host, but no `java` was found "
+            f"({'JAVA_HOME=' + java_home if java_home else 'not on PATH and JAVA_HOME is unset'}). "
+            "Install a JDK 17 or newer (e.g. `apt-get install openjdk-17-jre-headless`)."
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    match = _JAVA_VERSION_RE.search(out.stderr + out.stdout)
+    if not match:
+        raise JavaNotFoundError(f"could not read the version of {java}: {out.stderr.strip()[:200]}")
+    major = int(match.group(1))
+    if major == 1:  # "1.8.0" style
+        major = int(match.group(2) or 0)
+    if major < MIN_JAVA:
+        raise JavaNotFoundError(f"Spark 4 needs Java {MIN_JAVA}+, but {java} is Java {major}")
+    return next(line.strip() for line in (out.stderr + out.stdout).splitlines() if match.group(0) in line)
+
+
+def kill_local(driver: dict[str, Any]) -> str:
+    """SIGKILL the process group of a driver this host provably launched, and give it a moment to exit."""
+    process = DriverProcess.of(driver)
+    if process.refusal is not None or process.pid is None:
+        raise NotSignalledError(process.refusal or "its deployment record names no process")
+    if not process.alive:
+        return f"the driver process (pid {process.pid}) exited"
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # it was launched as its own process group
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + KILLED_EXIT_S
+    while DriverProcess.of(driver).alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return "killed"
+
+
+def _no_secrets(spec: JobSpec) -> SecretOptions:
+    named = [side for side in ("source", "sink") if (e := getattr(spec, side)) and (e.connection or e.secret_options)]
+    if named:
+        raise DeployError(
+            f"{named[0]}: names Airflow connections, which only a deploy through Airflow can read "
+            "(this launcher was built without Airflow)"
+        )
+    return SecretOptions()
+
+
+class LocalLauncher:
+    """The driver runs on this host: spark-submit detached in its own session, output through the log pump.
+
+    ``base`` is the start of the command (binary and the connection's arguments: master, deploy mode,
+    keytab, ...); the submission's settings, name, application and arguments follow it.
+    """
+
+    def __init__(
+        self,
+        base: list[str] | None = None,
+        master: str = EMBEDDED_MASTER,
+        env: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        secrets: Callable[[JobSpec], SecretOptions] = _no_secrets,
+    ) -> None:
+        self.master = master
+        self.base = base
+        self.env = dict(env or {})
+        self.extra = dict(extra or {})
+        self._secrets = secrets
+
+    def check(self, spec: JobSpec) -> str:
+        return f"Java on this host: {check_java()}"
+
+    def secrets(self, spec: JobSpec) -> SecretOptions:
+        return self._secrets(spec)
+
+    def command(self, submission: Submission) -> list[str]:
+        """The exact spark-submit argument list (no shell ever sees it)."""
+        conf = [arg for key, value in submission.conf.items() for arg in ("--conf", f"{key}={value}")]
+        base = self.base if self.base is not None else [spark_submit_binary(), "--master", self.master]
+        return [*base, *conf, "--name", submission.name, runtime_driver_path(), *submission.arguments]
+
+    def log_path(self, submission: Submission, control: ControlArea) -> tuple[str, bool]:
+        """Where spark-submit's output goes, and whether that is a file of this host only (a remote control area)."""
+        if control.is_local:
+            return control.path(ControlArea.DRIVER_LOG), False
+        return registry.local_log_path(submission.job, submission.deployment_id), True
+
+    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+        log_path, on_host = self.log_path(submission, control)
+        pid, pump_pid = self._start(self.command(submission), submission, log_path)
+        return {
+            "kind": "local-process",
+            **identify(pid),
+            "log": log_path,
+            "log_on_host": on_host,
+            "log_pump_pid": pump_pid,
+        }
+
+    def _start(self, command: list[str], submission: Submission, log_path: str) -> tuple[int, int]:
+        """Start spark-submit in its own session, output through the pump; its and the pump's pids."""
+        env = {**os.environ, **self.env, **submission.env}
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        pump, output = start_pump(log_path, *submission.log_limits)
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
+        finally:
+            os.close(output)
+        # Reap both when they end, so a long-lived Airflow process never keeps a zombie that looks alive.
+        for child in (process, pump):
+            threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()
+        return process.pid, pump.pid
+
+    def state(self, driver: dict[str, Any]) -> str | None:
+        return None  # its spark-submit's exit is seen from its identity (driver_process.py)
+
+    def kill(self, driver: dict[str, Any]) -> str:
+        if driver.get("kind", "local-process") != "local-process":
+            raise NotSignalledError(
+                f"its driver runs on a cluster ({driver.get('kind')}): stop it through the Airflow Spark "
+                "connection it was deployed with"
+            )
+        return kill_local(driver)
+
+
+def connect(conn_id: str) -> Launcher:
+    """The launcher an Airflow Spark connection names (the embedded local Spark when it does not exist).
+
+    The one door from the core into the Airflow side, for callers that did not bring a launcher.
+    """
+    try:
+        from airflow_async_stream.hooks.spark_stream import launcher_for
+    except ImportError as exc:
+        raise DeployError(
+            f"Airflow connection {conn_id!r} cannot be read: Airflow is not installed here ({exc}); "
+            "give the deploy a launcher (LocalLauncher() runs the driver on this host)"
+        ) from None
+    return launcher_for(conn_id)
