@@ -41,6 +41,7 @@ PROVIDER_PRIVATES = (
     "_kill_yarn_application",
     "_delete_driver_pod",
 )
+# Also read: the provider module's ``kube_client`` (absent, or None, without the cncf-kubernetes provider).
 
 
 class StreamingJobHook(SparkSubmitHook):

@@ -182,3 +182,34 @@ def test_an_unreadable_secret_connection_is_named_by_its_spec_field(
     with pytest.raises(ConnectionLookupError, match=rf"^sink.connection: .*'kafka_broken' {reason}") as err:
         launcher_for("no_such_connection").secrets(spec)
     assert "pw-789" not in str(err.value)
+
+
+def test_every_private_member_of_the_provider_used_here_exists_in_the_installed_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release of apache-airflow-providers-apache-spark that renames one fails here, not in a user's deploy."""
+    from airflow.providers.apache.spark.hooks import spark_submit
+
+    from airflow_async_stream.hooks.spark_stream import PROVIDER_PRIVATES
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_SA", "spark://10.1.2.3:7077")
+    provider_hook = spark_submit.SparkSubmitHook(conn_id="spark_sa")
+    assert [name for name in PROVIDER_PRIVATES if not hasattr(provider_hook, name)] == []
+
+
+def test_the_list_of_provider_privates_is_complete() -> None:
+    """Every ``_member`` the hook modules reach on the provider's hook (``self`` in the hook, ``hook`` and
+    ``self.hook`` in the cluster launcher) is named in PROVIDER_PRIVATES."""
+    import ast
+
+    from airflow_async_stream.hooks.spark_stream import PROVIDER_PRIVATES
+
+    hooks = Path(__file__).resolve().parents[2] / "airflow_async_stream" / "hooks"
+    used = set()
+    for name, owners in (("spark_stream.py", {"self"}), ("cluster.py", {"hook", "self.hook"})):
+        for node in ast.walk(ast.parse((hooks / name).read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                if ast.unparse(node.value) in owners:
+                    used.add(node.attr)
+    assert used - set(PROVIDER_PRIVATES) == set()
+    assert used >= {"_connection", "_build_spark_common_args", "_kill_yarn_application", "_delete_driver_pod"}
