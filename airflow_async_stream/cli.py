@@ -29,7 +29,7 @@ from airflow_async_stream.exceptions import (
     ReconfigureError,
     SpecError,
 )
-from airflow_async_stream.launcher import LocalLauncher, connect
+from airflow_async_stream.launcher import LocalLauncher
 from airflow_async_stream.lease import Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, parse_spec, spec_json_schema
@@ -309,7 +309,9 @@ class _StopLauncher(LocalLauncher):
     def kill(self, driver: dict[str, Any]) -> str:
         if driver.get("kind", "local-process") == "local-process":
             return super().kill(driver)
-        return connect(self.conn_id).kill(driver)
+        from airflow_async_stream.hooks.launchers import launcher_for  # the Airflow side, only for this
+
+        return launcher_for(self.conn_id).kill(driver)
 
 
 def _cmd_release(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -25,28 +26,22 @@ from airflow_async_stream.control import (
     liveness,
     now,
 )
-from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.exceptions import (
+    DeployError,
     DriverFailedError,
     DriverStartTimeoutError,
     HoldRevokedError,
     JobAlreadyRunningError,
     StopTimeoutError,
 )
-from airflow_async_stream.fence import Fence
-from airflow_async_stream.launcher import Launcher, Submission, connect
-from airflow_async_stream.lease import Holder, RunState, held, revoke
+from airflow_async_stream.launcher import Launcher, Submission
+from airflow_async_stream.lease import Grant, Holder, RunState, held, revoke
 from airflow_async_stream.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
-from airflow_async_stream.packages import packages_conf
-from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
-__all__ = ["DEFAULT_SPARK_CONF", "DeploySettings", "deploy_job", "stop_job"]
+__all__ = ["DeploySettings", "deploy_job", "stop_job"]
 
 _log = logging.getLogger(__name__)
-
-#: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
-DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
 
 
 @dataclass(frozen=True)
@@ -61,12 +56,18 @@ class DeploySettings:
     stop_kill_after_s: float = 120.0
     requested_by: str = "airflow-async-stream"
     airflow: dict[str, Any] = field(default_factory=dict)  # dag_id, run_id, task_id, try_number
-    #: Where drivers run; the Airflow side builds it from ``conn_id`` when the task runs. None: built here.
-    launcher: Launcher | None = field(default=None, compare=False, repr=False)
+    #: Where drivers run, or a function that builds the launcher when a deploy or stop needs it: the Airflow
+    #: side makes it from ``conn_id`` (hooks/launchers.py).
+    launcher: Launcher | Callable[[], Launcher] | None = field(default=None, compare=False, repr=False)
 
     def target(self) -> Launcher:
-        """The launcher, or the one ``conn_id`` names (the core's one door into the Airflow side)."""
-        return self.launcher if self.launcher is not None else connect(self.conn_id)
+        """The launcher; without one, an error (never a silent run somewhere the connection did not name)."""
+        if self.launcher is None:
+            raise DeployError(
+                f"no launcher for connection {self.conn_id!r}: in Airflow, hooks.launchers.launcher_for(conn_id) "
+                "builds it; without Airflow, LocalLauncher() runs the driver on this host"
+            )
+        return self.launcher() if callable(self.launcher) else self.launcher
 
     @property
     def hold_ttl_s(self) -> float:
@@ -115,25 +116,14 @@ def deploy_job(
     launcher = settings.target()
     log.info("Target %s: %s", launcher.master, launcher.check(spec))  # refused here, before any Spark work
     secrets = launcher.secrets(spec)  # a missing connection fails here too
-    spec_bytes = spec.to_json_bytes()
     deployment_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-    logs = spec.log_settings
-    submission = Submission(
-        job=spec.name,
-        deployment_id=deployment_id,
-        arguments=driver_arguments(control.url, deployment_id, spec, spec_bytes),
-        conf={**DEFAULT_SPARK_CONF, **packages_conf(spec, dict(launcher.extra)), **spec.spark_conf_strings()},
-        env=secrets.to_env(),
-        log_limits=(logs.driver_log_max_bytes, logs.driver_log_files),
-    )
+    submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra)
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, run_state) as grant:
         _make_room(control, spec, launcher, settings, log)
-        record = _record(spec, launcher.master, control, deployment_id, settings, secrets)
-        record = _submit(
-            control, launcher, submission, record.but(hold_token=grant.token), spec_bytes, log, grant.fence
-        )
-        return _confirm(spec, control, launcher, record, settings, log, grant.fence)
+        record = _record(spec, launcher.master, control, submission, settings).but(hold_token=grant.token)
+        record = _submit(control, launcher, submission, record, log, grant)
+        return _confirm(spec, control, launcher, record, settings, log, grant)
 
 
 def _submit(
@@ -141,21 +131,20 @@ def _submit(
     launcher: Launcher,
     submission: Submission,
     record: Deployment,
-    spec_bytes: bytes,
     log: logging.Logger,
-    fence: Fence,
+    grant: Grant,
 ) -> Deployment:
     """Write the spec and deployment record, then launch the driver detached.
 
     Fenced: a hold ended meanwhile (a forced stop while the old driver was stopped) fails here, changing
     nothing; one ended after the record is written is seen by the driver itself, which then does not start.
     """
-    with fence.guarded():  # no revocation between the check and these writes
-        control.write_bytes(ControlArea.SPEC, spec_bytes)
+    with grant.guarded():  # no revocation between the check and these writes
+        control.write_bytes(ControlArea.SPEC, submission.spec_json)
         control.write_deployment(record)
         control.remove(ControlArea.STOP_REQUEST)
     try:
-        fence.check()  # once more, right before the launch
+        grant.check()  # once more, right before the launch
     except HoldRevokedError:
         control.write_deployment(record.but(state=NOT_LAUNCHED))  # so a stop does not wait for it
         raise
@@ -176,7 +165,7 @@ def _confirm(
     record: Deployment,
     settings: DeploySettings,
     log: logging.Logger,
-    fence: Fence,
+    grant: Grant,
 ) -> Deployment:
     """Wait for the query's first micro-batch; a driver that does not start in time is stopped. A driver
     that did not start because the hold was ended while it launched fails the deploy with HoldRevokedError."""
@@ -186,7 +175,7 @@ def _confirm(
             control, record.deployment_id, driver, settings.startup_timeout_s, log=log, launcher=launcher
         )
     except DriverFailedError:
-        fence.check()
+        grant.check()
         raise
     except DriverStartTimeoutError:
         try:
@@ -261,16 +250,11 @@ def _make_room(
 
 
 def _record(
-    spec: JobSpec,
-    master: str,
-    control: ControlArea,
-    deployment_id: str,
-    settings: DeploySettings,
-    secrets: SecretOptions,
+    spec: JobSpec, master: str, control: ControlArea, submission: Submission, settings: DeploySettings
 ) -> Deployment:
     return Deployment(
         job=spec.name,
-        deployment_id=deployment_id,
+        deployment_id=submission.deployment_id,
         checkpoint=spec.checkpoint,
         control_area=control.url,
         master=master,
@@ -280,5 +264,5 @@ def _record(
         deployed_at=now(),
         state=SUBMITTED,
         airflow={k: settings.airflow.get(k) for k in ("dag_id", "run_id", "task_id", "try_number")},
-        secret_options=secrets.names(),  # which options came from connections; never their values
+        secret_options=submission.secret_names,  # which options came from connections; never their values
     )

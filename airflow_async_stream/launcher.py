@@ -8,8 +8,8 @@ detached (saying where its log goes), tells its cluster's word on a driver, and 
   the process identity that lets this host, and only this host, signal it later;
 - the hook's ``ClusterLauncher`` (hooks/cluster.py): YARN or Kubernetes cluster mode.
 
-The Airflow side builds a launcher from a connection (``hooks.spark_stream.launcher_for``); without Airflow,
-``LocalLauncher()`` runs the embedded local Spark.
+The Airflow side builds a launcher from a connection (``hooks/launchers.py``) and passes it in; without
+Airflow, ``LocalLauncher()`` runs the embedded local Spark.
 """
 
 from __future__ import annotations
@@ -30,25 +30,29 @@ from typing import Any, Protocol
 
 from airflow_async_stream import registry
 from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.driver_log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
 from airflow_async_stream.driver_process import DriverProcess, identify
 from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
+from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
 __all__ = [
+    "DEFAULT_SPARK_CONF",
     "EMBEDDED_MASTER",
     "Launcher",
     "LocalLauncher",
     "Submission",
     "check_java",
-    "connect",
     "kill_local",
     "runtime_driver_path",
     "spark_submit_binary",
 ]
 
 EMBEDDED_MASTER = "local[*]"
+#: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
+DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
 MIN_JAVA = 17
 #: How long a killed driver process may take to vanish before the stop reports.
 KILLED_EXIT_S = 10.0
@@ -67,6 +71,29 @@ class Submission:
     env: dict[str, str] = field(default_factory=dict)
     #: The driver log's rotation: bytes per file, files kept (see driver_log.py).
     log_limits: tuple[int, int] = (DEFAULT_FILE_BYTES, DEFAULT_FILES)
+    #: The spec as the driver reads it (spec.json); its digest is on the command line.
+    spec_json: bytes = b""
+    #: Which options came from connections (for the deployment record; never their values).
+    secret_names: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_spec(
+        cls, spec: JobSpec, control_url: str, deployment_id: str, secrets: SecretOptions, extra: Mapping[str, Any]
+    ) -> Submission:
+        """The driver for ``spec``: its command line, its Spark settings (the Kafka connector a Kafka job
+        needs, then the spec's own), its secrets as environment, its log's limits."""
+        spec_json = spec.to_json_bytes()
+        logs = spec.log_settings
+        return cls(
+            job=spec.name,
+            deployment_id=deployment_id,
+            arguments=driver_arguments(control_url, deployment_id, spec, spec_json),
+            conf={**DEFAULT_SPARK_CONF, **packages_conf(spec, dict(extra)), **spec.spark_conf_strings()},
+            env=secrets.to_env(),
+            log_limits=(logs.driver_log_max_bytes, logs.driver_log_files),
+            spec_json=spec_json,
+            secret_names=secrets.names(),
+        )
 
     @property
     def name(self) -> str:
@@ -155,12 +182,16 @@ def kill_local(driver: dict[str, Any]) -> str:
 
 
 def _no_secrets(spec: JobSpec) -> SecretOptions:
-    named = [side for side in ("source", "sink") if (e := getattr(spec, side)) and (e.connection or e.secret_options)]
-    if named:
-        raise DeployError(
-            f"{named[0]}: names Airflow connections, which only a deploy through Airflow can read "
-            "(this launcher was built without Airflow)"
-        )
+    """A launcher built without Airflow reads no connection: a spec that names one is refused, naming it."""
+    for side in ("source", "sink"):
+        endpoint = getattr(spec, side)
+        named = {"connection": endpoint.connection} if endpoint and endpoint.connection else {}
+        named.update({f"secret_options.{k}": v for k, v in (endpoint.secret_options if endpoint else {}).items()})
+        for field_name, conn_id in named.items():
+            raise DeployError(
+                f"{side}.{field_name}: names Airflow connection {conn_id!r}, which only a launcher built by "
+                "Airflow reads (hooks/launchers.py); this one was built without Airflow"
+            )
     return SecretOptions()
 
 
@@ -246,18 +277,3 @@ class LocalLauncher:
                 "connection it was deployed with"
             )
         return kill_local(driver)
-
-
-def connect(conn_id: str) -> Launcher:
-    """The launcher an Airflow Spark connection names (the embedded local Spark when it does not exist).
-
-    The one door from the core into the Airflow side, for callers that did not bring a launcher.
-    """
-    try:
-        from airflow_async_stream.hooks.spark_stream import launcher_for
-    except ImportError as exc:
-        raise DeployError(
-            f"Airflow connection {conn_id!r} cannot be read: Airflow is not installed here ({exc}); "
-            "give the deploy a launcher (LocalLauncher() runs the driver on this host)"
-        ) from None
-    return launcher_for(conn_id)

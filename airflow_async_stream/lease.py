@@ -85,6 +85,14 @@ class Grant:
     def fence(self) -> fence.Fence:
         return fence.Fence(self.control, self.holder, self.token)
 
+    def check(self) -> None:
+        """Raise HoldRevokedError, changing nothing, when the hold was ended or taken over (see fence.py)."""
+        self.fence.check()
+
+    def guarded(self) -> contextlib.AbstractContextManager[None]:
+        """Check, then run the block's writes before any revocation can land (see fence.py)."""
+        return self.fence.guarded()
+
 
 @contextlib.contextmanager
 def guard(control: ControlArea) -> Iterator[None]:

@@ -133,6 +133,7 @@ def trial(n: int, point: str, root: Path, in_place: bool) -> dict[str, Any]:
     from airflow_async_stream.checkpoint import batch_ids
     from airflow_async_stream.control import ControlArea
     from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
+    from airflow_async_stream.launcher import LocalLauncher
     from airflow_async_stream.lease import Holder
     from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
     from airflow_async_stream.spec import parse_spec
@@ -140,11 +141,15 @@ def trial(n: int, point: str, root: Path, in_place: bool) -> dict[str, Any]:
     checkpoint = str(root / f"ck-{n:02d}")
     spec = parse_spec(_spec(checkpoint))
     control = ControlArea.for_checkpoint(checkpoint)
-    original = deploy_job(spec, Holder.this_process("trial start"), DeploySettings()).deployment_id
+    original = deploy_job(
+        spec, Holder.this_process("trial start"), DeploySettings(launcher=LocalLauncher())
+    ).deployment_id
     while len(batch_ids(checkpoint, "commits")) < 2:
         time.sleep(0.1)
     holder = Holder(f"DAG run trials/run-{n}", "safe-disable", dag_id="trials", run_id=f"run-{n}")
-    migration = SafeDisable(spec, holder, DeploySettings(redeploy=True), wait_timeout_s=120, in_place=in_place)
+    migration = SafeDisable(
+        spec, holder, DeploySettings(launcher=LocalLauncher(), redeploy=True), wait_timeout_s=120, in_place=in_place
+    )
     result: dict[str, Any] = {"trial": n, "point": point}
     thread = threading.Thread(target=_migrate, args=(migration, result), daemon=True)
     thread.start()
@@ -163,7 +168,13 @@ def trial(n: int, point: str, root: Path, in_place: bool) -> dict[str, Any]:
     status = control.read_json(ControlArea.STATUS) or {}
     result.update(drivers_left=len(live_drivers(control.url)), final_state=status.get("state"))
     if result["drivers_left"] or not result["fired"]:
-        stop_job(control, Holder.this_process("trial clean-up"), DeploySettings(), "trial clean-up", force=True)
+        stop_job(
+            control,
+            Holder.this_process("trial clean-up"),
+            DeploySettings(launcher=LocalLauncher()),
+            "trial clean-up",
+            force=True,
+        )
     return result
 
 

@@ -11,16 +11,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DeployError
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.launcher import Submission, kill_local, runtime_driver_path
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
-
-if TYPE_CHECKING:
-    from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 
 __all__ = ["NO_WAIT_CONF", "ClusterLauncher"]
 
@@ -67,8 +65,6 @@ class ClusterLauncher:
     def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
         """Submit and return once the cluster accepted it, naming the driver it runs; spark-submit's output
         goes to the control area's driver.log."""
-        from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-
         hook = StreamingJobHook(
             conn_id=self.hook.conn_id,
             conf={**NO_WAIT_CONF[self.manager], **submission.conf},
@@ -76,7 +72,7 @@ class ClusterLauncher:
             application_args=submission.arguments,
         )
         command = hook.build_command(runtime_driver_path())
-        env = {**os.environ, **(hook._env or {})}
+        env = {**os.environ, **hook.env}
         result = subprocess.run(
             command, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=SUBMIT_TIMEOUT_S, check=False
         )
@@ -147,4 +143,4 @@ class ClusterLauncher:
         return "killed on the cluster"
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, **(self.hook._env or {})}
+        return {**os.environ, **self.hook.env}

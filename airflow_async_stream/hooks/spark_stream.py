@@ -1,10 +1,5 @@
-"""The Airflow Spark connection and the spark-submit command it makes; the launcher it names.
-
-The connection chooses the target. With no connection of that id, jobs run on the embedded local
-Spark (``local[*]``) from the pyspark package, which needs only Java 17+ on the host.
-
-- local and Spark standalone (client mode): the driver runs detached on this host (``LocalLauncher``);
-- YARN and Kubernetes in cluster mode: the driver runs on the cluster (``ClusterLauncher``, hooks/cluster.py).
+"""The Airflow Spark connection and the spark-submit command it makes (hooks/launchers.py turns them into
+the launcher the deploy path uses).
 
 The apache-spark provider's ``SparkSubmitHook`` resolves the connection and builds the command. What
 this hook uses of it that is not public is named in ``PROVIDER_PRIVATES``, which a unit test checks
@@ -13,19 +8,16 @@ against the installed provider, and ``pyproject.toml`` caps the provider below i
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from airflow.providers.apache.spark.hooks import spark_submit
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError
-from airflow_async_stream.hooks.connection_lookup import extra_of, find_connection, secret_options_for
-from airflow_async_stream.launcher import EMBEDDED_MASTER, Launcher, LocalLauncher, spark_submit_binary
+from airflow_async_stream.hooks.connection_lookup import extra_of, find_connection
+from airflow_async_stream.launcher import spark_submit_binary
 
-__all__ = ["PROVIDER_PRIVATES", "StreamingJobHook", "launcher_for"]
-
-_log = logging.getLogger(__name__)
+__all__ = ["PROVIDER_PRIVATES", "StreamingJobHook"]
 
 #: Every member of SparkSubmitHook used here that is not public (tests/unit/test_hook.py checks each).
 PROVIDER_PRIVATES = (
@@ -45,7 +37,7 @@ PROVIDER_PRIVATES = (
 
 
 class StreamingJobHook(SparkSubmitHook):
-    """spark-submit for streaming jobs: the connection's target and command, as a launcher."""
+    """spark-submit for streaming jobs: the connection's target, and the command it makes."""
 
     conn_name_attr = "conn_id"
     default_conn_name = "spark_default"
@@ -56,7 +48,9 @@ class StreamingJobHook(SparkSubmitHook):
         self.conn_id = conn_id
         conn = find_connection(conn_id)
         if conn is None:
-            raise DeployError(f"Airflow connection {conn_id!r} does not exist (launcher_for() runs such jobs locally)")
+            raise DeployError(
+                f"Airflow connection {conn_id!r} does not exist (hooks.launchers.launcher_for runs such jobs locally)"
+            )
         self.extra: dict[str, Any] = extra_of(conn)
         if "k8s" in f"{conn.conn_type}://{conn.host}" and getattr(spark_submit, "kube_client", None) is None:
             raise DeployError(
@@ -89,6 +83,11 @@ class StreamingJobHook(SparkSubmitHook):
                 return manager
         return "other"
 
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment the connection sets for spark-submit (after the command was built)."""
+        return dict(self._env or {})
+
     def _get_spark_binary_path(self) -> list[str]:
         """The configured binary from PATH, else the spark-submit shipped in the pyspark package."""
         return [spark_submit_binary(self._connection["spark_binary"])]
@@ -100,21 +99,3 @@ class StreamingJobHook(SparkSubmitHook):
     def build_command(self, application: str) -> list[str]:
         """The exact spark-submit argument list (no shell ever sees it)."""
         return self._build_spark_submit_command(application)
-
-    def launcher(self) -> Launcher:
-        """The launcher of this connection's deploy mode."""
-        if self.driver_on_this_host:
-            return LocalLauncher(
-                self.base_command(), self.master, env=self._env or {}, extra=self.extra, secrets=secret_options_for
-            )
-        from airflow_async_stream.hooks.cluster import ClusterLauncher
-
-        return ClusterLauncher(self)
-
-
-def launcher_for(conn_id: str) -> Launcher:
-    """The launcher a connection names; the embedded local Spark when no such connection exists."""
-    if find_connection(conn_id) is None:
-        _log.info("No connection %r: running on the embedded local Spark (%s)", conn_id, EMBEDDED_MASTER)
-        return LocalLauncher(secrets=secret_options_for)
-    return StreamingJobHook(conn_id=conn_id).launcher()

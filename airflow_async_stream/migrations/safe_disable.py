@@ -13,6 +13,7 @@ by a redeploy; in place, the stop and the gate happen inside the synchronous swi
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.deployer import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
+from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, dag_run_state, release, take
 from airflow_async_stream.migrations.safe_disable_steps import (
@@ -88,7 +90,9 @@ class SafeDisableStepOperator(DeployStreamingJobOperator):
         return SafeDisable(
             spec,
             Holder.for_task(context, f"safe-disable {spec.name}"),
-            self.settings(context) if context is not None else DeploySettings(conn_id=self.conn_id),
+            self.settings(context)
+            if context is not None
+            else DeploySettings(conn_id=self.conn_id, launcher=partial(launcher_for, self.conn_id)),
             sync_overrides=self.sync_overrides,
             run_state=dag_run_state(context),
             log=self.log,
@@ -196,7 +200,9 @@ def safe_disable_async_progress(
     plan = SafeDisable(
         job,
         deploy=DeploySettings(
-            conn_id=conn_id, startup_timeout_s=startup_timeout_s, stop_graceful_timeout_s=graceful_timeout_s
+            conn_id=conn_id,
+            startup_timeout_s=startup_timeout_s,
+            stop_graceful_timeout_s=graceful_timeout_s,
         ),
         wait_timeout_s=wait_timeout_s,
         async_batches=async_batches,

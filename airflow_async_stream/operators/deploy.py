@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_async_stream.deployer import DeploySettings, deploy_job
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook, launcher_for
+from airflow_async_stream.hooks.launchers import launcher_for
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, dag_run_state
 from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec, spec_operand
 
@@ -69,10 +71,11 @@ class DeployStreamingJobOperator(BaseOperator):
             stop_kill_after_s=self.stop_kill_after_s,
             requested_by=f"{self.dag_id}.{self.task_id}",
             airflow={k: getattr(ti, k, None) for k in ("dag_id", "run_id", "task_id", "try_number")},
+            launcher=partial(launcher_for, self.conn_id),  # a step that launches nothing reads no connection
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
         spec = resolve_spec(self.spec, self.overrides)
         holder = Holder.for_task(context, f"deploy {spec.name}")
-        settings = replace(self.settings(context), launcher=launcher_for(self.conn_id))
+        settings = replace(self.settings(context), launcher=launcher_for(self.conn_id))  # read once, here
         return deploy_job(spec, holder, settings, dag_run_state(context), self.log).to_json()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.deployer import DeploySettings, stop_job
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook, launcher_for
+from airflow_async_stream.hooks.launchers import launcher_for
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, dag_run_state
 from airflow_async_stream.spec import SpecInput, is_templated, resolve_spec, spec_operand
 
@@ -62,7 +64,7 @@ class StopStreamingJobOperator(BaseOperator):
             conn_id=self.conn_id,
             stop_graceful_timeout_s=self.graceful_timeout_s,
             stop_kill_after_s=self.kill_after_s,
-            launcher=launcher_for(self.conn_id),
+            launcher=partial(launcher_for, self.conn_id),  # read only when a driver must be killed
         )
         outcome = stop_job(
             ControlArea.for_checkpoint(spec.checkpoint),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
@@ -23,6 +24,7 @@ from airflow.sdk import DAG, get_current_context, task
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.deployer import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
+from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.lease import Holder, dag_run_state
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
@@ -85,11 +87,8 @@ def rollout_dag(
     A change that failed is not tried again while its spec stays the same (the plan says so); a run
     triggered with conf ``{"retry_failed": true}``, or ``retry_failed=True`` here, tries it again.
     """
-    settings = ApplySettings(
-        folder=folder,
-        deploy=DeploySettings(conn_id=conn_id, startup_timeout_s=startup_timeout_s, requested_by=f"rollout {dag_id}"),
-        wait_timeout_s=wait_timeout_s,
-    )
+    deploy = DeploySettings(conn_id, startup_timeout_s=startup_timeout_s, requested_by=f"rollout {dag_id}")
+    settings = ApplySettings(folder, replace(deploy, launcher=partial(launcher_for, conn_id)), wait_timeout_s)
     only = frozenset(actions) if actions is not None else None
     load_folder(folder)  # at DAG parse: every problem of the folder (specs, names, fleet file) in one import error
     dag_kwargs.setdefault("catchup", False)

@@ -115,7 +115,11 @@ def test_a_forced_stop_while_a_redeploy_stops_the_old_driver_wins(
     take(control, MIGRATION, 600)  # the migration holds the job, as its hold task does
 
     with DriverWatch(checkpoint_dir) as watch:
-        step = _InThread(lambda: deploy_job(_spec(checkpoint_dir), MIGRATION, DeploySettings(redeploy=True)))
+        step = _InThread(
+            lambda: deploy_job(
+                _spec(checkpoint_dir), MIGRATION, DeploySettings(launcher=LocalLauncher(), redeploy=True)
+            )
+        )
         # The window: the old driver said "stopped", and the step waits for its process to exit.
         _await(lambda: control.read_status().state == State.STOPPED, "the old driver's final status")
         assert old.poll() is None and step.error is None and step.result is None
@@ -168,7 +172,7 @@ def test_a_launch_that_outruns_the_revocation_is_stopped_by_the_driver_itself(
     )
 
     with pytest.raises(HoldRevokedError, match="ended by process 1 on elsewhere"):
-        deploy_job(_spec(checkpoint_dir), MIGRATION, DeploySettings(startup_timeout_s=180))
+        deploy_job(_spec(checkpoint_dir), MIGRATION, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
 
     record = control.read_deployment()
     _assert_stopped_before_its_first_batch(control, checkpoint_dir, record.deployment_id)
@@ -194,7 +198,7 @@ def test_a_stop_reaches_a_driver_that_is_still_launching(checkpoint_dir: str, mo
     )
 
     with pytest.raises(HoldRevokedError):
-        deploy_job(_spec(checkpoint_dir), MIGRATION, DeploySettings(startup_timeout_s=180))
+        deploy_job(_spec(checkpoint_dir), MIGRATION, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     stops[0].join()
     forced = stops[0].result
 
@@ -211,7 +215,7 @@ def test_a_reconfigure_request_racing_a_forced_stop_is_never_applied(
 
     control = ControlArea.for_checkpoint(checkpoint_dir)
     spec = _spec(checkpoint_dir)
-    deployed = deploy_job(spec, MIGRATION, DeploySettings(startup_timeout_s=180))
+    deployed = deploy_job(spec, MIGRATION, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     stopper = Holder("process 2 on elsewhere", "stop --force from the command line")
     slower = _spec(checkpoint_dir, trigger={"processing_time": "400 milliseconds"})
 
@@ -278,7 +282,13 @@ def test_a_rollout_step_whose_hold_a_forced_stop_ended_records_it_and_rolls_noth
     )
 
     with pytest.raises(RolloutError, match="ended by process 3 on elsewhere"):
-        apply_item(item, rollout, ApplySettings(str(folder), DeploySettings(startup_timeout_s=180), wait_timeout_s=60))
+        apply_item(
+            item,
+            rollout,
+            ApplySettings(
+                str(folder), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180), wait_timeout_s=60
+            ),
+        )
 
     recorded = control.read_json(ControlArea.ROLLOUT)
     assert recorded["outcome"] == "failed" and "may no longer change" in recorded["error"], recorded

@@ -22,6 +22,7 @@ from airflow_async_stream.continuity import continuity_problems
 from airflow_async_stream.control import ControlArea, ReconfigureRequest, SwitchOutcome, SwitchPhase
 from airflow_async_stream.deployer import DeploySettings, deploy_job
 from airflow_async_stream.exceptions import ReconfigureError, SwitchRefusedError
+from airflow_async_stream.launcher import LocalLauncher
 from airflow_async_stream.lease import Holder
 from airflow_async_stream.reconfigure import reconfigure, running_spec
 from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
@@ -67,7 +68,7 @@ def _commits_after(checkpoint: str, batch: int) -> list[int]:
 def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: str) -> None:
     spec = _job(checkpoint_dir)
     control = ControlArea.for_checkpoint(checkpoint_dir)
-    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+    deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     # A gap in the offset log: with a 3 s interval and 100 ms batches, most batches live only in memory.
     _await(lambda: len(batch_ids(checkpoint_dir, "commits")) >= 2, "two durable async commits")
     first_run = control.read_status().run_id
@@ -132,7 +133,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     struck = _strike_between_stop_and_start(control, checkpoint_dir, spec)
     assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is not None  # left for the next deploy
 
-    redeployed = deploy_job(synchronous, HOLDER, DeploySettings(startup_timeout_s=180))
+    redeployed = deploy_job(synchronous, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     record = control.read_reconfiguration()
     assert record.outcome == SwitchOutcome.ABANDONED and "at stopped" in record.reason, record
     assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
@@ -195,7 +196,7 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
         }
     )
     control = ControlArea.for_checkpoint(checkpoint_dir)
-    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+    deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
 
     run = _cli("reconfigure", checkpoint_dir, "--set", "spark_conf.spark.sql.shuffle.partitions=7",
                "--set", "trigger.processing_time=300 milliseconds")  # fmt: skip
@@ -249,7 +250,7 @@ def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
         }
     )
     control = ControlArea.for_checkpoint(checkpoint_dir)
-    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+    deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     run_id = control.read_status().run_id
 
     with pytest.raises(SwitchRefusedError, match="stateful operators: Aggregate"):
@@ -276,7 +277,7 @@ def test_a_switch_on_an_idle_source_returns_once_the_new_query_runs(
         }
     )
     control = ControlArea.for_checkpoint(checkpoint_dir)
-    deploy_job(spec, HOLDER, DeploySettings(startup_timeout_s=180))
+    deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
 
     started = time.monotonic()
     record = reconfigure(control, _with(spec, trigger={"processing_time": "300 milliseconds"}), timeout_s=600)

@@ -21,7 +21,8 @@ import pytest
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.cluster import ClusterLauncher
-from airflow_async_stream.hooks.spark_stream import StreamingJobHook, launcher_for
+from airflow_async_stream.hooks.launchers import launcher_for
+from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.launcher import LocalLauncher, Submission, runtime_driver_path
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.packages import packages_conf
@@ -79,7 +80,7 @@ def test_standalone_client_mode_runs_the_driver_here(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", "spark://10.0.0.5:7077")
     hook = StreamingJobHook(conn_id="spark_standalone")
     assert (hook.cluster_manager, hook.driver_on_this_host) == ("standalone", True)
-    launcher = hook.launcher()
+    launcher = launcher_for("spark_standalone")
     assert isinstance(launcher, LocalLauncher)
     command = launcher.command(Submission("clicks", "d1", [], {}))
     assert command[1:3] == ["--master", "spark://10.0.0.5:7077"] and "--deploy-mode" not in command

@@ -16,6 +16,7 @@ import pytest
 from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.deployer import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
+from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.lease import Holder
 from airflow_async_stream.rollout.apply import ApplySettings, apply_item
 from airflow_async_stream.rollout.planner import RESTART, PlanItem, spec_digest
@@ -57,7 +58,10 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
                     checkpoint=spec["checkpoint"], desired_spec=wanted, switch=RESTART)  # fmt: skip
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
-    settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings(startup_timeout_s=10))
+    settings = ApplySettings(
+        folder=str(tmp_path / "desired"),
+        deploy=DeploySettings(launcher=launcher_for("spark_default"), startup_timeout_s=10),
+    )
 
     with pytest.raises(RolloutError, match="restart failed: the new spec was not deployed") as caught:
         apply_item(item, Holder.this_process("rollout test"), settings)

@@ -189,6 +189,7 @@ def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypat
     """No Spark: a refused move records the job where it still runs (found then from any host), and a job
     listed once more after its retirement leaves the index."""
     from airflow_async_stream.deployer import DeploySettings
+    from airflow_async_stream.launcher import LocalLauncher
     from airflow_async_stream.lease import Holder
     from airflow_async_stream.rollout.apply import ApplySettings, apply_item
 
@@ -202,7 +203,7 @@ def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypat
     items = {item.job: item for item in plan_folder(folder)}
     assert (items["moved"].action, items["old"].action) == ("refuse", "unchanged")
 
-    settings = ApplySettings(str(folder), DeploySettings())
+    settings = ApplySettings(str(folder), DeploySettings(launcher=LocalLauncher()))
     holder = Holder("DAG run rollout/run-2", "rollout", dag_id="rollout", run_id="run-2")
     assert apply_item(items["moved"], holder, settings)["outcome"] == "refused"
     assert apply_item(items["old"], holder, settings)["outcome"] == "unchanged"

@@ -179,14 +179,21 @@ def _await_status(control: ControlArea, driver: subprocess.Popen[bytes]) -> None
         time.sleep(0.02)
 
 
-def test_without_airflow_a_connection_is_an_error_naming_it_never_a_silent_local_run() -> None:
-    code = """
-from airflow_async_stream.launcher import connect
+def test_without_a_launcher_a_deploy_is_an_error_naming_the_connection_never_a_silent_local_run(
+    tmp_path: Path,
+) -> None:
+    code = f"""
+from airflow_async_stream.deployer import DeploySettings, deploy_job
+from airflow_async_stream.lease import Holder
+from airflow_async_stream.spec import parse_spec
+spec = parse_spec({{"name": "j", "checkpoint": {str(tmp_path / "ck")!r}, "source": {{"format": "rate"}},
+                   "sink": {{"format": "noop"}}}})
 try:
-    connect("spark_prod")
+    deploy_job(spec, Holder.this_process("test"), DeploySettings(conn_id="spark_prod"))
 except Exception as exc:
     print(type(exc).__name__, exc)
 """
     result = _without_airflow(code)
-    assert result.stdout.startswith("DeployError Airflow connection 'spark_prod' cannot be read"), result
+    assert result.stdout.startswith("DeployError no launcher for connection 'spark_prod'"), result
     assert "LocalLauncher()" in result.stdout
+    assert not (tmp_path / "ck.async-stream").exists()  # refused before anything was written

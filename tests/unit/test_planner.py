@@ -369,6 +369,7 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
 def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: Path) -> None:
     from airflow_async_stream.deployer import DeploySettings
     from airflow_async_stream.exceptions import RolloutError
+    from airflow_async_stream.launcher import LocalLauncher
     from airflow_async_stream.lease import Holder
     from airflow_async_stream.rollout.apply import ApplySettings, apply_item
     from airflow_async_stream.rollout.dags import summarize
@@ -378,7 +379,7 @@ def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: 
     control.write_json("rollout.json", {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"})
     item = PlanItem("job", "restart", "changed: trigger — failed at r1 ...", control_url=control.url,
                     desired_spec=BASE, held_back=True)  # fmt: skip
-    settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings())
+    settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings(launcher=LocalLauncher()))
     with pytest.raises(RolloutError, match="job: restart not retried: changed: trigger — failed at r1"):
         apply_item(item, Holder.this_process("test"), settings)
     assert control.read_json("rollout.json") == {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"}
