@@ -68,11 +68,11 @@ class Submission:
     arguments: list[str]
     conf: dict[str, str]
     #: Reaches only spark-submit and the driver it starts (secrets travel this way, never on the command line).
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
     #: The driver log's rotation: bytes per file, files kept (see driver_log.py).
     log_limits: tuple[int, int] = (DEFAULT_FILE_BYTES, DEFAULT_FILES)
     #: The spec as the driver reads it (spec.json); its digest is on the command line.
-    spec_json: bytes = b""
+    spec_json: bytes = field(default=b"", repr=False)
     #: Which options came from connections (for the deployment record; never their values).
     secret_names: list[str] = field(default_factory=list)
 
