@@ -1,7 +1,8 @@
 """Where a driver runs: one launcher per deploy mode, so the deploy path never asks "here, or on a cluster?".
 
 A launcher checks a spec against its target, resolves the spec's secret options, launches a driver
-detached (saying where its log goes), tells its cluster's word on a driver, and kills one. Two kinds:
+detached (saying where its log goes), tells its cluster's word on a driver and whether its launch ended,
+and kills one. Two kinds:
 
 - ``LocalLauncher``: the driver runs on this host (local Spark, or a standalone master in client mode):
   spark-submit from an argument list in its own session, its output through the rotating log pump, and
@@ -29,10 +30,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.control import ControlArea, local_pid_alive
 from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.driver_log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
-from airflow_async_stream.driver_process import DriverProcess, identify
+from airflow_async_stream.driver_process import DriverProcess, identify, launcher_running_here, this_host
 from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
 from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.secret_options import SecretOptions
@@ -46,6 +47,7 @@ __all__ = [
     "Submission",
     "check_java",
     "kill_local",
+    "local_launch_ended",
     "runtime_driver_path",
     "spark_submit_binary",
 ]
@@ -56,6 +58,8 @@ DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
 MIN_JAVA = 17
 #: How long a killed driver process may take to vanish before the stop reports.
 KILLED_EXIT_S = 10.0
+#: How long a driver's log pump may take to write what the driver printed last (it ends at end of output).
+LOG_PUMP_DRAIN_S = 3.0
 _JAVA_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
@@ -120,6 +124,10 @@ class Launcher(Protocol):
     def state(self, driver: dict[str, Any]) -> str | None:
         """The cluster manager's word on a driver (None when no cluster manager watches it)."""
 
+    def ended(self, driver: dict[str, Any]) -> str | None:
+        """Why the driver's launch is over (its spark-submit here exited, its cluster ended it), its log
+        complete; None while it may still run, or when that is not known from here."""
+
     def kill(self, driver: dict[str, Any]) -> str:
         """Kill the driver; say what happened, or raise NotSignalledError saying why not from here."""
 
@@ -179,6 +187,19 @@ def kill_local(driver: dict[str, Any]) -> str:
     while DriverProcess.of(driver).alive and time.monotonic() < deadline:
         time.sleep(0.1)
     return "killed"
+
+
+def local_launch_ended(driver: dict[str, Any]) -> str | None:
+    """Why the spark-submit this host launched for ``driver`` is over, once its log pump wrote the last
+    lines; None while it runs, or when it was not launched here."""
+    if launcher_running_here(driver) is not False:
+        return None
+    pump = driver.get("log_pump_pid")
+    if pump and driver.get("host") == this_host():
+        deadline = time.monotonic() + LOG_PUMP_DRAIN_S
+        while local_pid_alive(int(pump)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return f"spark-submit (pid {driver.get('launcher_pid')}) exited"
 
 
 def _no_secrets(spec: JobSpec) -> SecretOptions:
@@ -268,7 +289,10 @@ class LocalLauncher:
         return process.pid, pump.pid
 
     def state(self, driver: dict[str, Any]) -> str | None:
-        return None  # its spark-submit's exit is seen from its identity (driver_process.py)
+        return None  # no cluster manager: its spark-submit's exit is seen from its identity (ended)
+
+    def ended(self, driver: dict[str, Any]) -> str | None:
+        return local_launch_ended(driver)
 
     def kill(self, driver: dict[str, Any]) -> str:
         if driver.get("kind", "local-process") != "local-process":

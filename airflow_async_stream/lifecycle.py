@@ -6,7 +6,6 @@ Airflow-free, so operators, the CLI and tests share one implementation. Every wa
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,11 +19,10 @@ from airflow_async_stream.control import (
     State,
     Status,
     liveness,
-    local_pid_alive,
     now,
 )
 from airflow_async_stream.driver_log import tail_lines
-from airflow_async_stream.driver_process import DriverProcess, launcher_running_here
+from airflow_async_stream.driver_process import DriverProcess
 from airflow_async_stream.exceptions import (
     DriverFailedError,
     DriverStartTimeoutError,
@@ -41,9 +39,6 @@ _log = logging.getLogger(__name__)
 POLL_S = 0.1
 REMOTE_POLL_S = 0.5
 REPORT_EVERY_S = 10.0
-CLUSTER_CHECK_EVERY_S = 5.0
-#: YARN application states and Kubernetes pod phases of a driver that is no more.
-CLUSTER_ENDED_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "SUCCEEDED"})
 
 
 def log_tail(control: ControlArea, lines: int = 30) -> str:
@@ -58,20 +53,6 @@ def log_tail(control: ControlArea, lines: int = 30) -> str:
     if local_log:
         return tail_lines(_read_local, local_log, lines)
     return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines)
-
-
-#: How long a driver's log pump may take to write what the driver printed last (it ends at end of output).
-LOG_PUMP_DRAIN_S = 3.0
-
-
-def _await_log_pump(driver: dict[str, Any], sleep: Callable[[float], None] = time.sleep) -> None:
-    """Let the log pump of a driver that just exited write its last lines before they are shown."""
-    pid = driver.get("log_pump_pid")
-    if not pid or driver.get("host") != socket.gethostname():
-        return
-    deadline = time.monotonic() + LOG_PUMP_DRAIN_S
-    while local_pid_alive(int(pid)) and time.monotonic() < deadline:
-        sleep(0.05)
 
 
 def _read_local(path: str) -> bytes:
@@ -101,14 +82,13 @@ def wait_until_running(
 ) -> Status:
     """Wait for the query's first progress (or idle) event; fail fast with the driver's own error.
 
-    ``driver`` (the deployment record's) launched on this host: its spark-submit exiting fails the wait at once.
-
-    ``launcher`` is asked for its cluster's word on the driver every few seconds, so a driver its cluster
-    manager already ended fails the wait at once instead of at the timeout.
+    ``launcher`` (default: this host's) is asked whether ``driver`` (the deployment record's) ended: its
+    spark-submit on this host exiting, or its cluster manager ending it, fails the wait at once instead of
+    at the timeout.
     """
+    launcher = launcher or LocalLauncher()
     start = time.monotonic()
     next_report = start + REPORT_EVERY_S
-    next_cluster_check = start
     while True:
         status = _status_of(control, deployment_id)
         state = status.state if status else "submitted"
@@ -119,25 +99,12 @@ def wait_until_running(
         if status and state in FINAL_STATES:
             why = status.stop_reason or "before its query ran"
             raise DriverFailedError(f"the driver ended ({state}): {why}")
-        if launcher_running_here(driver) is False:
+        ended = launcher.ended(driver) if driver is not None else None
+        if ended:
             status = _status_of(control, deployment_id)
             if status and status.state == State.FAILED:
                 raise DriverFailedError(f"the driver failed: {status.error}")
-            _await_log_pump(driver or {})
-            raise DriverFailedError(
-                f"spark-submit (pid {(driver or {}).get('launcher_pid')}) exited before the query ran; "
-                f"end of its log:\n{log_tail(control)}"
-            )
-        if launcher is not None and driver is not None and time.monotonic() >= next_cluster_check:
-            next_cluster_check = time.monotonic() + CLUSTER_CHECK_EVERY_S
-            state_there = launcher.state(driver)
-            if state_there and state_there.upper() in CLUSTER_ENDED_STATES:
-                status = _status_of(control, deployment_id)
-                error = status.error if status else None
-                raise DriverFailedError(
-                    f"the driver ended on its cluster ({state_there}) before its query ran"
-                    + (f": {error}" if error else "")
-                )
+            raise DriverFailedError(f"{ended} before the query ran; end of its log:\n{log_tail(control)}")
         elapsed = time.monotonic() - start
         if elapsed > timeout_s:
             raise DriverStartTimeoutError(
@@ -192,7 +159,7 @@ def stop_driver(
     status = control.read_status()
     judged = liveness(status)
     if not judged.live:
-        launching = _launching(control, status)
+        launching = _launching(control, status, launcher)
         if launching is not None:
             return _stop_launching(control, launching, reason, graceful_timeout_s, kill_after_s, log, sleep, launcher)
         log.info("Nothing to stop for %s: %s", control.url, judged.reason)
@@ -232,7 +199,7 @@ def stop_driver(
 LAUNCH_WINDOW_S = 60.0
 
 
-def _launching(control: ControlArea, status: Status | None) -> Deployment | None:
+def _launching(control: ControlArea, status: Status | None, launcher: Launcher) -> Deployment | None:
     """The newest deployment when it is submitted but its driver has not reported yet (the status still
     names an earlier deployment, or none): a stop must reach it too, or it would run on after "stopped"."""
     record = control.read_deployment()
@@ -246,8 +213,8 @@ def _launching(control: ControlArea, status: Status | None) -> Deployment | None
     driver = record.driver
     if driver is None:
         return record if now() - float(record.deployed_at or 0) < LAUNCH_WINDOW_S else None
-    if launcher_running_here(driver) is False:
-        return None  # its spark-submit exited without a word: nothing launches any more
+    if launcher.ended(driver):
+        return None  # its spark-submit exited (or its cluster ended it) without a word: nothing launches
     return record
 
 
@@ -275,7 +242,7 @@ def _stop_launching(
         if status is not None and liveness(status).live:  # it reports: the usual stop (its request stands)
             left_s = max(0.0, deadline - time.monotonic())
             return stop_driver(control, reason, graceful_timeout_s, left_s, log, sleep, launcher)
-        if _launching(control, status) is None:
+        if _launching(control, status, launcher) is None:
             log.info(
                 "Deployment %s ended without reporting (its deploy gave up, or its launcher exited)", deployment_id
             )

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from typing import Any
 
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.launcher import Submission, kill_local, runtime_driver_path
+from airflow_async_stream.launcher import Submission, kill_local, local_launch_ended, runtime_driver_path
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
@@ -28,6 +29,10 @@ NO_WAIT_CONF = {
     "kubernetes": {"spark.kubernetes.submission.waitAppCompletion": "false"},
 }
 SUBMIT_TIMEOUT_S = 300.0
+#: How often a wait asks the cluster manager after a driver (each answer is a request to YARN or Kubernetes).
+STATE_EVERY_S = 5.0
+#: YARN application states and Kubernetes pod phases of a driver that is no more.
+ENDED_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "SUCCEEDED"})
 _YARN_RM_EXTRA = "yarn_resourcemanager_webapp_address"
 
 
@@ -39,6 +44,7 @@ class ClusterLauncher:
         self.master = hook.master
         self.extra = hook.extra
         self.manager = hook.cluster_manager
+        self._next_state_at = 0.0
 
     def check(self, spec: JobSpec) -> str:
         if self.manager not in NO_WAIT_CONF:
@@ -118,6 +124,16 @@ class ClusterLauncher:
             pod = spark_submit.kube_client.get_kube_client().read_namespaced_pod(driver["pod"], driver.get("namespace"))
             return str(pod.status.phase)
         return None
+
+    def ended(self, driver: dict[str, Any]) -> str | None:
+        """Asked on every poll of a wait: the cluster manager answers every STATE_EVERY_S at most."""
+        if driver.get("kind", "local-process") == "local-process":
+            return local_launch_ended(driver)
+        if time.monotonic() < self._next_state_at:
+            return None
+        self._next_state_at = time.monotonic() + STATE_EVERY_S
+        state = self.state(driver)
+        return f"the driver ended on its cluster ({state})" if state and state.upper() in ENDED_STATES else None
 
     def kill(self, driver: dict[str, Any]) -> str:
         """Kill a driver on the cluster through the provider hook's own calls (one of this host: as LocalLauncher)."""

@@ -68,8 +68,8 @@ class _Ended(LocalLauncher):
         super().__init__()
         self.killed: list[dict[str, Any]] = []
 
-    def state(self, driver: dict[str, Any]) -> str | None:
-        return "FAILED"
+    def ended(self, driver: dict[str, Any]) -> str | None:
+        return "the driver ended on its cluster (FAILED)"
 
     def kill(self, driver: dict[str, Any]) -> str:
         self.killed.append(driver)
@@ -138,6 +138,11 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
         bin_dir, "yarn", "Application Report : \n\tApplication-Id : application_1700000000000_0042\n\tState : RUNNING"
     )
     assert launcher.state(driver) == "RUNNING"
+    assert launcher.ended(driver) is None
+    _stub(bin_dir, "yarn", "Application Report : \n\tState : FAILED")
+    assert launcher.ended(driver) is None  # asked again within STATE_EVERY_S: the cluster is not asked
+    launcher._next_state_at = 0.0  # as STATE_EVERY_S later
+    assert launcher.ended(driver) == "the driver ended on its cluster (FAILED)"
     assert _calls(bin_dir, "yarn")[-1] == ["application", "-status", "application_1700000000000_0042"]
 
 
