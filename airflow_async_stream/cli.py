@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from airflow_async_stream.exceptions import (
     ReconfigureError,
     SpecError,
 )
-from airflow_async_stream.launcher import LocalLauncher
+from airflow_async_stream.launcher import DeferredLauncher, Launcher
 from airflow_async_stream.lease import Holder, held, lease_state, revoke
 from airflow_async_stream.lifecycle import stop_driver
 from airflow_async_stream.spec import load_spec, parse_spec, spec_json_schema
@@ -266,6 +267,13 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _connection_launcher(conn_id: str) -> Launcher:
+    """The Airflow connection's launcher, for a driver on a cluster only (the CLI starts without Airflow)."""
+    from airflow_async_stream.hooks.launchers import launcher_for
+
+    return launcher_for(conn_id)
+
+
 def _cmd_stop(args: argparse.Namespace) -> int:
     control = _control_for(args.target)
     holder = Holder.this_process("stop from the command line")
@@ -281,7 +289,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
                 "stop from the command line",
                 graceful_timeout_s=args.graceful_timeout,
                 kill_after_s=args.kill_after,
-                launcher=_StopLauncher(args.conn_id),
+                launcher=DeferredLauncher(partial(_connection_launcher, args.conn_id)),
             )
     except JobHeldError as exc:
         print(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
@@ -296,22 +304,6 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
     return EXIT_INVALID if outcome.was_live and state == State.FAILED else EXIT_OK
-
-
-class _StopLauncher(LocalLauncher):
-    """Kills a driver of this host itself; a stuck YARN or Kubernetes one through the Airflow connection's
-    launcher, loaded only when such a kill is needed (the CLI starts without Airflow otherwise)."""
-
-    def __init__(self, conn_id: str) -> None:
-        super().__init__()
-        self.conn_id = conn_id
-
-    def kill(self, driver: dict[str, Any]) -> str:
-        if driver.get("kind", "local-process") == "local-process":
-            return super().kill(driver)
-        from airflow_async_stream.hooks.launchers import launcher_for  # the Airflow side, only for this
-
-        return launcher_for(self.conn_id).kill(driver)
 
 
 def _cmd_release(args: argparse.Namespace) -> int:

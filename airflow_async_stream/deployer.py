@@ -34,7 +34,7 @@ from airflow_async_stream.exceptions import (
     JobAlreadyRunningError,
     StopTimeoutError,
 )
-from airflow_async_stream.launcher import Launcher, Submission
+from airflow_async_stream.launcher import DeferredLauncher, Launcher, LocalLauncher, Submission
 from airflow_async_stream.lease import Grant, Holder, RunState, held, revoke
 from airflow_async_stream.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
 from airflow_async_stream.spec import JobSpec
@@ -59,6 +59,13 @@ class DeploySettings:
     #: Where drivers run, or a function that builds the launcher when a deploy or stop needs it: the Airflow
     #: side makes it from ``conn_id`` (hooks/launchers.py).
     launcher: Launcher | Callable[[], Launcher] | None = field(default=None, compare=False, repr=False)
+
+    def stopper(self) -> Launcher:
+        """The launcher a stop uses, built only if the stop needs it; without one, this host's (which kills
+        only a driver process it provably launched, and names the connection for a driver on a cluster)."""
+        if self.launcher is None:
+            return LocalLauncher()
+        return DeferredLauncher(self.launcher) if callable(self.launcher) else self.launcher
 
     def target(self) -> Launcher:
         """The launcher; without one, an error (never a silent run somewhere the connection did not name)."""
@@ -100,7 +107,7 @@ def stop_job(
             graceful_timeout_s=settings.stop_graceful_timeout_s,
             kill_after_s=settings.stop_kill_after_s,
             log=log,
-            launcher=settings.target(),
+            launcher=settings.stopper(),
         )
 
 

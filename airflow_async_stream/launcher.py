@@ -41,6 +41,7 @@ from airflow_async_stream.spec import JobSpec
 
 __all__ = [
     "DEFAULT_SPARK_CONF",
+    "DeferredLauncher",
     "EMBEDDED_MASTER",
     "Launcher",
     "LocalLauncher",
@@ -301,3 +302,49 @@ class LocalLauncher:
                 "connection it was deployed with"
             )
         return kill_local(driver)
+
+
+class DeferredLauncher:
+    """A launcher built on its first use for a driver on a cluster: a stop of this host's driver (or one that
+    kills nothing) reads no connection, and so wins also while a secrets backend is down, or without Airflow."""
+
+    def __init__(self, build: Callable[[], Launcher]) -> None:
+        self._build = build
+        self._built: Launcher | None = None
+
+    @property
+    def built(self) -> Launcher:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    @property
+    def master(self) -> str:
+        return self.built.master
+
+    @property
+    def extra(self) -> Mapping[str, Any]:
+        return self.built.extra
+
+    def check(self, spec: JobSpec) -> str:
+        return self.built.check(spec)
+
+    def secrets(self, spec: JobSpec) -> SecretOptions:
+        return self.built.secrets(spec)
+
+    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+        return self.built.launch(submission, control)
+
+    def state(self, driver: dict[str, Any]) -> str | None:
+        return None if _of_this_host(driver) else self.built.state(driver)
+
+    def ended(self, driver: dict[str, Any]) -> str | None:
+        return local_launch_ended(driver) if _of_this_host(driver) else self.built.ended(driver)
+
+    def kill(self, driver: dict[str, Any]) -> str:
+        return kill_local(driver) if _of_this_host(driver) else self.built.kill(driver)
+
+
+def _of_this_host(driver: dict[str, Any]) -> bool:
+    """A driver record of a process launched from an Airflow host (this one or another: identity decides)."""
+    return driver.get("kind", "local-process") == "local-process"

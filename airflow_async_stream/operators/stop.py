@@ -64,7 +64,7 @@ class StopStreamingJobOperator(BaseOperator):
             conn_id=self.conn_id,
             stop_graceful_timeout_s=self.graceful_timeout_s,
             stop_kill_after_s=self.kill_after_s,
-            launcher=partial(launcher_for, self.conn_id),  # read only when a driver must be killed
+            launcher=partial(launcher_for, self.conn_id),  # read only if a driver must be killed
         )
         outcome = stop_job(
             ControlArea.for_checkpoint(spec.checkpoint),

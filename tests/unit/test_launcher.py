@@ -6,7 +6,7 @@ import pytest
 
 from airflow_async_stream.driver_args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
-from airflow_async_stream.launcher import LocalLauncher, Submission, runtime_driver_path
+from airflow_async_stream.launcher import DeferredLauncher, LocalLauncher, Submission, runtime_driver_path
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import parse_spec
 
@@ -65,3 +65,22 @@ def test_this_hosts_launcher_never_signals_a_driver_on_a_cluster() -> None:
     with pytest.raises(NotSignalledError, match=r"runs on a cluster \(yarn-application\).*connection"):
         LocalLauncher().kill({"kind": "yarn-application", "application_id": "application_1_0001"})
     assert LocalLauncher().state({"kind": "yarn-application"}) is None
+
+
+def test_a_deferred_launcher_reads_no_connection_for_a_driver_of_an_airflow_host() -> None:
+    """A stop must win also while a secrets backend is down: this host's drivers need no connection."""
+    built: list[str] = []
+
+    def unreadable() -> LocalLauncher:
+        built.append("read")
+        raise DeployError("Airflow connection 'spark_default' could not be read")
+
+    deferred = DeferredLauncher(unreadable)
+    elsewhere = {"kind": "local-process", "host": "another-host", "launcher_pid": 1, "launcher_started": 5}
+    with pytest.raises(NotSignalledError, match="launched on host another-host"):
+        deferred.kill(elsewhere)
+    assert deferred.ended(elsewhere) is None and deferred.state(elsewhere) is None
+    assert built == []
+    with pytest.raises(DeployError, match="could not be read"):
+        deferred.kill({"kind": "yarn-application", "application_id": "application_1_0001"})
+    assert built == ["read"]

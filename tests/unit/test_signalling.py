@@ -271,3 +271,24 @@ def test_a_launch_of_this_host_that_never_reports_is_killed_at_the_stops_time_li
     outcome = _stop(control, kill_after_s=0.3)
 
     assert outcome.was_live and hung.wait(timeout=5) == -9
+
+
+def test_a_stop_whose_connection_cannot_be_read_still_kills_this_hosts_driver(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    """The stop operator hands stop_job a launcher to build from its connection only for a driver on a
+    cluster: a secrets backend that is down does not keep a stop of this host's driver from winning."""
+    from airflow_async_stream.deployer import DeploySettings, stop_job
+    from airflow_async_stream.exceptions import ConnectionLookupError
+
+    def unreadable() -> Any:
+        raise ConnectionLookupError("Airflow connection 'spark_default' could not be read")
+
+    process = _fake_driver(control, processes)
+    _record(control, {"kind": "local-process", **identify(process.pid)})
+    settings = DeploySettings(launcher=unreadable, stop_graceful_timeout_s=0.1, stop_kill_after_s=0.3)
+
+    outcome = stop_job(control, Holder("process 1 on h", "test stop"), settings, "test")
+
+    assert process.wait(timeout=5) == -9
+    assert outcome.status.state == "failed" and outcome.status.error.startswith("killed")
