@@ -1,4 +1,4 @@
-"""Which process a deployment launched on this host, and whether it is still that process.
+"""Which process a deployment launched on this host, whether it is still that process, and killing it.
 
 A driver launched on an Airflow host is recorded with the host's name, the kernel's boot id, the pid
 namespace and spark-submit's pid with its start time (in clock ticks after boot, from ``/proc``). A
@@ -9,13 +9,22 @@ space or a pid reused by another program all mean "not ours", and such a process
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DriverProcess", "identify", "launcher_running_here", "this_host"]
+from airflow_async_stream.control import local_pid_alive
+from airflow_async_stream.exceptions import NotSignalledError
+
+__all__ = ["DriverProcess", "identify", "kill", "launch_ended", "launcher_running_here", "this_host"]
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
+#: How long a killed driver process may take to vanish before the stop reports.
+KILLED_EXIT_S = 10.0
+#: How long a driver's log pump may take to write what the driver printed last (it ends at end of output).
+LOG_PUMP_DRAIN_S = 3.0
 
 
 def this_host() -> str:
@@ -117,3 +126,33 @@ def launcher_running_here(driver: dict[str, Any] | None) -> bool | None:
     if driver.get("launcher_started") is None:
         return _start_ticks(int(driver["launcher_pid"])) is not None
     return DriverProcess.of(driver).alive
+
+
+def kill(driver: dict[str, Any]) -> str:
+    """SIGKILL the process group of a driver this host provably launched, and give it a moment to exit."""
+    process = DriverProcess.of(driver)
+    if process.refusal is not None or process.pid is None:
+        raise NotSignalledError(process.refusal or "its deployment record names no process")
+    if not process.alive:
+        return f"the driver process (pid {process.pid}) exited"
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # it was launched as its own process group
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + KILLED_EXIT_S
+    while DriverProcess.of(driver).alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return "killed"
+
+
+def launch_ended(driver: dict[str, Any]) -> str | None:
+    """Why the spark-submit this host launched for ``driver`` is over, once its log pump wrote the last
+    lines; None while it runs, or when it was not launched here."""
+    if launcher_running_here(driver) is not False:
+        return None
+    pump = driver.get("log_pump_pid")
+    if pump and driver.get("host") == this_host():
+        deadline = time.monotonic() + LOG_PUMP_DRAIN_S
+        while local_pid_alive(int(pump)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return f"spark-submit (pid {driver.get('launcher_pid')}) exited"

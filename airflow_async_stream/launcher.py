@@ -18,22 +18,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Protocol
 
-from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea, local_pid_alive
+from airflow_async_stream import driver_process, registry
+from airflow_async_stream.control import ControlArea
 from airflow_async_stream.driver_args import driver_arguments
 from airflow_async_stream.driver_log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
-from airflow_async_stream.driver_process import DriverProcess, identify, launcher_running_here, this_host
+from airflow_async_stream.driver_process import identify
 from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
 from airflow_async_stream.packages import packages_conf
 from airflow_async_stream.secret_options import SecretOptions
@@ -47,8 +45,6 @@ __all__ = [
     "LocalLauncher",
     "Submission",
     "check_java",
-    "kill_local",
-    "local_launch_ended",
     "runtime_driver_path",
     "spark_submit_binary",
 ]
@@ -57,10 +53,6 @@ EMBEDDED_MASTER = "local[*]"
 #: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
 DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
 MIN_JAVA = 17
-#: How long a killed driver process may take to vanish before the stop reports.
-KILLED_EXIT_S = 10.0
-#: How long a driver's log pump may take to write what the driver printed last (it ends at end of output).
-LOG_PUMP_DRAIN_S = 3.0
 _JAVA_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
@@ -173,36 +165,6 @@ def check_java() -> str:
     return next(line.strip() for line in (out.stderr + out.stdout).splitlines() if match.group(0) in line)
 
 
-def kill_local(driver: dict[str, Any]) -> str:
-    """SIGKILL the process group of a driver this host provably launched, and give it a moment to exit."""
-    process = DriverProcess.of(driver)
-    if process.refusal is not None or process.pid is None:
-        raise NotSignalledError(process.refusal or "its deployment record names no process")
-    if not process.alive:
-        return f"the driver process (pid {process.pid}) exited"
-    try:
-        os.killpg(process.pid, signal.SIGKILL)  # it was launched as its own process group
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + KILLED_EXIT_S
-    while DriverProcess.of(driver).alive and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return "killed"
-
-
-def local_launch_ended(driver: dict[str, Any]) -> str | None:
-    """Why the spark-submit this host launched for ``driver`` is over, once its log pump wrote the last
-    lines; None while it runs, or when it was not launched here."""
-    if launcher_running_here(driver) is not False:
-        return None
-    pump = driver.get("log_pump_pid")
-    if pump and driver.get("host") == this_host():
-        deadline = time.monotonic() + LOG_PUMP_DRAIN_S
-        while local_pid_alive(int(pump)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    return f"spark-submit (pid {driver.get('launcher_pid')}) exited"
-
-
 def _no_secrets(spec: JobSpec) -> SecretOptions:
     """A launcher built without Airflow reads no connection: a spec that names one is refused, naming it."""
     for side in ("source", "sink"):
@@ -293,7 +255,7 @@ class LocalLauncher:
         return None  # no cluster manager: its spark-submit's exit is seen from its identity (ended)
 
     def ended(self, driver: dict[str, Any]) -> str | None:
-        return local_launch_ended(driver)
+        return driver_process.launch_ended(driver)
 
     def kill(self, driver: dict[str, Any]) -> str:
         if driver.get("kind", "local-process") != "local-process":
@@ -301,7 +263,7 @@ class LocalLauncher:
                 f"its driver runs on a cluster ({driver.get('kind')}): stop it through the Airflow Spark "
                 "connection it was deployed with"
             )
-        return kill_local(driver)
+        return driver_process.kill(driver)
 
 
 class DeferredLauncher:
@@ -339,10 +301,10 @@ class DeferredLauncher:
         return None if _of_this_host(driver) else self.built.state(driver)
 
     def ended(self, driver: dict[str, Any]) -> str | None:
-        return local_launch_ended(driver) if _of_this_host(driver) else self.built.ended(driver)
+        return driver_process.launch_ended(driver) if _of_this_host(driver) else self.built.ended(driver)
 
     def kill(self, driver: dict[str, Any]) -> str:
-        return kill_local(driver) if _of_this_host(driver) else self.built.kill(driver)
+        return driver_process.kill(driver) if _of_this_host(driver) else self.built.kill(driver)
 
 
 def _of_this_host(driver: dict[str, Any]) -> bool:

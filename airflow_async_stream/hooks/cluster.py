@@ -14,10 +14,11 @@ import subprocess
 import time
 from typing import Any
 
+from airflow_async_stream import driver_process
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.launcher import Submission, kill_local, local_launch_ended, runtime_driver_path
+from airflow_async_stream.launcher import Submission, runtime_driver_path
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
@@ -128,7 +129,7 @@ class ClusterLauncher:
     def ended(self, driver: dict[str, Any]) -> str | None:
         """Asked on every poll of a wait: the cluster manager answers every STATE_EVERY_S at most."""
         if driver.get("kind", "local-process") == "local-process":
-            return local_launch_ended(driver)
+            return driver_process.launch_ended(driver)
         if time.monotonic() < self._next_state_at:
             return None
         self._next_state_at = time.monotonic() + STATE_EVERY_S
@@ -153,7 +154,7 @@ class ClusterLauncher:
             hook._connection["namespace"] = driver.get("namespace") or hook._connection.get("namespace")
             hook._delete_driver_pod()
         elif kind == "local-process":
-            return kill_local(driver)
+            return driver_process.kill(driver)
         else:
             raise DeployError(f"cannot kill a driver of kind {kind!r} through the cluster manager")
         return "killed on the cluster"
