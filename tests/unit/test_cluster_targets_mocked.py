@@ -271,3 +271,46 @@ def test_kafka_jobs_get_the_connector_matching_spark_and_scala() -> None:
     own = parse_spec({**SPEC, "sink": {"format": "kafka"}, "spark_conf": {"spark.jars.packages": "x:y:1"}})
     assert packages_conf(own, {}) == {}
     assert packages_conf(parse_spec(SPEC), {}) == {}
+
+
+def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`stop --conn-id`: the connection's launcher is built only for a driver on a cluster (stub `yarn` CLI)."""
+    import socket
+    import subprocess
+    import time
+
+    bin_dir = tmp_path / "bin"
+    _stub(bin_dir, "yarn", "Killed application application_1_0007")
+    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
+    control.ensure()
+    driver = {"kind": "yarn-application", "application_id": "application_1_0007"}
+    control.write_json("deployment.json", {"deployment_id": "d1", "driver": driver})
+    status = {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time() + 3600}
+    control.write_json("status.json", {**status, "host": socket.gethostname() + "-cluster"})
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "AIRFLOW_CONN_SPARK_YARN": json.dumps(
+            {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}
+        ),
+    }
+    cli = str(Path(sys.executable).parent / "airflow-async-stream")
+    args = [
+        cli,
+        "stop",
+        str(tmp_path / "ck"),
+        "--conn-id",
+        "spark_yarn",
+        "--graceful-timeout",
+        "0",
+        "--kill-after",
+        "0",
+    ]
+
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+
+    assert result.stdout.splitlines()[-1] == "stopped: state failed", result
+    assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_1_0007"]]
+    assert "killed on the cluster" in (control.read_status().error or "")
