@@ -18,7 +18,7 @@ from typing import Any
 from airflow_async_stream.control import local_pid_alive
 from airflow_async_stream.exceptions import NotSignalledError
 
-__all__ = ["DriverProcess", "identify", "kill", "launch_ended", "launcher_running_here", "this_host"]
+__all__ = ["DriverProcess", "identify", "kill", "launch_ended", "launcher_running_here", "on_a_host", "this_host"]
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 #: How long a killed driver process may take to vanish before the stop reports.
@@ -58,6 +58,12 @@ def _start_ticks(pid: int) -> int | None:
     return int(fields[19])  # field 22 of stat; fields[0] is field 3 (the state)
 
 
+def on_a_host(driver: dict[str, Any]) -> bool:
+    """A record of a driver process launched from an Airflow host (which one, its identity says), not of a
+    driver on a cluster."""
+    return driver.get("kind", "local-process") == "local-process"
+
+
 def identify(pid: int) -> dict[str, Any]:
     """The identity fields of a process of this host, for its deployment's driver record."""
     return {
@@ -85,7 +91,7 @@ class DriverProcess:
         driver = driver or {}
         pid = int(driver["launcher_pid"]) if driver.get("launcher_pid") else None
         host = driver.get("host")
-        if driver.get("kind", "local-process") != "local-process" or pid is None:
+        if not on_a_host(driver) or pid is None:
             return cls(pid, host, "its driver is not a process launched from an Airflow host", False)
         if host != this_host():
             return cls(

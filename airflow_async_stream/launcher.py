@@ -258,7 +258,7 @@ class LocalLauncher:
         return driver_process.launch_ended(driver)
 
     def kill(self, driver: dict[str, Any]) -> str:
-        if driver.get("kind", "local-process") != "local-process":
+        if not driver_process.on_a_host(driver):
             raise NotSignalledError(
                 f"its driver runs on a cluster ({driver.get('kind')}): stop it through the Airflow Spark "
                 "connection it was deployed with"
@@ -298,15 +298,14 @@ class DeferredLauncher:
         return self.built.launch(submission, control)
 
     def state(self, driver: dict[str, Any]) -> str | None:
-        return None if _of_this_host(driver) else self.built.state(driver)
+        return self._for(driver).state(driver)
 
     def ended(self, driver: dict[str, Any]) -> str | None:
-        return driver_process.launch_ended(driver) if _of_this_host(driver) else self.built.ended(driver)
+        return self._for(driver).ended(driver)
 
     def kill(self, driver: dict[str, Any]) -> str:
-        return driver_process.kill(driver) if _of_this_host(driver) else self.built.kill(driver)
+        return self._for(driver).kill(driver)
 
-
-def _of_this_host(driver: dict[str, Any]) -> bool:
-    """A driver record of a process launched from an Airflow host (this one or another: identity decides)."""
-    return driver.get("kind", "local-process") == "local-process"
+    def _for(self, driver: dict[str, Any]) -> Launcher:
+        """A driver process of an Airflow host is this host's business; only one on a cluster builds the launcher."""
+        return LocalLauncher() if driver_process.on_a_host(driver) else self.built

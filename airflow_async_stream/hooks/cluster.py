@@ -18,7 +18,7 @@ from airflow_async_stream import driver_process
 from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.launcher import Submission, runtime_driver_path
+from airflow_async_stream.launcher import LocalLauncher, Submission, runtime_driver_path
 from airflow_async_stream.secret_options import SecretOptions
 from airflow_async_stream.spec import JobSpec
 
@@ -128,8 +128,8 @@ class ClusterLauncher:
 
     def ended(self, driver: dict[str, Any]) -> str | None:
         """Asked on every poll of a wait: the cluster manager answers every STATE_EVERY_S at most."""
-        if driver.get("kind", "local-process") == "local-process":
-            return driver_process.launch_ended(driver)
+        if driver_process.on_a_host(driver):
+            return LocalLauncher().ended(driver)
         if time.monotonic() < self._next_state_at:
             return None
         self._next_state_at = time.monotonic() + STATE_EVERY_S
@@ -138,8 +138,10 @@ class ClusterLauncher:
 
     def kill(self, driver: dict[str, Any]) -> str:
         """Kill a driver on the cluster through the provider hook's own calls (one of this host: as LocalLauncher)."""
+        if driver_process.on_a_host(driver):
+            return LocalLauncher().kill(driver)
         hook = self.hook
-        kind = driver.get("kind", "local-process")
+        kind = driver.get("kind")
         if kind == "yarn-application":
             hook._yarn_application_id = str(driver["application_id"])
             if hook._yarn_track_via_rm_api:
@@ -153,8 +155,6 @@ class ClusterLauncher:
             hook._kubernetes_driver_pod = str(driver["pod"])
             hook._connection["namespace"] = driver.get("namespace") or hook._connection.get("namespace")
             hook._delete_driver_pod()
-        elif kind == "local-process":
-            return driver_process.kill(driver)
         else:
             raise DeployError(f"cannot kill a driver of kind {kind!r} through the cluster manager")
         return "killed on the cluster"
