@@ -74,6 +74,7 @@ class ClusterLauncher:
         goes to the control area's driver.log."""
         hook = StreamingJobHook(
             conn_id=self.hook.conn_id,
+            connection=self.hook.connection,
             conf={**NO_WAIT_CONF[self.manager], **submission.conf},
             name=submission.name,
             application_args=submission.arguments,

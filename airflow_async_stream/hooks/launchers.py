@@ -24,10 +24,11 @@ _log = logging.getLogger(__name__)
 
 def launcher_for(conn_id: str) -> Launcher:
     """The launcher a connection names; the embedded local Spark when no such connection exists."""
-    if find_connection(conn_id) is None:
+    connection = find_connection(conn_id)
+    if connection is None:
         _log.info("No connection %r: running on the embedded local Spark (%s)", conn_id, EMBEDDED_MASTER)
         return LocalLauncher(secrets=secret_options_for)
-    hook = StreamingJobHook(conn_id=conn_id)
+    hook = StreamingJobHook(conn_id=conn_id, connection=connection)
     if not hook.driver_on_this_host:
         return ClusterLauncher(hook)
     return LocalLauncher(hook.base_command(), hook.master, env=hook.env, extra=hook.extra, secrets=secret_options_for)

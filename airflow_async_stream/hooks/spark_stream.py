@@ -44,9 +44,10 @@ class StreamingJobHook(SparkSubmitHook):
     conn_type = "spark"
     hook_name = "Spark streaming job (async progress)"
 
-    def __init__(self, conn_id: str = default_conn_name, **kwargs: Any) -> None:
+    def __init__(self, conn_id: str = default_conn_name, connection: Any = None, **kwargs: Any) -> None:
+        """``connection``: the connection ``conn_id`` names when the caller has just read it (one read fewer)."""
         self.conn_id = conn_id
-        conn = find_connection(conn_id)
+        conn = self.connection = connection if connection is not None else find_connection(conn_id)
         if conn is None:
             raise DeployError(
                 f"Airflow connection {conn_id!r} does not exist (hooks.launchers.launcher_for runs such jobs locally)"

@@ -222,3 +222,22 @@ def test_the_list_of_provider_privates_is_complete() -> None:
                     used.add(node.attr)
     assert used - set(PROVIDER_PRIVATES) == set()
     assert used >= {"_connection", "_build_spark_common_args", "_kill_yarn_application", "_delete_driver_pod"}
+
+
+def test_building_a_launcher_reads_the_connection_once_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each read may be a request to a secrets backend: the hook takes the connection launcher_for just read
+    (the provider's own resolution reads it once more)."""
+    from airflow_async_stream.hooks import launchers, spark_stream
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_SA", "spark://10.1.2.3:7077")
+    reads: list[str] = []
+    real = launchers.find_connection
+
+    def counted(conn_id: str) -> object:
+        reads.append(conn_id)
+        return real(conn_id)
+
+    monkeypatch.setattr(launchers, "find_connection", counted)
+    monkeypatch.setattr(spark_stream, "find_connection", counted)
+    assert launcher_for("spark_sa").master == "spark://10.1.2.3:7077"
+    assert reads == ["spark_sa"]
