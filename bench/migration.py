@@ -46,9 +46,9 @@ def _dag(dag_id: str) -> Any:
 
 
 def provider_run(in_place: bool) -> dict[str, Any]:
-    from airflow_async_stream.continuity import batch_window, ran_a_batch
-    from airflow_async_stream.control import ControlArea
-    from airflow_async_stream.lifecycle import stop_driver
+    from airflow_async_stream.driver.lifecycle import stop_driver
+    from airflow_async_stream.insight.batches import batch_window, ran_a_batch
+    from airflow_async_stream.state.control import ControlArea
 
     checkpoint = str(Path(os.environ["ASYNC_STREAM_DEMO_ROOT"]) / "clicks-async")
     started = _dag("example_start_async_job").test()

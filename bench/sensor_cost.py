@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.commit_watch import check_commits
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver.commits import check_commits
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
 
 SIZES = (100, 10_000, 100_000)
 REPEAT = 30

@@ -12,7 +12,7 @@ from pathlib import Path
 from airflow.sdk import dag, task
 
 from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-from airflow_async_stream.spec import resolve_spec
+from airflow_async_stream.spec.model import resolve_spec
 
 ROOT = os.environ.get("ASYNC_STREAM_DEMO_ROOT", "/tmp/airflow-async-stream-demo")
 # Validated here, at parse time: a bad spec file breaks this DAG's import with the field named.
@@ -26,7 +26,7 @@ def example_deploy_stop():
     @task.sensor(poke_interval=1, timeout=120, mode="poke")
     def committed_batch(deployment: dict) -> bool:
         """A batch newer than the one committed before the deploy is in the checkpoint's commit log."""
-        from airflow_async_stream.checkpoint import latest_batch
+        from airflow_async_stream.state.checkpoint import latest_batch
 
         latest = latest_batch(deployment["checkpoint"], "commits")
         baseline = deployment["start_batch"]

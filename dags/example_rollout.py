@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from airflow_async_stream.rollout.dags import rollout_dag, toggle_off_dag
+from airflow_async_stream.factories import rollout_dag, toggle_off_dag
 
 DESIRED = os.environ.get("ASYNC_STREAM_DESIRED_DIR", str(Path(__file__).parent / "desired"))
 

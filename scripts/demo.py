@@ -136,8 +136,8 @@ def look_commands(env: dict[str, str], checkpoint: str) -> list[str]:
 
 def longest_idle_text(checkpoint: str) -> str:
     """The stream's longest pause over the whole demo, from the progress log's own timestamps."""
-    from airflow_async_stream.continuity import longest_idle
-    from airflow_async_stream.control import ControlArea
+    from airflow_async_stream.insight.batches import longest_idle
+    from airflow_async_stream.state.control import ControlArea
 
     found = longest_idle(ControlArea.for_checkpoint(checkpoint).read_progress())
     if found is None:
@@ -151,8 +151,8 @@ def longest_idle_text(checkpoint: str) -> str:
 
 def disk_use(checkpoint: str) -> str:
     """What the job keeps on disk beside its checkpoint: its driver logs and progress log (capped, see README)."""
-    from airflow_async_stream.control import ControlArea
-    from airflow_async_stream.progress_log import segments
+    from airflow_async_stream.state.control import ControlArea
+    from airflow_async_stream.state.progress_log import segments
 
     control = ControlArea.for_checkpoint(checkpoint)
     logs = [p for p in Path(control.root).glob("driver.log*") if p.is_file()]

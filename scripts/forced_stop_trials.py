@@ -78,7 +78,7 @@ def live_drivers(control_url: str) -> list[int]:
 
 
 def _at_point(point: str, control: Any, original: str) -> bool:
-    from airflow_async_stream.control import ControlArea
+    from airflow_async_stream.state.control import ControlArea
 
     record = control.read_json(ControlArea.DEPLOYMENT) or {}
     status = control.read_json(ControlArea.STATUS) or {}
@@ -99,7 +99,7 @@ def _at_point(point: str, control: Any, original: str) -> bool:
 
 
 def _at_in_place_point(point: str, control: Any, interval_0: bool, status: dict[str, Any]) -> bool:
-    from airflow_async_stream.control import ControlArea
+    from airflow_async_stream.state.control import ControlArea
 
     request = control.read_json(ControlArea.RECONFIGURE_REQUEST) or {}
     switch = control.read_json(ControlArea.RECONFIGURATION) or {}
@@ -130,13 +130,13 @@ def _migrate(migration: Any, result: dict[str, Any]) -> None:
 
 
 def trial(n: int, point: str, root: Path, in_place: bool) -> dict[str, Any]:
-    from airflow_async_stream.checkpoint import batch_ids
-    from airflow_async_stream.control import ControlArea
-    from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
-    from airflow_async_stream.launcher import LocalLauncher
-    from airflow_async_stream.lease import Holder
+    from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
+    from airflow_async_stream.driver.launcher import LocalLauncher
     from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
-    from airflow_async_stream.spec import parse_spec
+    from airflow_async_stream.spec.model import parse_spec
+    from airflow_async_stream.state.checkpoint import batch_ids
+    from airflow_async_stream.state.control import ControlArea
+    from airflow_async_stream.state.hold import Holder
 
     checkpoint = str(root / f"ck-{n:02d}")
     spec = parse_spec(_spec(checkpoint))

@@ -18,8 +18,8 @@ import os
 import socket
 import time
 
-from airflow_async_stream.control import ControlArea, now
-from airflow_async_stream.driver_process import identify
+from airflow_async_stream.driver.process import identify
+from airflow_async_stream.state.control import ControlArea, now
 
 
 def main() -> None:

@@ -14,13 +14,13 @@ import subprocess
 import time
 from typing import Any
 
-from airflow_async_stream import driver_process
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver import process as driver_process
+from airflow_async_stream.driver.launcher import LocalLauncher, Submission, runtime_driver_path
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.launcher import LocalLauncher, Submission, runtime_driver_path
-from airflow_async_stream.secret_options import SecretOptions
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.secret_options import SecretOptions
+from airflow_async_stream.state.control import ControlArea
 
 __all__ = ["NO_WAIT_CONF", "ClusterLauncher"]
 

@@ -17,8 +17,8 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk.log import mask_secret
 
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError
-from airflow_async_stream.secret_options import ConnectionFields, SecretOptions, kafka_options
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.secret_options import ConnectionFields, SecretOptions, kafka_options
 
 __all__ = ["extra_of", "find_connection", "secret_options_for"]
 

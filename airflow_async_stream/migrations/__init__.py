@@ -1,19 +1,19 @@
-"""Migrations: TaskGroups that change a running job's configuration safely, and their Airflow-free steps.
+"""Migrations: the Airflow-free steps that change a running job's configuration safely.
 
-The TaskGroup is imported on first use, so ``migrations.safe_disable_steps`` (used by rollouts) loads no
-operator, sensor or TaskGroup module.
+The safe-disable steps are plain functions; the TaskGroup that runs them is in ``factories``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["safe_disable_async_progress"]
+from airflow_async_stream._moved import renamed
+
+__all__: list[str] = []
+
+#: Moved to the factories package; answered here, with a warning, for one release.
+_RENAMED = {"safe_disable_async_progress": ("airflow_async_stream.factories", "safe_disable_async_progress")}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "safe_disable_async_progress":
-        from airflow_async_stream.migrations.safe_disable import safe_disable_async_progress
-
-        return safe_disable_async_progress
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return renamed(__name__, name, _RENAMED)

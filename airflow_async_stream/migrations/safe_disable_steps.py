@@ -24,10 +24,19 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from airflow_async_stream.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint, latest_batch
-from airflow_async_stream.commit_watch import CommitCheck, wait_for_commits
-from airflow_async_stream.continuity import idle_between, ran_a_batch
-from airflow_async_stream.control import (
+from airflow_async_stream.driver.commits import CommitCheck, wait_for_commits
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
+from airflow_async_stream.exceptions import (
+    CommittedBatchesError,
+    NotSwitchableError,
+    SafeDisableRolledBackError,
+    SwitchRefusedError,
+    UnsafeSyncRestartError,
+)
+from airflow_async_stream.insight.batches import idle_between, ran_a_batch
+from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint, latest_batch
+from airflow_async_stream.state.control import (
     ACTIVE_STATES,
     ControlArea,
     Deployment,
@@ -38,17 +47,8 @@ from airflow_async_stream.control import (
     liveness,
     now,
 )
-from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.exceptions import (
-    CommittedBatchesError,
-    NotSwitchableError,
-    SafeDisableRolledBackError,
-    SwitchRefusedError,
-    UnsafeSyncRestartError,
-)
-from airflow_async_stream.lease import Holder, RunState, revoked_error
-from airflow_async_stream.reconfigure import reconfigure, running_spec, why_not_in_place
-from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.state.hold import Holder, RunState, revoked_error
+from airflow_async_stream.switch.request import reconfigure, running_spec, why_not_in_place
 
 __all__ = [
     "ASYNC_EVERY_BATCH",

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import ControlAreaError, SpecError
-from airflow_async_stream.spec import read_spec_file
-from airflow_async_stream.spec_folder import spec_files
+from airflow_async_stream.spec.folder import spec_files
+from airflow_async_stream.spec.model import read_spec_file
+from airflow_async_stream.state.control import ControlArea
 
 __all__ = ["SpecFileCheck", "spec_follow_up"]
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_async_stream.checkpoint import gate_sync_restart
+from airflow_async_stream.state.checkpoint import gate_sync_restart
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.lease import Holder, dag_run_state, release, take
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -23,10 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.commit_watch import wait_for_commits
-from airflow_async_stream.control import UP_STATES, ControlArea, Deployment, State, Status, liveness, now
-from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
+from airflow_async_stream.driver.commits import wait_for_commits
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
+from airflow_async_stream.driver.lifecycle import wait_until_running
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
     ChangeNotTakenError,
@@ -38,19 +37,20 @@ from airflow_async_stream.exceptions import (
     SwitchFailedError,
     SwitchRefusedError,
 )
-from airflow_async_stream.lease import Holder, RunState, held
-from airflow_async_stream.lifecycle import wait_until_running
 from airflow_async_stream.migrations.safe_disable_steps import (
     SafeDisable,
     at_interval_0,
     migration_hold_ttl_s,
     run_safe_disable,
 )
-from airflow_async_stream.reconfigure import reconfigure, rehearse
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import CHANGES, IN_PLACE, RESTART, PlanItem, spec_digest
-from airflow_async_stream.spec import JobSpec, parse_spec
+from airflow_async_stream.spec.model import JobSpec, parse_spec
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import UP_STATES, ControlArea, Deployment, State, Status, liveness, now
+from airflow_async_stream.state.hold import Holder, RunState, held
+from airflow_async_stream.switch.request import reconfigure, rehearse
 
 __all__ = ["ApplySettings", "apply_item"]
 

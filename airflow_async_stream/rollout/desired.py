@@ -8,8 +8,8 @@ from typing import Any
 
 from airflow_async_stream.exceptions import DesiredStateError, SpecError
 from airflow_async_stream.rollout.fleet import FleetIndex
-from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec, read_spec_file
-from airflow_async_stream.spec_folder import spec_files
+from airflow_async_stream.spec.folder import spec_files
+from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec, read_spec_file
 
 __all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "load_folder", "spec_files"]
 

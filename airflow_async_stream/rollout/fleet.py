@@ -25,11 +25,11 @@ from typing import Any, Self
 
 import fsspec
 
-from airflow_async_stream import registry
-from airflow_async_stream.control import SUFFIX, ControlArea, now, read_json_object, replace_file
 from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError, SpecError
-from airflow_async_stream.spec import read_spec_file
-from airflow_async_stream.spec_folder import FLEET_FILE
+from airflow_async_stream.spec.folder import FLEET_FILE
+from airflow_async_stream.spec.model import read_spec_file
+from airflow_async_stream.state import registry
+from airflow_async_stream.state.control import SUFFIX, ControlArea, now, read_json_object, replace_file
 
 __all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex", "registry_entries"]
 

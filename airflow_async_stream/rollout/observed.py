@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from airflow_async_stream.control import ControlArea, Deployment, State, Status, liveness, now
-from airflow_async_stream.driver_process import launcher_running_here
+from airflow_async_stream.driver.process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.rollout.fleet import FleetEntry, FleetIndex
+from airflow_async_stream.state.control import ControlArea, Deployment, State, Status, liveness, now
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_async_stream.runtime.governor import Governor
-    from airflow_async_stream.secret_options import SecretOptions
-    from airflow_async_stream.spec import JobSpec
+    from airflow_async_stream.spec.model import JobSpec
+    from airflow_async_stream.spec.secret_options import SecretOptions
 
 __all__ = ["current", "governed", "was_governed"]
 

@@ -24,14 +24,14 @@ import signal
 import traceback
 from typing import Any
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.driver_args import parse_driver_arguments, spec_digest
+from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.progress_log import Retention
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.governor import Governor
-from airflow_async_stream.secret_options import Redactor, SecretOptions, take_from_environment
-from airflow_async_stream.spec import JobSpec, parse_spec
+from airflow_async_stream.spec.model import JobSpec, parse_spec
+from airflow_async_stream.spec.secret_options import Redactor, SecretOptions, take_from_environment
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.progress_log import Retention
 
 EXIT_FAILED = 1
 EXIT_BAD_SPEC = 2

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from airflow_async_stream.checkpoint import batch_ids, committed_since
-from airflow_async_stream.continuity import idle_between, ran_a_batch
-from airflow_async_stream.control import (
+from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.insight.batches import idle_between, ran_a_batch
+from airflow_async_stream.spec.secret_options import Redactor
+from airflow_async_stream.state.checkpoint import batch_ids, committed_since
+from airflow_async_stream.state.control import (
     HEARTBEAT_INTERVAL_S,
     ControlArea,
     Reconfiguration,
@@ -26,15 +28,13 @@ from airflow_async_stream.control import (
     SwitchPhase,
     now,
 )
-from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.fence import start_refusal
-from airflow_async_stream.in_place import configuration_of
-from airflow_async_stream.secret_options import Redactor
+from airflow_async_stream.state.fence import start_refusal
+from airflow_async_stream.switch.allowed import configuration_of
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-    from airflow_async_stream.spec import JobSpec
+    from airflow_async_stream.spec.model import JobSpec
 
 __all__ = ["Governor", "progress_record"]
 

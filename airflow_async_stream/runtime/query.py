@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime.plan import analyzed_plan_section, parse_tree, stateful_operators_in
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.spec.model import JobSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

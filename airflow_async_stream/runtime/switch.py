@@ -17,8 +17,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_async_stream.checkpoint import inspect_checkpoint, resume_point
-from airflow_async_stream.control import (
+from airflow_async_stream.exceptions import ControlAreaError, SpecError
+from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.state.checkpoint import inspect_checkpoint, resume_point
+from airflow_async_stream.state.control import (
     ControlArea,
     Reconfiguration,
     ReconfigureRequest,
@@ -26,15 +28,13 @@ from airflow_async_stream.control import (
     SwitchPhase,
     now,
 )
-from airflow_async_stream.exceptions import ControlAreaError, SpecError
-from airflow_async_stream.fence import current_token
-from airflow_async_stream.in_place import configuration_of, in_place_refusals, runtime_conf_changes
-from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.state.fence import current_token
+from airflow_async_stream.switch.allowed import configuration_of, in_place_refusals, runtime_conf_changes
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-    from airflow_async_stream.secret_options import Redactor
+    from airflow_async_stream.spec.secret_options import Redactor
 
 __all__ = ["Governed", "InPlaceSwitch", "abandon_stale_request"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_async_stream.commit_watch import check_commits
+from airflow_async_stream.driver.commits import check_commits
 from airflow_async_stream.exceptions import AsyncStreamError
 
 __all__ = ["CommittedBatchesTrigger"]

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.control import ControlArea, liveness
-from airflow_async_stream.lifecycle import stop_driver
-from airflow_async_stream.spec import deep_merge, parse_spec
+from airflow_async_stream.driver.lifecycle import stop_driver
+from airflow_async_stream.spec.model import deep_merge, parse_spec
+from airflow_async_stream.state.control import ControlArea, liveness
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.standalone_cluster import standalone_cluster  # noqa: F401 (a fixture for the cluster tests)
 from tests.spark_class_archive import ensure_archive, submit_opts

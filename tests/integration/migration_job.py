@@ -6,8 +6,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state.checkpoint import batch_ids
+from airflow_async_stream.state.control import ControlArea
 
 
 def async_job(checkpoint: str, trigger: str) -> dict:
@@ -58,7 +58,7 @@ def migration_dag(checkpoint: str, dag_id: str, trigger: str, in_place: bool = T
         dag_id,
         f"""
         from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.factories import safe_disable_async_progress
 
         @dag(schedule=None)
         def {dag_id}():

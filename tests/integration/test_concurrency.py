@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state.control import ControlArea
 from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import ControlArea, local_pid_alive
+from airflow_async_stream.state.checkpoint import batch_ids
+from airflow_async_stream.state.control import ControlArea, local_pid_alive
 from tests.integration.conftest import DriverWatch, run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
@@ -166,7 +166,7 @@ def test_existing_application_hands_its_writer_to_govern(
         "existing_application",
         f"""
         from airflow.sdk import dag, task
-        from airflow_async_stream.checkpoint import latest_batch
+        from airflow_async_stream.state.checkpoint import latest_batch
         from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
 
         SPEC = {spec!r}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import ControlArea, local_pid_alive
+from airflow_async_stream.state.checkpoint import batch_ids
+from airflow_async_stream.state.control import ControlArea, local_pid_alive
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.conftest import run_dag, task_states, xcom
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_async_stream.control import ControlArea, liveness
-from airflow_async_stream.progress_log import read_events, segments
 from airflow_async_stream.rollout.planner import plan_folder
+from airflow_async_stream.state.control import ControlArea, liveness
+from airflow_async_stream.state.progress_log import read_events, segments
 from tests.conftest import CHECKPOINT_ROOT
 from tests.integration.conftest import fleet_job, load_dag, run_dag, task_states, write_dag
 
@@ -42,7 +42,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     path = write_dag(
         "failing_change",
         f"""
-        from airflow_async_stream.rollout.dags import rollout_dag
+        from airflow_async_stream.factories import rollout_dag
 
         rollout_dag({str(folder)!r}, dag_id="failing_change", startup_timeout_s=240, wait_timeout_s=60)
         """,

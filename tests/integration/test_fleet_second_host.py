@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.state.control import ControlArea, liveness
 from tests.conftest import CHECKPOINT_ROOT
 from tests.integration.conftest import fleet_job, run_dag, task_states, write_dag
 
@@ -72,7 +72,7 @@ def test_a_second_host_retires_removed_jobs_and_refuses_moves_like_the_first(air
     path = write_dag(
         "fleet_two_hosts",
         f"""
-        from airflow_async_stream.rollout.dags import rollout_dag
+        from airflow_async_stream.factories import rollout_dag
 
         rollout_dag({str(folder)!r}, dag_id="fleet_two_hosts", startup_timeout_s=240, wait_timeout_s=120)
         """,

@@ -27,14 +27,14 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import ControlArea, ReconfigureRequest, State, now
-from airflow_async_stream.deployer import DeploySettings, deploy_job
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.driver.launcher import LocalLauncher
 from airflow_async_stream.exceptions import HoldRevokedError
-from airflow_async_stream.fence import current_token
-from airflow_async_stream.launcher import LocalLauncher
-from airflow_async_stream.lease import Holder, revoke, take
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.state.checkpoint import batch_ids
+from airflow_async_stream.state.control import ControlArea, ReconfigureRequest, State, now
+from airflow_async_stream.state.fence import current_token
+from airflow_async_stream.state.hold import Holder, revoke, take
 from tests.integration.conftest import DriverWatch
 from tests.integration.migration_job import live_drivers
 
@@ -210,8 +210,8 @@ def test_a_stop_reaches_a_driver_that_is_still_launching(checkpoint_dir: str, mo
 def test_a_reconfigure_request_racing_a_forced_stop_is_never_applied(
     checkpoint_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airflow_async_stream import reconfigure as reconfigure_module
-    from airflow_async_stream.reconfigure import reconfigure
+    from airflow_async_stream.switch import request as reconfigure_module
+    from airflow_async_stream.switch.request import reconfigure
 
     control = ControlArea.for_checkpoint(checkpoint_dir)
     spec = _spec(checkpoint_dir)

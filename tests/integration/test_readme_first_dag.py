@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from airflow_async_stream.checkpoint import batch_ids
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state.checkpoint import batch_ids
+from airflow_async_stream.state.control import ControlArea
 from tests.conftest import DAGS_FOLDER
 from tests.integration.conftest import run_dag, task_states, write_dag
 from tests.unit.test_readme import BLOCKS, DAG_FOLDER, FULL_SPEC_NAME, _full_spec

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
 from tests.integration.airflow_stack import AirflowStack
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,7 @@ def _write_dag(stack: AirflowStack, checkpoint: str) -> None:
     }
     body = f"""
         from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.factories import safe_disable_async_progress
         from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
         from airflow_async_stream.sensors import CommittedBatchesSensor
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.lease import Holder, take
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, take
 from tests.integration.conftest import run_dag, task_states, write_dag
 from tests.integration.migration_job import async_job
 
@@ -23,9 +23,9 @@ def test_a_refused_run_does_not_roll_back_after_the_holder_released(airflow_db: 
         "refused_migration",
         f"""
         from airflow.sdk import dag
-        from airflow_async_stream.control import ControlArea
-        from airflow_async_stream.lease import Holder, release
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.state.control import ControlArea
+        from airflow_async_stream.state.hold import Holder, release
+        from airflow_async_stream.factories import safe_disable_async_progress
 
         def other_run_finishes(context):
             # The holding run ends its migration and lets go, right after this run's hold was refused.

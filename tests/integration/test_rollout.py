@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.control import ControlArea, liveness
 from airflow_async_stream.rollout.planner import plan_folder
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea, liveness
 from tests.conftest import CHECKPOINT_ROOT
 from tests.integration.conftest import fail_running_dag_runs, fleet_job, run_dag, task_states, write_dag
 
@@ -91,7 +91,7 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
     path = write_dag(
         "fleet",
         f"""
-        from airflow_async_stream.rollout.dags import rollout_dag, toggle_off_dag
+        from airflow_async_stream.factories import rollout_dag, toggle_off_dag
 
         rollout_dag({str(folder)!r}, dag_id="fleet_rollout", max_parallel=2, startup_timeout_s=240, wait_timeout_s=120)
         toggle_off_dag({str(folder)!r}, dag_id="fleet_toggle_off", startup_timeout_s=240, wait_timeout_s=120)
@@ -178,7 +178,7 @@ def test_a_rollout_killed_after_submitting_is_picked_up_without_a_second_deploy(
     path = write_dag(
         "crash_rollout",
         f"""
-        from airflow_async_stream.rollout.dags import rollout_dag
+        from airflow_async_stream.factories import rollout_dag
 
         rollout_dag({str(folder)!r}, dag_id="crash_rollout", startup_timeout_s=240, wait_timeout_s=120)
         """,

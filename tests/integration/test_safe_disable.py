@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
-from airflow_async_stream.continuity import continuity_problems
-from airflow_async_stream.control import ControlArea, liveness
+from airflow_async_stream.insight.batches import continuity_problems
+from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea, liveness
 from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
 from tests.integration.conftest import checkpoint_files, run_dag, task_states, write_dag, xcom
 from tests.integration.migration_job import async_job, start_async_job
@@ -120,8 +120,8 @@ def test_safe_disable_dag_asked_for_restarts_redeploys_at_each_switch(airflow_db
         "safe_disable_by_restarts",
         f"""
         from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
-        from airflow_async_stream.spec import resolve_spec
+        from airflow_async_stream.factories import safe_disable_async_progress
+        from airflow_async_stream.spec.model import resolve_spec
 
         @dag(schedule=None)
         def safe_disable_by_restarts():
@@ -156,7 +156,7 @@ def test_failed_sync_redeploy_rolls_back_to_async(airflow_db: None, checkpoint_d
         "safe_disable_rollback",
         f"""
         from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.factories import safe_disable_async_progress
 
         @dag(schedule=None)
         def safe_disable_rollback():
@@ -202,7 +202,7 @@ def test_a_synchronous_switch_that_fails_in_place_rolls_back_without_a_new_drive
         "safe_disable_rollback_in_place",
         f"""
         from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.factories import safe_disable_async_progress
 
         @dag(schedule=None)
         def safe_disable_rollback_in_place():

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state.control import ControlArea
 from tests.integration.conftest import run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration

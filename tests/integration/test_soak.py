@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.continuity import continuity_problems
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.insight.batches import continuity_problems
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
 from tests.integration.conftest import run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
@@ -57,19 +57,19 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
         "soak_twenty_changes",
         f"""
         from airflow.sdk import dag, chain, task
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.factories import safe_disable_async_progress
         from airflow_async_stream.operators import DeployStreamingJobOperator
         from airflow_async_stream.sensors import CommittedBatchesSensor
-        from airflow_async_stream.spec import deep_merge
+        from airflow_async_stream.spec.model import deep_merge
 
         BASE = {base!r}
         CHANGES = {CHANGES!r}
 
         @task
         def switch(spec):
-            from airflow_async_stream.control import ControlArea
-            from airflow_async_stream.reconfigure import reconfigure
-            from airflow_async_stream.spec import parse_spec
+            from airflow_async_stream.state.control import ControlArea
+            from airflow_async_stream.switch.request import reconfigure
+            from airflow_async_stream.spec.model import parse_spec
 
             record = reconfigure(ControlArea.for_checkpoint(spec["checkpoint"]), parse_spec(spec), timeout_s=120)
             assert record.outcome == "switched", record

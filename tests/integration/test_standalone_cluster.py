@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_async_stream.checkpoint import inspect_checkpoint
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
 from tests.integration.conftest import run_dag, task_states, write_dag, xcom
 from tests.integration.standalone_cluster import StandaloneCluster
 
@@ -35,7 +35,7 @@ def test_safe_disable_on_a_standalone_cluster(
         "on_standalone_cluster",
         f"""
         from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.factories import safe_disable_async_progress
         from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
         from airflow_async_stream.sensors import CommittedBatchesSensor
 

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
-from airflow_async_stream.continuity import continuity_problems
-from airflow_async_stream.control import ControlArea, ReconfigureRequest, SwitchOutcome, SwitchPhase
-from airflow_async_stream.deployer import DeploySettings, deploy_job
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.driver.launcher import LocalLauncher
 from airflow_async_stream.exceptions import ReconfigureError, SwitchRefusedError
-from airflow_async_stream.launcher import LocalLauncher
-from airflow_async_stream.lease import Holder
-from airflow_async_stream.reconfigure import reconfigure, running_spec
-from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.insight.batches import continuity_problems
+from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea, ReconfigureRequest, SwitchOutcome, SwitchPhase
+from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.switch.request import reconfigure, running_spec
 from tests.integration.conftest import checkpoint_files
 
 pytestmark = pytest.mark.integration

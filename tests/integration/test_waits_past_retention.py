@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_async_stream.checkpoint import batch_ids
+from airflow_async_stream.state.checkpoint import batch_ids
 from tests.integration.conftest import run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ def test_sensors_and_the_migration_wait_for_three_times_more_batches_than_spark_
         "waits_past_retention",
         f"""
         from airflow.sdk import dag
-        from airflow_async_stream.migrations import safe_disable_async_progress
+        from airflow_async_stream.factories import safe_disable_async_progress
         from airflow_async_stream.operators import DeployStreamingJobOperator
         from airflow_async_stream.sensors import CommittedBatchesSensor
 

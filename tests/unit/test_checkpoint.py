@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.checkpoint import batch_ids, inspect_checkpoint
+from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
 
 OFFSETS = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"0":5}\n'
 COMMITS = 'v1\n{"nextBatchWatermarkMs":0}\n'
@@ -121,7 +121,7 @@ def test_permission_denied_is_a_clear_error(tmp_path: Path) -> None:
     root = Path(make(tmp_path, [0], [0]))
     (root / "offsets").chmod(0)
     code = (
-        "from airflow_async_stream.checkpoint import inspect_checkpoint\n"
+        "from airflow_async_stream.state.checkpoint import inspect_checkpoint\n"
         "from airflow_async_stream.exceptions import CheckpointReadError\n"
         f"try: inspect_checkpoint({str(root)!r})\n"
         "except CheckpointReadError as e: print('ERROR', e)\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state import registry
+from airflow_async_stream.state.control import ControlArea
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 GOOD = """name: good-job
@@ -260,7 +260,7 @@ def test_a_target_that_names_nothing_is_an_error_never_a_verdict(tmp_path: Path)
 
 
 def test_release_needs_force_for_a_live_hold(tmp_path: Path) -> None:
-    from airflow_async_stream.lease import Holder, take
+    from airflow_async_stream.state.hold import Holder, take
 
     control = _fake_deployment(tmp_path)
     take(control, Holder("DAG run m/r1", "safe-disable good-job"), 3600)

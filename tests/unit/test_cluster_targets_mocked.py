@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.driver.launcher import LocalLauncher, Submission, runtime_driver_path
+from airflow_async_stream.driver.lifecycle import stop_driver
+from airflow_async_stream.driver.maven_packages import packages_conf
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.cluster import ClusterLauncher
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.launcher import LocalLauncher, Submission, runtime_driver_path
-from airflow_async_stream.lifecycle import stop_driver
-from airflow_async_stream.packages import packages_conf
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.state.control import ControlArea
 
 SPEC = {
     "name": "clicks",
@@ -166,8 +166,8 @@ def test_yarn_status_mocked_goes_through_the_provider_hooks_rest_call(monkeypatc
 
 
 def test_a_driver_its_cluster_ended_fails_the_startup_wait_at_once(tmp_path: Path) -> None:
+    from airflow_async_stream.driver.lifecycle import wait_until_running
     from airflow_async_stream.exceptions import DriverFailedError
-    from airflow_async_stream.lifecycle import wait_until_running
 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()

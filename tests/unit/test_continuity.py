@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_async_stream.continuity import continuity_problems, longest_idle
+from airflow_async_stream.insight.batches import continuity_problems, longest_idle
 
 
 def event(batch: int, start: int | None, end: int) -> dict:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.control import ControlArea, Deployment, Hold, State, Status, hold_ttl_s, liveness
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.lease import lease_state
+from airflow_async_stream.state.control import ControlArea, Deployment, Hold, State, Status, hold_ttl_s, liveness
+from airflow_async_stream.state.hold import lease_state
 
 WRITTEN_BY_0_1_0 = Path(__file__).parent / "fixtures" / "records_0_1_0"
 

@@ -68,7 +68,7 @@ def test_a_rollout_of_a_folder_naming_no_fleet_index_breaks_the_dag_import(tmp_p
     folder = tmp_path / "desired"
     folder.mkdir()
     path = tmp_path / "rollout_dag.py"
-    path.write_text(f"from airflow_async_stream.rollout.dags import rollout_dag\nrollout_dag({str(folder)!r})\n")
+    path.write_text(f"from airflow_async_stream.factories import rollout_dag\nrollout_dag({str(folder)!r})\n")
     errors = _import_errors(path)
     assert list(errors) == [str(path)]
     assert "_fleet.yaml: (file): missing: a rollout keeps the index of the jobs it deployed" in errors[str(path)]
@@ -86,7 +86,7 @@ def test_a_rollout_dag_import_error_lists_every_problem_of_its_folder(tmp_path: 
     (folder / "c.json").write_text(json.dumps({**job, "name": "c", "checkpoint": "/ck/c", "trigger": {"once": 3}}))
     (folder / "_fleet.yaml").write_text("indexx: /shared/index\n")
     path = tmp_path / "rollout_dag.py"
-    path.write_text(f"from airflow_async_stream.rollout.dags import rollout_dag\nrollout_dag({str(folder)!r})\n")
+    path.write_text(f"from airflow_async_stream.factories import rollout_dag\nrollout_dag({str(folder)!r})\n")
     [error] = _import_errors(path).values()
     for needle in ("b.json: name: 'a' is also the job of a.json", "c.json: trigger.once:",
                    "_fleet.yaml: indexx: unknown key", "_fleet.yaml: index: required"):  # fmt: skip

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream import registry
+from airflow_async_stream.state import registry
 from tests.unit.test_cli import _fake_deployment, _gappy
 
 REPO = Path(__file__).resolve().parents[2]

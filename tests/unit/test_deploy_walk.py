@@ -10,13 +10,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.deployer import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.driver_args import parse_driver_arguments
+from airflow_async_stream.driver.args import parse_driver_arguments
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
+from airflow_async_stream.driver.launcher import LocalLauncher, Submission
 from airflow_async_stream.hooks.connection_lookup import secret_options_for
-from airflow_async_stream.launcher import LocalLauncher, Submission
-from airflow_async_stream.lease import Holder
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "airflow_async_stream"
@@ -72,9 +72,18 @@ def test_a_deploy_hands_work_to_six_modules_and_enters_the_airflow_side_once(tmp
         stop_job(ControlArea.for_checkpoint(checkpoint), HOLDER, settings, "the walk is done")
 
     assert record.state == "running" and record.driver["kind"] == "local-process"
-    handed_to = {callee for caller, callee in seen if caller == "deployer.py" and callee not in (None, "deployer.py")}
-    assert handed_to == {"control.py", "launcher.py", "lease.py", "lifecycle.py", "checkpoint.py", "registry.py"}
+    handed_to = {
+        callee for caller, callee in seen if caller == "driver/deploy.py" and callee not in (None, "driver/deploy.py")
+    }
+    assert handed_to == {
+        "state/control.py",
+        "driver/launcher.py",
+        "state/hold.py",
+        "driver/lifecycle.py",
+        "state/checkpoint.py",
+        "state/registry.py",
+    }
     walk = [callee for _, callee in seen if callee is not None]
     walk = [m for i, m in enumerate(walk) if i == 0 or walk[i - 1] != m]
     entries = [(a, b) for a, b in itertools.pairwise(walk) if _airflow_side(b) and not _airflow_side(a)]
-    assert entries == [("launcher.py", "hooks/connection_lookup.py")]  # the spec's secret options, once
+    assert entries == [("driver/launcher.py", "hooks/connection_lookup.py")]  # the spec's secret options, once

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.driver_args import driver_arguments
-from airflow_async_stream.launcher import runtime_driver_path
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.driver.args import driver_arguments
+from airflow_async_stream.driver.launcher import runtime_driver_path
+from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.state.control import ControlArea
 
 GOOD = {
     "name": "drv",

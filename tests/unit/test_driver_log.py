@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.driver_log import RotatingLog, rotated_names, start_pump, tail_lines
+from airflow_async_stream.driver.log import RotatingLog, rotated_names, start_pump, tail_lines
 
 
 def _sizes(path: Path, files: int) -> dict[str, int]:

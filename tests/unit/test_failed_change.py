@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.control import ControlArea, liveness
-from airflow_async_stream.deployer import DeploySettings
+from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.launchers import launcher_for
-from airflow_async_stream.lease import Holder
 from airflow_async_stream.rollout.apply import ApplySettings, apply_item
 from airflow_async_stream.rollout.planner import RESTART, PlanItem, spec_digest
-from airflow_async_stream.spec import deep_merge, parse_spec
+from airflow_async_stream.spec.model import deep_merge, parse_spec
+from airflow_async_stream.state.control import ControlArea, liveness
+from airflow_async_stream.state.hold import Holder
 
 ROOT = Path(__file__).resolve().parents[2]
 

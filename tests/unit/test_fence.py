@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.control import ControlArea, Deployment, State, now
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
-from airflow_async_stream.fence import KEPT_CLAIMS, Fence, current_token, start_refusal
-from airflow_async_stream.lease import Holder, held, release, revoke, take
+from airflow_async_stream.state.control import ControlArea, Deployment, State, now
+from airflow_async_stream.state.fence import KEPT_CLAIMS, Fence, current_token, start_refusal
+from airflow_async_stream.state.hold import Holder, held, release, revoke, take
 
 RUN_A = Holder("DAG run migrate/run-a", "safe-disable clicks")
 RUN_B = Holder("DAG run migrate/run-b", "deploy clicks")
@@ -237,7 +237,7 @@ class _NoConditionalCreate:
 
 
 def test_without_a_conditional_create_a_claim_checks_existence_first(remote: ControlArea) -> None:
-    from airflow_async_stream.fence import bump
+    from airflow_async_stream.state.fence import bump
 
     remote.fs = _NoConditionalCreate(remote.fs)  # type: ignore[assignment]
     assert bump(remote, "taken by a", seen=0) == 1

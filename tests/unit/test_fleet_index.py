@@ -13,7 +13,7 @@ from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import load_desired
 from airflow_async_stream.rollout.fleet import ACTIVE, RETIRED, FleetIndex
 from airflow_async_stream.rollout.planner import plan_folder
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.spec.model import parse_spec
 from tests.unit.test_planner import BASE, _deployed, _fleet_file, _write
 
 
@@ -188,10 +188,10 @@ def test_index_entries_are_written_once_and_read_back(tmp_path: Path) -> None:
 def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No Spark: a refused move records the job where it still runs (found then from any host), and a job
     listed once more after its retirement leaves the index."""
-    from airflow_async_stream.deployer import DeploySettings
-    from airflow_async_stream.launcher import LocalLauncher
-    from airflow_async_stream.lease import Holder
+    from airflow_async_stream.driver.deploy import DeploySettings
+    from airflow_async_stream.driver.launcher import LocalLauncher
     from airflow_async_stream.rollout.apply import ApplySettings, apply_item
+    from airflow_async_stream.state.hold import Holder
 
     folder, ck = tmp_path / "desired", tmp_path / "ck"
     index = _fleet_file(folder, tmp_path / "index")

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.driver_args import driver_arguments, parse_driver_arguments, spec_digest
+from airflow_async_stream.driver.args import driver_arguments, parse_driver_arguments, spec_digest
+from airflow_async_stream.driver.launcher import LocalLauncher, Submission, check_java, runtime_driver_path
 from airflow_async_stream.exceptions import ConnectionLookupError, JavaNotFoundError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.launcher import LocalLauncher, Submission, check_java, runtime_driver_path
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.spec.model import parse_spec
 
 SPEC = parse_spec(
     {

@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_async_stream.control import ControlArea
+from airflow_async_stream.state.control import ControlArea
 
 FORBIDDEN = (
     "airflow_async_stream.operators",
     "airflow_async_stream.sensors",
     "airflow_async_stream.triggers",
-    "airflow_async_stream.migrations.safe_disable",  # the TaskGroup module
+    "airflow_async_stream.factories.safe_disable",  # the TaskGroup module
 )
 
 
@@ -28,16 +28,17 @@ def _loaded_after(module: str) -> list[str]:
 def test_the_rollouts_apply_module_loads_no_operator_sensor_or_taskgroup_module() -> None:
     loaded = _loaded_after("airflow_async_stream.rollout.apply")
     assert "airflow_async_stream.migrations.safe_disable_steps" in loaded  # it runs the migration's own steps
-    wrong = [m for m in loaded if m == "airflow_async_stream.migrations.safe_disable" or m.startswith(FORBIDDEN[:3])]
+    wrong = [m for m in loaded if m == "airflow_async_stream.factories.safe_disable" or m.startswith(FORBIDDEN[:3])]
     assert wrong == [], f"rollout.apply loads {wrong}"
 
 
-def test_the_migrations_package_builds_its_taskgroup_only_when_asked() -> None:
-    loaded = _loaded_after("airflow_async_stream.migrations")
-    assert "airflow_async_stream.migrations.safe_disable" not in loaded
-    code = "from airflow_async_stream.migrations import safe_disable_async_progress; print(safe_disable_async_progress.__module__)"
+def test_the_factories_package_loads_a_factory_only_when_asked() -> None:
+    loaded = _loaded_after("airflow_async_stream.factories")
+    assert not [m for m in loaded if m.startswith(("airflow_async_stream.factories.", "airflow."))]
+    code = "from airflow_async_stream.factories import safe_disable_async_progress as f; print(f.__module__)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "airflow_async_stream.migrations.safe_disable"
+    assert result.stdout.strip() == "airflow_async_stream.factories.safe_disable"
+    assert "airflow_async_stream.factories.safe_disable" not in _loaded_after("airflow_async_stream.migrations")
 
 
 def test_the_provider_uses_no_task_sdk_internals() -> None:
@@ -67,8 +68,7 @@ AIRFLOW_SIDE = (
     "airflow_async_stream.operators",
     "airflow_async_stream.sensors",
     "airflow_async_stream.triggers",
-    "airflow_async_stream.migrations.safe_disable",  # the TaskGroup factory
-    "airflow_async_stream.rollout.dags",  # the rollout DAG factory
+    "airflow_async_stream.factories",  # the DAG and TaskGroup factories
 )
 #: Run first in a fresh interpreter: any import of Airflow raises, as in a venv without it.
 BLOCK_AIRFLOW = """
@@ -99,10 +99,12 @@ def _without_airflow(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_every_core_module_imports_with_airflow_blocked() -> None:
     modules = _core_modules()
-    assert {"airflow_async_stream.deployer", "airflow_async_stream.migrations.safe_disable_steps"} <= set(modules)
-    assert {"airflow_async_stream.rollout.apply", "airflow_async_stream.launcher", "airflow_async_stream.cli"} <= set(
-        modules
-    )
+    assert {"airflow_async_stream.driver.deploy", "airflow_async_stream.migrations.safe_disable_steps"} <= set(modules)
+    assert {
+        "airflow_async_stream.rollout.apply",
+        "airflow_async_stream.driver.launcher",
+        "airflow_async_stream.cli.commands",
+    } <= set(modules)
     code = """
 import importlib, json, traceback
 failed = {}
@@ -145,7 +147,7 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
     )
     try:
         _await_status(control, driver)
-        run = "from airflow_async_stream.cli import main; sys.exit(main(sys.argv[1:]))"
+        run = "from airflow_async_stream.cli.commands import main; sys.exit(main(sys.argv[1:]))"
         answers = {
             "validate": _without_airflow(run, "validate", str(spec)),
             "plan": _without_airflow(run, "plan", str(folder)),
@@ -183,9 +185,9 @@ def test_without_a_launcher_a_deploy_is_an_error_naming_the_connection_never_a_s
     tmp_path: Path,
 ) -> None:
     code = f"""
-from airflow_async_stream.deployer import DeploySettings, deploy_job
-from airflow_async_stream.lease import Holder
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.spec.model import parse_spec
 spec = parse_spec({{"name": "j", "checkpoint": {str(tmp_path / "ck")!r}, "source": {{"format": "rate"}},
                    "sink": {{"format": "noop"}}}})
 try:

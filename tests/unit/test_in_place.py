@@ -7,8 +7,10 @@ import socket
 
 import pytest
 
-from airflow_async_stream.continuity import idle_between, ran_a_batch
-from airflow_async_stream.control import (
+from airflow_async_stream.exceptions import ControlAreaError, NotSwitchableError, SwitchRefusedError
+from airflow_async_stream.insight.batches import idle_between, ran_a_batch
+from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.state.control import (
     ControlArea,
     Reconfiguration,
     ReconfigureRequest,
@@ -17,16 +19,14 @@ from airflow_async_stream.control import (
     SwitchPhase,
     now,
 )
-from airflow_async_stream.exceptions import ControlAreaError, NotSwitchableError, SwitchRefusedError
-from airflow_async_stream.in_place import (
+from airflow_async_stream.switch.allowed import (
     assign,
     configuration_of,
     in_place_refusals,
     parse_assignment,
     runtime_conf_changes,
 )
-from airflow_async_stream.reconfigure import phases_passed, reconfigure
-from airflow_async_stream.spec import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.switch.request import phases_passed, reconfigure
 
 BASE = {
     "name": "clicks",

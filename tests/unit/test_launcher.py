@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_async_stream.driver_args import parse_driver_arguments, spec_digest
+from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
+from airflow_async_stream.driver.launcher import DeferredLauncher, LocalLauncher, Submission, runtime_driver_path
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
-from airflow_async_stream.launcher import DeferredLauncher, LocalLauncher, Submission, runtime_driver_path
-from airflow_async_stream.secret_options import SecretOptions
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.secret_options import SecretOptions
 
 SPEC = {
     "name": "orders",

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
-from airflow_async_stream.lease import (
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import (
     MAX_REVOKED,
     Holder,
     held,

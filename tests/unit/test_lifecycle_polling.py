@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.control import ControlArea, now
-from airflow_async_stream.lifecycle import POLL_S, REMOTE_POLL_S, wait_until_running
+from airflow_async_stream.driver.lifecycle import POLL_S, REMOTE_POLL_S, wait_until_running
+from airflow_async_stream.state.control import ControlArea, now
 
 
 def _running(control: ControlArea) -> None:

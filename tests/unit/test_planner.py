@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_async_stream import registry
-from airflow_async_stream.control import ControlArea, Deployment
-from airflow_async_stream.driver_process import identify
+from airflow_async_stream.driver.process import identify
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job, spec_digest
-from airflow_async_stream.spec import deep_merge, parse_spec
+from airflow_async_stream.spec.model import deep_merge, parse_spec
+from airflow_async_stream.state import registry
+from airflow_async_stream.state.control import ControlArea, Deployment
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 BASE: dict[str, Any] = {
@@ -367,12 +367,12 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
 
 
 def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: Path) -> None:
-    from airflow_async_stream.deployer import DeploySettings
+    from airflow_async_stream.driver.deploy import DeploySettings
+    from airflow_async_stream.driver.launcher import LocalLauncher
     from airflow_async_stream.exceptions import RolloutError
-    from airflow_async_stream.launcher import LocalLauncher
-    from airflow_async_stream.lease import Holder
+    from airflow_async_stream.factories.rollout import summarize
     from airflow_async_stream.rollout.apply import ApplySettings, apply_item
-    from airflow_async_stream.rollout.dags import summarize
+    from airflow_async_stream.state.hold import Holder
 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.progress_log import ProgressWriter, Retention, segments
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.progress_log import ProgressWriter, Retention, segments
 
 DEP_A, DEP_B = "20261122T010000Z-aaaaaaaa", "20261122T020000Z-bbbbbbbb"
 

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from airflow.dag_processing.dagbag import DagBag
 
-from airflow_async_stream.cli import build_parser
+from airflow_async_stream.cli.commands import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
@@ -134,7 +134,7 @@ def test_the_check_for_undefined_names_catches_what_it_should() -> None:
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml" and b.kind is None], ids=str)
 def test_a_whole_spec_in_the_readme_passes_validate(block: Block, tmp_path: Path) -> None:
-    from airflow_async_stream.cli import main
+    from airflow_async_stream.cli.commands import main
 
     path = tmp_path / "spec.yaml"
     path.write_text(block.body)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream import registry
+from airflow_async_stream.state import registry
 
 
 def test_a_deploy_keeps_the_logs_of_the_newest_deployments_only(

@@ -10,9 +10,9 @@ import pytest
 from airflow.sdk import DAG
 
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.migrations import safe_disable_async_progress
+from airflow_async_stream.factories import safe_disable_async_progress
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable, at_interval_0, synchronous
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.spec.model import parse_spec
 
 SPEC: dict[str, Any] = {
     "name": "steps",
@@ -72,10 +72,10 @@ def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -
 
 def test_a_wait_ended_by_a_forced_stop_says_who_stopped_the_job(tmp_path: Any) -> None:
     """The job stopped under a migration's wait: a forced stop that ended the migration's hold is named."""
-    from airflow_async_stream.control import ControlArea, State, Status, now
     from airflow_async_stream.exceptions import CommittedBatchesError, HoldRevokedError
-    from airflow_async_stream.lease import Holder, revoke, take
     from airflow_async_stream.migrations.safe_disable_steps import Switch
+    from airflow_async_stream.state.control import ControlArea, State, Status, now
+    from airflow_async_stream.state.hold import Holder, revoke, take
 
     holder = Holder("DAG run safe_disable/run-1", "safe-disable")
     migration = SafeDisable(parse_spec({**SPEC, "checkpoint": str(tmp_path / "ck")}), holder, wait_timeout_s=5)

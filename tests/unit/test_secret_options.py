@@ -7,11 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.progress_log import segments
 from airflow_async_stream.runtime.governor import Governor
-from airflow_async_stream.secret_options import (
+from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.secret_options import (
     ENV_VAR,
     ConnectionFields,
     Redactor,
@@ -19,7 +18,8 @@ from airflow_async_stream.secret_options import (
     kafka_options,
     take_from_environment,
 )
-from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.progress_log import segments
 
 SPEC = {"name": "s", "checkpoint": "/ck/s", "source": {"format": "rate"}, "sink": {"format": "kafka"}}
 

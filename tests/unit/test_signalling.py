@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.driver_process import identify
+from airflow_async_stream.driver.lifecycle import stop_driver, wait_until_running
+from airflow_async_stream.driver.process import identify
 from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError, StopTimeoutError
-from airflow_async_stream.lease import Holder, take
-from airflow_async_stream.lifecycle import stop_driver, wait_until_running
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, take
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -278,7 +278,7 @@ def test_a_stop_whose_connection_cannot_be_read_still_kills_this_hosts_driver(
 ) -> None:
     """The stop operator hands stop_job a launcher to build from its connection only for a driver on a
     cluster: a secrets backend that is down does not keep a stop of this host's driver from winning."""
-    from airflow_async_stream.deployer import DeploySettings, stop_job
+    from airflow_async_stream.driver.deploy import DeploySettings, stop_job
     from airflow_async_stream.exceptions import ConnectionLookupError
 
     def unreadable() -> Any:

@@ -9,9 +9,9 @@ import pendulum
 import yaml
 from airflow.sdk import DAG
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.migrations import safe_disable_async_progress
+from airflow_async_stream.factories import safe_disable_async_progress
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
+from airflow_async_stream.state.control import ControlArea
 
 SPEC: dict[str, Any] = {
     "name": "clicks",

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.spec import JobSpec, load_spec, parse_spec
+from airflow_async_stream.spec.model import JobSpec, load_spec, parse_spec
 
 FIELDS = ["name", "checkpoint", "source", "transform", "sink", "trigger", "async_progress", "spark_conf",
           "stateful", "application", "options", "format", "sql", "entrypoint", "once", "available_now",

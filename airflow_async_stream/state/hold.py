@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream import fence
-from airflow_async_stream.control import ControlArea, Hold, local_pid_alive, now
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
+from airflow_async_stream.state import fence
+from airflow_async_stream.state.control import ControlArea, Hold, local_pid_alive, now
 
 __all__ = [
     "Grant",

@@ -11,7 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.control import (
+from airflow_async_stream.driver.launcher import Launcher, LocalLauncher
+from airflow_async_stream.driver.log import tail_lines
+from airflow_async_stream.driver.process import DriverProcess
+from airflow_async_stream.exceptions import (
+    DriverFailedError,
+    DriverStartTimeoutError,
+    NotSignalledError,
+    StopTimeoutError,
+)
+from airflow_async_stream.state.control import (
     FINAL_STATES,
     SUBMITTED,
     ControlArea,
@@ -21,15 +30,6 @@ from airflow_async_stream.control import (
     liveness,
     now,
 )
-from airflow_async_stream.driver_log import tail_lines
-from airflow_async_stream.driver_process import DriverProcess
-from airflow_async_stream.exceptions import (
-    DriverFailedError,
-    DriverStartTimeoutError,
-    NotSignalledError,
-    StopTimeoutError,
-)
-from airflow_async_stream.launcher import Launcher, LocalLauncher
 
 __all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_for_driver_exit", "wait_until_running"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.spec.model import JobSpec
 
 __all__ = [
     "RUNTIME_CONF_PREFIX",

@@ -13,7 +13,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.spec.model import JobSpec
 
 __all__ = ["installed_spark_versions", "kafka_package", "packages_conf"]
 

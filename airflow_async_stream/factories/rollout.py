@@ -21,15 +21,15 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.deployer import DeploySettings
+from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.lease import Holder, dag_run_state
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
 from airflow_async_stream.rollout.desired import load_folder
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, dag_run_state
 
 __all__ = ["report", "rollout_dag", "summarize", "toggle_off_dag"]
 

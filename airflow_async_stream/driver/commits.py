@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.checkpoint import batch_ids, committed_since
-from airflow_async_stream.control import ACTIVE_STATES, ControlArea, State, Status, liveness
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
+from airflow_async_stream.state.checkpoint import batch_ids, committed_since
+from airflow_async_stream.state.control import ACTIVE_STATES, ControlArea, State, Status, liveness
 
 __all__ = ["CommitCheck", "check_commits", "wait_for_commits"]
 

@@ -27,15 +27,16 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Protocol
 
-from airflow_async_stream import driver_process, registry
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.driver_args import driver_arguments
-from airflow_async_stream.driver_log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
-from airflow_async_stream.driver_process import identify
+from airflow_async_stream.driver import process as driver_process
+from airflow_async_stream.driver.args import driver_arguments
+from airflow_async_stream.driver.log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
+from airflow_async_stream.driver.maven_packages import packages_conf
+from airflow_async_stream.driver.process import identify
 from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
-from airflow_async_stream.packages import packages_conf
-from airflow_async_stream.secret_options import SecretOptions
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.secret_options import SecretOptions
+from airflow_async_stream.state import registry
+from airflow_async_stream.state.control import ControlArea
 
 __all__ = [
     "DEFAULT_SPARK_CONF",
@@ -127,7 +128,7 @@ class Launcher(Protocol):
 
 def runtime_driver_path() -> str:
     """The runtime's entry file, found without importing the runtime (which imports pyspark)."""
-    return str(Path(__file__).resolve().parent / "runtime" / "driver.py")
+    return str(Path(__file__).resolve().parent.parent / "runtime" / "driver.py")
 
 
 def spark_submit_binary(binary: str = "spark-submit") -> str:

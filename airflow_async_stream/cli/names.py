@@ -13,12 +13,12 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from airflow_async_stream import registry
-from airflow_async_stream.checkpoint import looks_like_checkpoint
-from airflow_async_stream.control import SUFFIX, ControlArea
 from airflow_async_stream.exceptions import AsyncStreamError
-from airflow_async_stream.spec import load_spec
-from airflow_async_stream.spec_folder import SPEC_SUFFIXES
+from airflow_async_stream.spec.folder import SPEC_SUFFIXES
+from airflow_async_stream.spec.model import load_spec
+from airflow_async_stream.state import registry
+from airflow_async_stream.state.checkpoint import looks_like_checkpoint
+from airflow_async_stream.state.control import SUFFIX, ControlArea
 
 __all__ = ["Target", "TargetError", "resolve_target"]
 

@@ -14,15 +14,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.checkpoint import Inspection, inspect_checkpoint
-from airflow_async_stream.control import (
-    ControlArea,
-    Reconfiguration,
-    State,
-    SwitchOutcome,
-    hold_ttl_s,
-    liveness,
-)
+from airflow_async_stream.cli.names import TargetError, resolve_target
+from airflow_async_stream.driver.launcher import DeferredLauncher, Launcher
+from airflow_async_stream.driver.lifecycle import stop_driver
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
     DesiredStateError,
@@ -30,12 +24,18 @@ from airflow_async_stream.exceptions import (
     ReconfigureError,
     SpecError,
 )
-from airflow_async_stream.launcher import DeferredLauncher, Launcher
-from airflow_async_stream.lease import Holder, held, lease_state, revoke
-from airflow_async_stream.lifecycle import stop_driver
-from airflow_async_stream.spec import load_spec, parse_spec, spec_json_schema
-from airflow_async_stream.spec_folder import spec_files
-from airflow_async_stream.targets import TargetError, resolve_target
+from airflow_async_stream.spec.folder import spec_files
+from airflow_async_stream.spec.model import load_spec, parse_spec, spec_json_schema
+from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
+from airflow_async_stream.state.control import (
+    ControlArea,
+    Reconfiguration,
+    State,
+    SwitchOutcome,
+    hold_ttl_s,
+    liveness,
+)
+from airflow_async_stream.state.hold import Holder, held, lease_state, revoke
 
 __all__ = ["main"]
 
@@ -323,8 +323,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 
 def _cmd_reconfigure(args: argparse.Namespace) -> int:
-    from airflow_async_stream.in_place import assign, parse_assignment
-    from airflow_async_stream.reconfigure import reconfigure, running_spec
+    from airflow_async_stream.switch.allowed import assign, parse_assignment
+    from airflow_async_stream.switch.request import reconfigure, running_spec
 
     control = _control_for(args.target)
     try:

@@ -1,6 +1,6 @@
 """A driver's output, capped: spark-submit writes into a pipe, a small pump writes rotated files from it.
 
-    python -m airflow_async_stream.driver_log PATH --max-bytes N --files K  < spark-submit's output
+    python -m airflow_async_stream.driver.log PATH --max-bytes N --files K  < spark-submit's output
 
 The pump writes ``PATH`` until the next line would take it past ``N`` bytes, then renames ``PATH`` to
 ``PATH.1`` (``PATH.1`` to ``PATH.2`` ...) and starts a new ``PATH``; at most ``K`` files are kept, so a job
@@ -109,7 +109,7 @@ def start_pump(path: str, max_bytes: int, files: int) -> tuple[subprocess.Popen[
     read_end, write_end = os.pipe()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "airflow_async_stream.driver_log", path, "--max-bytes", str(max_bytes)]
+            [sys.executable, "-m", "airflow_async_stream.driver.log", path, "--max-bytes", str(max_bytes)]
             + ["--files", str(files)],
             stdin=read_end,
             stdout=subprocess.DEVNULL,

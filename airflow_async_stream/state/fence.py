@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.control import ControlArea, Deployment, State, now
 from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
+from airflow_async_stream.state.control import ControlArea, Deployment, State, now
 
 __all__ = ["Fence", "current_token", "ended_by", "revoked_since", "start_refusal"]
 
@@ -152,7 +152,7 @@ class Fence:
     def guarded(self) -> Iterator[None]:
         """Check, then run the block's action before any revocation can land (on local disks, under the
         hold's guard, which revocations also take; elsewhere the driver's own check is the backstop)."""
-        from airflow_async_stream.lease import guard
+        from airflow_async_stream.state.hold import guard
 
         with guard(self.control):
             self.check()

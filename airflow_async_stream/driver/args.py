@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.spec.model import JobSpec
 
 __all__ = ["driver_arguments", "parse_driver_arguments", "spec_digest"]
 

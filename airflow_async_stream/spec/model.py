@@ -23,10 +23,11 @@ from pydantic import (
     model_validator,
 )
 
-from airflow_async_stream import driver_log, progress_log
+from airflow_async_stream.driver import log as driver_log
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.interpolation import expand_environment
-from airflow_async_stream.secret_options import looks_secret
+from airflow_async_stream.spec.interpolation import expand_environment
+from airflow_async_stream.spec.secret_options import looks_secret
+from airflow_async_stream.state import progress_log
 
 __all__ = [
     "ASYNC_SINKS",

@@ -15,8 +15,17 @@ import time
 import uuid
 from dataclasses import replace
 
-from airflow_async_stream import lease
-from airflow_async_stream.control import (
+from airflow_async_stream.exceptions import (
+    HoldRevokedError,
+    NotSwitchableError,
+    ReconfigureError,
+    ReconfigureTimeoutError,
+    SwitchFailedError,
+    SwitchRefusedError,
+)
+from airflow_async_stream.spec.model import JobSpec, parse_spec
+from airflow_async_stream.state import hold
+from airflow_async_stream.state.control import (
     ControlArea,
     Reconfiguration,
     ReconfigureRequest,
@@ -27,17 +36,8 @@ from airflow_async_stream.control import (
     liveness,
     now,
 )
-from airflow_async_stream.exceptions import (
-    HoldRevokedError,
-    NotSwitchableError,
-    ReconfigureError,
-    ReconfigureTimeoutError,
-    SwitchFailedError,
-    SwitchRefusedError,
-)
-from airflow_async_stream.in_place import in_place_refusals
-from airflow_async_stream.lease import Holder, RunState
-from airflow_async_stream.spec import JobSpec, parse_spec
+from airflow_async_stream.state.hold import Holder, RunState
+from airflow_async_stream.switch.allowed import in_place_refusals
 
 __all__ = ["reconfigure", "rehearse", "running_spec", "why_not_in_place"]
 
@@ -157,7 +157,7 @@ def _ask(
 ) -> Reconfiguration:
     """Write ``request`` under the job's hold (fenced) and await the driver's settled account of it."""
     holder = holder or Holder.this_process("reconfigure")
-    with lease.held(control, holder, hold_s, run_state) as grant:
+    with hold.held(control, holder, hold_s, run_state) as grant:
         request = replace(request, requested_at=now(), requested_from=socket.gethostname(), hold_token=grant.token)
         with grant.fence.guarded():  # a forced stop since the take: no request; one after: the driver refuses it
             control.write_reconfigure_request(request)

@@ -14,9 +14,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_async_stream import registry
-from airflow_async_stream.checkpoint import resume_point
-from airflow_async_stream.control import (
+from airflow_async_stream.driver.launcher import DeferredLauncher, Launcher, LocalLauncher, Submission
+from airflow_async_stream.driver.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
+from airflow_async_stream.exceptions import (
+    DeployError,
+    DriverFailedError,
+    DriverStartTimeoutError,
+    HoldRevokedError,
+    JobAlreadyRunningError,
+    StopTimeoutError,
+)
+from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state import registry
+from airflow_async_stream.state.checkpoint import resume_point
+from airflow_async_stream.state.control import (
     NOT_LAUNCHED,
     SUBMITTED,
     ControlArea,
@@ -26,18 +37,7 @@ from airflow_async_stream.control import (
     liveness,
     now,
 )
-from airflow_async_stream.exceptions import (
-    DeployError,
-    DriverFailedError,
-    DriverStartTimeoutError,
-    HoldRevokedError,
-    JobAlreadyRunningError,
-    StopTimeoutError,
-)
-from airflow_async_stream.launcher import DeferredLauncher, Launcher, LocalLauncher, Submission
-from airflow_async_stream.lease import Grant, Holder, RunState, held, revoke
-from airflow_async_stream.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
-from airflow_async_stream.spec import JobSpec
+from airflow_async_stream.state.hold import Grant, Holder, RunState, held, revoke
 
 __all__ = ["DeploySettings", "deploy_job", "stop_job"]
 

@@ -21,12 +21,10 @@ from airflow.sdk import TaskGroup
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_async_stream.control import ControlArea
-from airflow_async_stream.deployer import DeploySettings
+from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.lease import Holder, dag_run_state, release, take
 from airflow_async_stream.migrations.safe_disable_steps import (
     ASYNC_EVERY_BATCH,
     SYNCHRONOUS,
@@ -39,7 +37,9 @@ from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
-from airflow_async_stream.spec import SpecInput, resolve_spec
+from airflow_async_stream.spec.model import SpecInput, resolve_spec
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -39,9 +39,9 @@ from typing import Any, Self, TypeVar
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from airflow_async_stream import progress_log
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.progress_log import ProgressWriter, Retention
+from airflow_async_stream.state import progress_log
+from airflow_async_stream.state.progress_log import ProgressWriter, Retention
 
 __all__ = [
     "ACTIVE_STATES",

@@ -1,0 +1,95 @@
+"""Module paths and names of the previous release, kept working for one release with a DeprecationWarning.
+
+An old module path (``airflow_async_stream.control``) imports as a small module that hands out the new
+module's names; an old name in a module that stays (``migrations.safe_disable_async_progress``) is answered
+by that module's ``__getattr__`` through :func:`renamed`. Both warn once per use, naming the new place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+from typing import Any
+
+__all__ = ["MODULES", "install", "renamed"]
+
+_P = "airflow_async_stream"
+
+#: Old module path -> new module path (both without the package prefix).
+MODULES = {
+    "spec_folder": "spec.folder",
+    "interpolation": "spec.interpolation",
+    "secret_options": "spec.secret_options",
+    "control": "state.control",
+    "lease": "state.hold",
+    "fence": "state.fence",
+    "progress_log": "state.progress_log",
+    "checkpoint": "state.checkpoint",
+    "registry": "state.registry",
+    "continuity": "insight.batches",
+    "launcher": "driver.launcher",
+    "deployer": "driver.deploy",
+    "lifecycle": "driver.lifecycle",
+    "driver_process": "driver.process",
+    "driver_log": "driver.log",
+    "driver_args": "driver.args",
+    "packages": "driver.maven_packages",
+    "commit_watch": "driver.commits",
+    "in_place": "switch.allowed",
+    "reconfigure": "switch.request",
+    "targets": "cli.names",
+    "rollout.dags": "factories.rollout",
+    "migrations.safe_disable": "factories.safe_disable",
+}
+_BY_FULL_NAME = {f"{_P}.{old}": f"{_P}.{new}" for old, new in MODULES.items()}
+
+
+def _warn(old: str, new: str, stacklevel: int) -> None:
+    message = f"{old} moved to {new}; the old name goes in the next release"
+    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+class _Alias(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default module; exec_module makes it hand out the new module's names
+
+    def exec_module(self, module: ModuleType) -> None:
+        new = _BY_FULL_NAME[module.__name__]
+        _warn(module.__name__, new, 2)
+        target = importlib.import_module(new)
+
+        def forward(name: str) -> Any:
+            return getattr(target, name)
+
+        module.__getattr__ = forward  # type: ignore[method-assign]
+        module.__all__ = list(getattr(target, "__all__", ()))  # type: ignore[attr-defined]
+        module.__doc__ = f"Moved to {new}."
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _BY_FULL_NAME:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Alias())
+
+
+def install() -> None:
+    """Answer the old module paths (idempotent; the package's ``__init__`` calls it)."""
+    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+
+
+def renamed(module: str, name: str, names: dict[str, tuple[str, str]]) -> Any:
+    """For a module's ``__getattr__``: the object an old ``name`` now is, with a warning; AttributeError else.
+
+    ``names`` maps an old name to (new module, new name).
+    """
+    if name not in names:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new_module, new_name = names[name]
+    _warn(f"{module}.{name}", f"{new_module}.{new_name}", 3)  # the caller of __getattr__
+    return getattr(importlib.import_module(new_module), new_name)

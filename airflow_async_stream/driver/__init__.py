@@ -1,0 +1,2 @@
+"""Launch and watch one driver through a Launcher: deploy and stop, process identity, the log pump,
+arguments, Maven packages, waiting for committed batches."""

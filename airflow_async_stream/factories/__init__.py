@@ -1,0 +1,24 @@
+"""DAG and TaskGroup factories: the rollout and toggle-off DAGs, the safe-disable TaskGroup.
+
+Each factory is imported on first use, so a DAG file pays only for the one it calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["rollout_dag", "safe_disable_async_progress", "toggle_off_dag"]
+
+_HOME = {
+    "rollout_dag": "airflow_async_stream.factories.rollout",
+    "toggle_off_dag": "airflow_async_stream.factories.rollout",
+    "safe_disable_async_progress": "airflow_async_stream.factories.safe_disable",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        import importlib
+
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Read-only judgements from the progress log, the status record and the checkpoint."""
