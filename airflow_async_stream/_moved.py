@@ -15,7 +15,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MODULES", "install", "renamed"]
+__all__ = ["MODULES", "install", "renamed", "renamed_argument"]
 
 _P = "airflow_async_stream"
 
@@ -44,6 +44,7 @@ MODULES = {
     "targets": "cli.names",
     "rollout.dags": "factories.rollout",
     "migrations.safe_disable": "factories.safe_disable",
+    "operators.lease": "operators.hold",
 }
 _BY_FULL_NAME = {f"{_P}.{old}": f"{_P}.{new}" for old, new in MODULES.items()}
 
@@ -93,3 +94,8 @@ def renamed(module: str, name: str, names: dict[str, tuple[str, str]]) -> Any:
     new_module, new_name = names[name]
     _warn(f"{module}.{name}", f"{new_module}.{new_name}", 3)  # the caller of __getattr__
     return getattr(importlib.import_module(new_module), new_name)
+
+
+def renamed_argument(function: str, old: str, new: str) -> None:
+    """Warn that ``function(old=...)`` is now ``function(new=...)`` (at the caller's caller's line)."""
+    _warn(f"{function}({old}=...)", f"{function}({new}=...)", 3)

@@ -35,7 +35,7 @@ from airflow_async_stream.state.control import (
     hold_ttl_s,
     liveness,
 )
-from airflow_async_stream.state.hold import Holder, held, lease_state, revoke
+from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
 
 __all__ = ["main"]
 
@@ -308,17 +308,17 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 
 def _cmd_release(args: argparse.Namespace) -> int:
     control = _control_for(args.target)
-    lease = control.read_hold()
-    if not lease:
+    hold = control.read_hold()
+    if not hold:
         print("nobody holds this job")
         return EXIT_OK
-    ended = lease_state(lease)
+    ended = hold_state(hold)
     if ended is None and not args.force:
-        print(f"held by {lease.holder} ({lease.purpose}) until {lease.expires_at_text}; "
+        print(f"held by {hold.holder} ({hold.purpose}) until {hold.expires_at_text}; "
               "add --force if that holder is gone")  # fmt: skip
         return EXIT_INVALID
-    control.remove(ControlArea.LEASE)
-    print(f"released the hold of {lease.holder} ({ended or 'forced'})")
+    control.remove(ControlArea.HOLD)
+    print(f"released the hold of {hold.holder} ({ended or 'forced'})")
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ from airflow.sdk import TaskGroup
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_async_stream._moved import renamed_argument
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.launchers import launcher_for
@@ -35,7 +36,7 @@ from airflow_async_stream.migrations.safe_disable_steps import (
 )
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
-from airflow_async_stream.operators.lease import ReleaseJobLeaseOperator, TakeJobLeaseOperator
+from airflow_async_stream.operators.hold import ReleaseJobHoldOperator, TakeJobHoldOperator
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
 from airflow_async_stream.spec.model import SpecInput, resolve_spec
 from airflow_async_stream.state.control import ControlArea
@@ -108,7 +109,7 @@ class RollbackToAsyncOperator(SafeDisableStepOperator):
     """Runs only when a step failed: back to async on (interval 0), then fail with the reason.
 
     Skipped when this run never held the job (its hold task did not succeed: another run held it, and may
-    since have finished its own migration), or another run holds it now. Releases this run's lease.
+    since have finished its own migration), or another run holds it now. Releases this run's hold.
     """
 
     def __init__(self, *, hold_task_id: str, **kwargs: Any) -> None:
@@ -133,7 +134,7 @@ class RollbackToAsyncOperator(SafeDisableStepOperator):
         raise rolled_back_error(spec.name, reason, switch)
 
 
-class ReleaseAfterSafeDisableOperator(ReleaseJobLeaseOperator):
+class ReleaseAfterSafeDisableOperator(ReleaseJobHoldOperator):
     """Give up the run's hold; returns the migration's result: every switch it made, in place or by restart,
     with its pause (the XCom of the switch tasks)."""
 
@@ -175,9 +176,10 @@ def safe_disable_async_progress(
     startup_timeout_s: float = 300.0,
     graceful_timeout_s: float = 60.0,
     deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
-    lease_ttl_s: float | None = None,
+    hold_ttl_s: float | None = None,
     in_place: bool = True,
     spec_file: str | Path | None = None,
+    lease_ttl_s: float | None = None,
 ) -> TaskGroup:
     """Build the safe-disable TaskGroup for one job, inside the DAG being defined.
 
@@ -192,9 +194,13 @@ def safe_disable_async_progress(
     :param spec_file: the file the job's spec is kept in (default: ``spec`` itself when it is a path). The
         migration changes what runs, never this file: its last step says whether the file still turns async
         on, and so would turn it back on at the next deploy from it.
-    :param lease_ttl_s: how long the run holds the job (default: the sum of every step's time limits);
+    :param hold_ttl_s: how long the run holds the job (default: the sum of every step's time limits);
         no other run may deploy, stop or migrate the job meanwhile, and a dead run's hold expires then.
+    :param lease_ttl_s: the previous release's name of ``hold_ttl_s`` (warns; goes in the next release).
     """
+    if lease_ttl_s is not None:
+        renamed_argument("safe_disable_async_progress", "lease_ttl_s", "hold_ttl_s")
+        hold_ttl_s = lease_ttl_s if hold_ttl_s is None else hold_ttl_s
     job = resolve_spec(spec)
     # Validates async_batches, and the synchronous target now, at parse time, not after the job was stopped.
     plan = SafeDisable(
@@ -213,11 +219,11 @@ def safe_disable_async_progress(
     spec_file = spec_file if spec_file is not None else spec if isinstance(spec, (str, Path)) else None
     spec_file = str(Path(spec_file).resolve()) if spec_file is not None else None
     with TaskGroup(group_id=group_id, tooltip=f"turn async progress tracking off for {job.name}") as group:
-        _steps(plan, lease_ttl_s if lease_ttl_s is not None else plan.hold_ttl_s, deferrable, spec_file)
+        _steps(plan, hold_ttl_s if hold_ttl_s is not None else plan.hold_ttl_s, deferrable, spec_file)
     return group
 
 
-def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool, spec_file: str | None) -> None:
+def _steps(plan: SafeDisable, hold_ttl_s: float, deferrable: bool, spec_file: str | None) -> None:
     """The TaskGroup's tasks, one per step, and their order."""
     job, recorder = plan.spec, _failure_recorder(plan.checkpoint)
     common = {
@@ -230,8 +236,8 @@ def _steps(plan: SafeDisable, lease_ttl_s: float, deferrable: bool, spec_file: s
     }
     step = {**common, "on_failure_callback": recorder}
     wait = {"checkpoint": job.checkpoint, "wait_timeout_s": plan.wait_timeout_s, "deferrable": deferrable}
-    hold = TakeJobLeaseOperator(
-        task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=lease_ttl_s
+    hold = TakeJobHoldOperator(
+        task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=hold_ttl_s
     )
     to_async = SafeDisableStepOperator(task_id="redeploy_async_interval_0", step="to_interval_0", **step)
     wait_async = CommittedBatchesSensor(

@@ -14,7 +14,7 @@ Layout of ``<checkpoint>.async-stream/``:
                        ``driver.log.1`` ... (driver_log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
 ``lease.json``         the job's hold: which DAG run or process may change it now (``.lease.lock``: its
-                       guard on local disks, lease.py)
+                       guard on local disks, hold.py)
 ``revoked-holds.json`` holders whose hold a forced stop ended (the newest 32): they change the job no more
 ``fence.json``         the newest hold's fencing token, a number that only grows (fence.py)
 ``rollout.json``       the latest rollout step's outcome for this job
@@ -227,7 +227,7 @@ class Deployment(_Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Hold(_Record):
-    """``lease.json``: which DAG run or process may change the job now, and until when (lease.py)."""
+    """``lease.json``: which DAG run or process may change the job now, and until when (hold.py)."""
 
     holder: str = ""
     purpose: str | None = None
@@ -390,10 +390,10 @@ class ControlArea:
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
     MIGRATION = "safe-disable.json"
-    LEASE = "lease.json"
+    HOLD = "lease.json"  # the hold's file keeps its first name: a hold taken before an upgrade still holds
     REVOKED_HOLDS = "revoked-holds.json"
     FENCE = "fence.json"
-    LEASE_GUARD = ".lease.lock"
+    HOLD_GUARD = ".lease.lock"  # likewise: both releases must serialise on the same file
     PROGRESS = "progress"
     LEGACY_PROGRESS = "progress.jsonl"
 
@@ -449,10 +449,10 @@ class ControlArea:
         self.write_json(self.DEPLOYMENT, deployment.to_json())
 
     def read_hold(self) -> Hold | None:
-        return self._read_record(self.LEASE, Hold)
+        return self._read_record(self.HOLD, Hold)
 
     def write_hold(self, hold: Hold) -> None:
-        self.write_json(self.LEASE, hold.to_json())
+        self.write_json(self.HOLD, hold.to_json())
 
     def read_reconfigure_request(self) -> ReconfigureRequest | None:
         return self._read_record(self.RECONFIGURE_REQUEST, ReconfigureRequest)

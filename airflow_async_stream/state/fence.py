@@ -1,6 +1,6 @@
 """Fencing: a hold's token, checked immediately before every action that changes a job.
 
-A hold (lease.py) is a lease, and a lease alone is not enough: a step that took it, then spends seconds
+A hold (hold.py) alone is not enough: a step that took it, then spends seconds
 stopping the old driver, would not notice that a forced stop ended its hold meanwhile, and would launch a
 new driver over the user's stop. So every hold carries a token, a number in ``fence.json`` that only grows:
 each new holder and each revocation bump it. A step checks the token it was granted against the current one

@@ -1,8 +1,8 @@
-"""Who may change a job right now: a lease in the job's control area.
+"""Who may change a job right now: a hold in the job's control area.
 
 One holder at a time (an Airflow DAG run, or a command-line process) may deploy, stop or migrate a job.
-Another holder fails fast, told who holds the job and until when. The same holder may take the lease again
-(a retried task, or the next step of the same migration), which also extends it. A lease ends when its
+Another holder fails fast, told who holds the job and until when. The same holder may take the hold again
+(a retried task, or the next step of the same migration), which also extends it. A hold ends when its
 holder releases it, when it expires (every step renews it for as long as that step may take), or at once
 when its holder was a process on this host that has exited, or a DAG run that Airflow says has finished.
 
@@ -39,7 +39,7 @@ __all__ = [
     "dag_run_state",
     "guard",
     "held",
-    "lease_state",
+    "hold_state",
     "release",
     "revoke",
     "revoked_error",
@@ -51,7 +51,7 @@ MAX_REVOKED = 32
 
 @dataclass(frozen=True)
 class Holder:
-    """Who takes the lease: ``name`` identifies it across retries (e.g. ``dag_id/run_id``)."""
+    """Who takes the hold: ``name`` identifies it across retries (e.g. ``dag_id/run_id``)."""
 
     name: str
     purpose: str
@@ -65,7 +65,7 @@ class Holder:
 
     @classmethod
     def for_task(cls, context: Any, purpose: str) -> Holder:
-        """The DAG run a task belongs to (so its retries and sibling steps share the lease), else this process."""
+        """The DAG run a task belongs to (so its retries and sibling steps share the hold), else this process."""
         ti = context.get("ti") if context else None
         if ti is None:
             return cls.this_process(purpose)
@@ -96,12 +96,12 @@ class Grant:
 
 @contextlib.contextmanager
 def guard(control: ControlArea) -> Iterator[None]:
-    """Serialise lease updates between processes of this host (released by the kernel if we die)."""
+    """Serialise hold updates between processes of this host (released by the kernel if we die)."""
     if not control.is_local:
         yield
         return
     control.ensure()
-    with open(control.path(ControlArea.LEASE_GUARD), "a") as fh:
+    with open(control.path(ControlArea.HOLD_GUARD), "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -123,20 +123,20 @@ def dag_run_state(context: Mapping[str, Any] | None) -> RunState | None:
 _LIVE_RUN_STATES = frozenset({"queued", "running"})
 
 
-def lease_state(lease: Hold | Mapping[str, Any] | None, run_state: RunState | None = None) -> str | None:
-    """Why a lease no longer holds ('expired', 'holder exited', 'holder run is failed'), or None while it does."""
-    if not lease:
+def hold_state(hold: Hold | Mapping[str, Any] | None, run_state: RunState | None = None) -> str | None:
+    """Why a hold no longer holds ('expired', 'holder exited', 'holder run is failed'), or None while it does."""
+    if not hold:
         return "absent"
-    if not isinstance(lease, Hold):
-        lease = Hold.from_json(lease, "the hold")
-    if float(lease.expires_at or 0) <= now():
+    if not isinstance(hold, Hold):
+        hold = Hold.from_json(hold, "the hold")
+    if float(hold.expires_at or 0) <= now():
         return "expired"
-    if lease.pid and lease.host == socket.gethostname() and not local_pid_alive(int(lease.pid)):
+    if hold.pid and hold.host == socket.gethostname() and not local_pid_alive(int(hold.pid)):
         return "holder exited"
-    if run_state and lease.dag_id and lease.run_id:
+    if run_state and hold.dag_id and hold.run_id:
         try:
-            state = run_state(lease.dag_id, lease.run_id)
-        except Exception:  # noqa: BLE001 - an unreachable API must not free a lease: keep it
+            state = run_state(hold.dag_id, hold.run_id)
+        except Exception:  # noqa: BLE001 - an unreachable API must not free a hold: keep it
             state = None
         state = getattr(state, "value", state)  # Airflow's DagRunState enum prints as "DagRunState.RUNNING"
         if state and str(state).lower() not in _LIVE_RUN_STATES:
@@ -145,11 +145,11 @@ def lease_state(lease: Hold | Mapping[str, Any] | None, run_state: RunState | No
 
 
 def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Grant:
-    """Take or renew the lease for ``ttl_s`` seconds; its Grant says whether it was newly taken and carries
+    """Take or renew the hold for ``ttl_s`` seconds; its Grant says whether it was newly taken and carries
     the hold's fencing token (a new holder's bumps the fence; a renewal keeps its token).
 
-    Raises JobHeldError naming the current holder when someone else holds a live lease. With
-    ``run_state``, a lease whose DAG run has finished (e.g. failed after a crash) counts as ended.
+    Raises JobHeldError naming the current holder when someone else holds a live hold. With
+    ``run_state``, a hold whose DAG run has finished (e.g. failed after a crash) counts as ended.
     """
     with guard(control):
         revoked = revoked_error(control, holder)
@@ -158,7 +158,7 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
         seen = fence.current_token(control)  # read with the hold: on object stores the claim of seen+1 decides
         current = control.read_hold()
         ours = current is not None and current.holder == holder.name
-        ended = lease_state(current, None if ours else run_state)
+        ended = hold_state(current, None if ours else run_state)
         if current and ended is None and not ours:
             raise JobHeldError(
                 f"{control.url} is held by {current.holder} ({current.purpose}) since "
@@ -167,7 +167,7 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
         renewing = current is not None and ended is None and ours
         acquired = current.acquired_at if renewing and current else now()
         expires = now() + ttl_s
-        if renewing and current:  # a step renewing its run's lease never shortens it
+        if renewing and current:  # a step renewing its run's hold never shortens it
             expires = max(expires, current.expires_at)
         if renewing and current and current.token == seen:
             token = current.token
@@ -226,7 +226,7 @@ def _revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
     with guard(control):
         seen = fence.current_token(control)
         current = control.read_hold()
-        if not current or lease_state(current) is not None or current.holder == by.name:
+        if not current or hold_state(current) is not None or current.holder == by.name:
             return None
         fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})", seen, revocation=True)
         record = control.read_json(ControlArea.REVOKED_HOLDS) or {}
@@ -235,22 +235,22 @@ def _revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
         holders[current.holder] = {"by": by.name, "reason": reason, "at": at, "at_text": _text(at)}
         newest = sorted(holders.items(), key=lambda item: float(item[1]["at"]))[-MAX_REVOKED:]
         control.write_json(ControlArea.REVOKED_HOLDS, {"holders": dict(newest)})
-        control.remove(ControlArea.LEASE)
+        control.remove(ControlArea.HOLD)
         return current
 
 
 def release(control: ControlArea, holder: Holder) -> None:
-    """Give the lease up if this holder has it (never someone else's)."""
+    """Give the hold up if this holder has it (never someone else's)."""
     with guard(control):
         current = control.read_hold()
         if current and current.holder == holder.name:
-            control.remove(ControlArea.LEASE)
+            control.remove(ControlArea.HOLD)
 
 
 @contextlib.contextmanager
 def held(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Iterator[Grant]:
-    """Hold the lease for a block, which gets the Grant (its token fences the block's actions); release it
-    afterwards only if this block took it (not if it renewed a lease its holder already had, e.g. inside a
+    """Take the hold for a block, which gets the Grant (its token fences the block's actions); release it
+    afterwards only if this block took it (not if it renewed a hold its holder already had, e.g. inside a
     migration)."""
     grant = take(control, holder, ttl_s, run_state)
     try:

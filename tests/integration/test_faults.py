@@ -227,8 +227,8 @@ def test_airflow_run_killed_mid_step_then_rerun(
 
     _, struck = _run_dag_process(dag_id, strike, control)
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
-    lease = control.read_json("lease.json")
-    assert lease and lease["dag_id"] == dag_id, "the dead run should still hold the job"
+    hold = control.read_json("lease.json")
+    assert hold and hold["dag_id"] == dag_id, "the dead run should still hold the job"
     _check_invariants(control, checkpoint_dir, before)
 
     fail_running_dag_runs(dag_id)

@@ -28,7 +28,7 @@ LOGS = {
     "driver_log_files": 2,
     "progress_max_bytes": CAP,
 }
-#: What the records beside the logs may take (spec, deployment, status, stable, lease...): a few KB each.
+#: What the records beside the logs may take (spec, deployment, status, stable, hold...): a few KB each.
 RECORDS_AT_MOST = 24 * 1024
 
 

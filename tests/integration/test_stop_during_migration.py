@@ -28,12 +28,12 @@ def _run_with_stop(path: Path, dag_id: str, control: ControlArea, *stop_args: st
     def stop_when_held() -> bool:
         record = control.read_json(ControlArea.DEPLOYMENT) or {}
         status = control.read_json(ControlArea.STATUS) or {}
-        lease = control.read_json("lease.json") or {}
+        hold = control.read_json("lease.json") or {}
         if (
             record.get("async_progress") != {"enabled": True, "checkpoint_interval_ms": 0}
             or status.get("deployment_id") != record.get("deployment_id")
             or status.get("state") not in ("starting", "running")
-            or not str(lease.get("holder", "")).startswith("DAG run")
+            or not str(hold.get("holder", "")).startswith("DAG run")
         ):
             return False
         seen["stop"] = subprocess.run([CLI, "stop", control.url, *stop_args], capture_output=True, text=True)

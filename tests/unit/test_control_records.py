@@ -11,7 +11,7 @@ import pytest
 
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state.control import ControlArea, Deployment, Hold, State, Status, hold_ttl_s, liveness
-from airflow_async_stream.state.hold import lease_state
+from airflow_async_stream.state.hold import hold_state
 
 WRITTEN_BY_0_1_0 = Path(__file__).parent / "fixtures" / "records_0_1_0"
 
@@ -39,8 +39,8 @@ def test_records_the_previous_release_wrote_read_as_typed_records(control: Contr
         "manual__1",
     )
     assert liveness(status).reason == "state is stopped"
-    assert lease_state(hold.but(expires_at=time.time() + 60)) is None
-    assert lease_state(hold.but(expires_at=time.time() - 1)) == "expired"
+    assert hold_state(hold.but(expires_at=time.time() + 60)) is None
+    assert hold_state(hold.but(expires_at=time.time() - 1)) == "expired"
 
 
 @pytest.mark.parametrize("name", ["status.json", "deployment.json", "lease.json"])

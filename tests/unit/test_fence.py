@@ -43,7 +43,7 @@ def test_every_new_holder_and_every_revocation_bump_the_token_and_renewals_keep_
 def test_a_hold_of_an_earlier_release_has_token_0_and_the_next_holder_gets_past_it(control: ControlArea) -> None:
     control.ensure()
     old = {"holder": RUN_A.name, "purpose": "x", "acquired_at": now(), "expires_at": now() + 600}
-    control.write_json(ControlArea.LEASE, old)  # no token, no fence.json
+    control.write_json(ControlArea.HOLD, old)  # no token, no fence.json
     assert control.read_hold().token == 0
     assert take(control, RUN_A, 60).token == 0  # renewed as it was
     revoke(control, STOPPER, "stop --force")

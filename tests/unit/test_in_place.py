@@ -161,7 +161,7 @@ def test_reconfigure_refuses_before_asking_when_nothing_can_switch(tmp_path) -> 
     with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory"):
         reconfigure(control, spec(checkpoint=str(tmp_path / "ck"), spark_conf={"spark.executor.memory": "4g"}))
     assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
-    assert control.read_json(ControlArea.LEASE) is None
+    assert control.read_json(ControlArea.HOLD) is None
 
 
 def _request(deployment_id: str = "d-old") -> dict:

@@ -12,14 +12,15 @@ from airflow_async_stream._moved import MODULES
 
 @pytest.mark.parametrize("old", sorted(MODULES))
 def test_an_old_module_path_warns_and_hands_out_the_new_modules_names(old: str) -> None:
-    """In a fresh interpreter, so neither path is imported yet."""
+    """In a fresh interpreter, so the old path is not imported yet. The new module is imported first: Airflow
+    sets its own warning filters when it loads, which would hide the warning under test."""
     new = MODULES[old]
     code = f"""
 import importlib, warnings
+new = importlib.import_module("airflow_async_stream.{new}")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     old = importlib.import_module("airflow_async_stream.{old}")
-new = importlib.import_module("airflow_async_stream.{new}")
 names = [n for n in new.__all__] or [n for n in vars(new) if not n.startswith("_")]
 assert names, "the new module exports nothing"
 assert all(getattr(old, n) is getattr(new, n) for n in names)
@@ -58,3 +59,27 @@ def test_the_command_line_runs_as_a_module() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "validate" in result.stdout
+
+
+def test_the_hold_operators_under_their_old_names_warn() -> None:
+    from airflow_async_stream.operators import hold
+
+    for old, new in [
+        ("TakeJobLeaseOperator", "TakeJobHoldOperator"),
+        ("ReleaseJobLeaseOperator", "ReleaseJobHoldOperator"),
+    ]:
+        with pytest.warns(DeprecationWarning, match=f"operators.hold.{old} moved to .*operators.hold.{new}"):
+            assert getattr(hold, old) is getattr(hold, new)
+
+
+def test_the_migrations_old_hold_argument_warns_and_still_sets_the_hold(tmp_path) -> None:
+    from airflow.sdk import DAG
+
+    from airflow_async_stream.factories import safe_disable_async_progress
+
+    spec = {"name": "j", "checkpoint": str(tmp_path / "ck"), "source": {"format": "rate"}, "sink": {"format": "noop"}}
+    spec["async_progress"] = {"enabled": True}
+    with DAG("old_argument", schedule=None), pytest.warns(DeprecationWarning, match=r"\(lease_ttl_s=...\) moved to"):
+        group = safe_disable_async_progress(spec, lease_ttl_s=123.0)
+    [hold] = [task for task in group if task.task_id.endswith("hold_job")]
+    assert hold.ttl_s == 123.0

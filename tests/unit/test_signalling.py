@@ -219,7 +219,7 @@ def test_a_stop_while_another_run_holds_the_job_is_refused_unless_forced(
     assert process.poll() is not None
     with pytest.raises(HoldRevokedError):
         take(control, migration, 600)  # the migration's next step
-    assert control.read_json(ControlArea.LEASE) is None  # the stop released its own hold
+    assert control.read_json(ControlArea.HOLD) is None  # the stop released its own hold
 
 
 def test_the_startup_wait_fails_at_once_when_the_launcher_pid_is_another_process_now(control: ControlArea) -> None:

@@ -1,4 +1,4 @@
-"""Take and release a job's lease for a whole DAG run (e.g. a migration spanning several tasks)."""
+"""Take and release a job's hold for a whole DAG run (e.g. a migration spanning several tasks)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_async_stream._moved import renamed
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["ReleaseJobLeaseOperator", "TakeJobLeaseOperator"]
+__all__ = ["ReleaseJobHoldOperator", "TakeJobHoldOperator"]
 
 
-class TakeJobLeaseOperator(BaseOperator):
+class TakeJobHoldOperator(BaseOperator):
     """Hold the job for this DAG run for up to ``ttl_s`` seconds; fails fast naming another holder.
 
     Steps of the same run renew it; it expires ``ttl_s`` after the last renewal if the run dies.
@@ -37,7 +38,7 @@ class TakeJobLeaseOperator(BaseOperator):
         return {"holder": holder.name, "checkpoint": self.checkpoint, "purpose": self.purpose}
 
 
-class ReleaseJobLeaseOperator(BaseOperator):
+class ReleaseJobHoldOperator(BaseOperator):
     """Give up this DAG run's hold on the job (never another run's)."""
 
     template_fields = ("checkpoint",)
@@ -48,3 +49,14 @@ class ReleaseJobLeaseOperator(BaseOperator):
 
     def execute(self, context: Context) -> None:
         release(ControlArea.for_checkpoint(self.checkpoint), Holder.for_task(context, "release"))
+
+
+#: The previous release's names, answered with a warning for one release.
+_RENAMED = {
+    "TakeJobLeaseOperator": (__name__, "TakeJobHoldOperator"),
+    "ReleaseJobLeaseOperator": (__name__, "ReleaseJobHoldOperator"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name, _RENAMED)

@@ -17,7 +17,7 @@ from airflow_async_stream.state.hold import (
     MAX_REVOKED,
     Holder,
     held,
-    lease_state,
+    hold_state,
     release,
     revoke,
     take,
@@ -40,15 +40,15 @@ def test_a_second_holder_fails_fast_naming_the_first(control: ControlArea) -> No
 
 def test_the_same_holder_renews_and_never_shortens(control: ControlArea) -> None:
     take(control, RUN_A, 600)
-    expires = control.read_json(ControlArea.LEASE)["expires_at"]
+    expires = control.read_json(ControlArea.HOLD)["expires_at"]
     assert take(control, RUN_A, 5).new is False
-    assert control.read_json(ControlArea.LEASE)["expires_at"] == expires
+    assert control.read_json(ControlArea.HOLD)["expires_at"] == expires
 
 
 def test_release_frees_the_job_only_for_its_holder(control: ControlArea) -> None:
     take(control, RUN_A, 60)
     release(control, RUN_B)
-    assert control.read_json(ControlArea.LEASE)["holder"] == RUN_A.name
+    assert control.read_json(ControlArea.HOLD)["holder"] == RUN_A.name
     release(control, RUN_A)
     assert take(control, RUN_B, 60).new is True
 
@@ -56,7 +56,7 @@ def test_release_frees_the_job_only_for_its_holder(control: ControlArea) -> None
 def test_an_expired_lease_can_be_taken(control: ControlArea) -> None:
     take(control, RUN_A, 0.01)
     deadline = time.monotonic() + 5
-    while lease_state(control.read_json(ControlArea.LEASE)) != "expired":
+    while hold_state(control.read_json(ControlArea.HOLD)) != "expired":
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert take(control, RUN_B, 60).new is True
@@ -66,7 +66,7 @@ def test_a_lease_of_a_dead_process_ends_at_once(control: ControlArea) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     take(control, Holder("process", "cli stop", child.pid), 3600)
-    assert lease_state(control.read_json(ControlArea.LEASE)) == "holder exited"
+    assert hold_state(control.read_json(ControlArea.HOLD)) == "holder exited"
     assert take(control, RUN_B, 60).new is True
 
 
@@ -74,7 +74,7 @@ def test_held_releases_only_what_it_took(control: ControlArea) -> None:
     take(control, RUN_A, 60)  # a migration holds the job ...
     with held(control, RUN_A, 60):  # ... and one of its steps runs inside
         pass
-    assert control.read_json(ControlArea.LEASE)["holder"] == RUN_A.name
+    assert control.read_json(ControlArea.HOLD)["holder"] == RUN_A.name
     with pytest.raises(JobHeldError):
         with held(control, RUN_B, 60):
             pass
@@ -99,7 +99,7 @@ def test_only_one_of_many_simultaneous_contenders_wins(control: ControlArea) -> 
         p.join(60)
     outcomes = [results.get(timeout=5) for _ in procs]
     winners = [o for o in outcomes if o != "refused"]
-    assert len(winners) == 1 and control.read_json(ControlArea.LEASE)["holder"] == winners[0]
+    assert len(winners) == 1 and control.read_json(ControlArea.HOLD)["holder"] == winners[0]
 
 
 def test_a_lease_of_a_finished_dag_run_ends(control: ControlArea) -> None:
@@ -182,12 +182,12 @@ class _TaskInstanceAsking:
 
 
 def test_the_hold_task_asks_its_task_instance_for_the_holders_run_state(tmp_path: Path) -> None:
-    from airflow_async_stream.operators.lease import TakeJobLeaseOperator
+    from airflow_async_stream.operators.hold import TakeJobHoldOperator
 
     checkpoint = str(tmp_path / "ck")
     control = ControlArea.for_checkpoint(checkpoint)
     take(control, Holder("DAG run migrate/run-a", "x", dag_id="migrate", run_id="run-a"), 3600)
-    hold = TakeJobLeaseOperator(task_id="hold", checkpoint=checkpoint, purpose="safe-disable clicks")
+    hold = TakeJobHoldOperator(task_id="hold", checkpoint=checkpoint, purpose="safe-disable clicks")
 
     running = _TaskInstanceAsking("migrate", "run-b", {("migrate", "run-a"): "running"})
     with pytest.raises(JobHeldError, match="held by DAG run migrate/run-a"):
