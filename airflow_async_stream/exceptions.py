@@ -22,12 +22,12 @@ __all__ = [
     "HoldRevokedError",
     "DesiredStateError",
     "RolloutError",
-    "ReconfigureError",
+    "SwitchError",
     "NotSwitchableError",
     "SwitchRefusedError",
     "ChangeNotTakenError",
     "SwitchFailedError",
-    "ReconfigureTimeoutError",
+    "SwitchTimeoutError",
     "NotSignalledError",
 ]
 
@@ -125,11 +125,11 @@ class RolloutError(AsyncStreamError, RuntimeError):
     """A rollout left one or more jobs short of their desired state (each job's outcome is in the message)."""
 
 
-class ReconfigureError(AsyncStreamError, RuntimeError):
+class SwitchError(AsyncStreamError, RuntimeError):
     """An in-place switch did not happen: the driver refused it, failed to start the new query, or died."""
 
 
-class NotSwitchableError(ReconfigureError):
+class NotSwitchableError(SwitchError):
     """The job cannot be switched in place (not running, or a driver that does not switch): redeploy it."""
 
 
@@ -147,9 +147,19 @@ class ChangeNotTakenError(AsyncStreamError, RuntimeError):
     to roll back (a rollout fails the job's item and leaves the job alone)."""
 
 
-class SwitchFailedError(ReconfigureError, ChangeNotTakenError):
+class SwitchFailedError(SwitchError, ChangeNotTakenError):
     """The driver could not start the new query and runs its previous configuration again."""
 
 
-class ReconfigureTimeoutError(ReconfigureError, TimeoutError):
+class SwitchTimeoutError(SwitchError, TimeoutError):
     """The driver did not settle the request in time."""
+
+
+#: The previous release's names, answered with a warning for one release.
+_RENAMED = {"ReconfigureError": "SwitchError", "ReconfigureTimeoutError": "SwitchTimeoutError"}
+
+
+def __getattr__(name: str) -> type[AsyncStreamError]:
+    from airflow_async_stream._moved import renamed
+
+    return renamed(__name__, name, {old: (__name__, new) for old, new in _RENAMED.items()})

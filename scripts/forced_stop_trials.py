@@ -15,10 +15,10 @@ shows the trial's point (they take turns):
 
 With ``--in-place`` the migration switches the running driver in place, and the points are:
 
-  switch_requested       a reconfigure request (to interval 0) is written, the driver has not taken it up
+  switch_requested       a switch request (to interval 0) is written, the driver has not taken it up
   switch_stopping        the driver is stopping its query for a switch
   in_place_interval_0    the switched query runs at interval 0 (the migration waits for its batches)
-  sync_requested         the reconfigure request to synchronous is written
+  sync_requested         the switch request to synchronous is written
 
 Then it waits for the migration to end and for the host to settle, and counts the runtime drivers still
 alive for the checkpoint: the stop must have won, so that count must be 0. A point the migration had already
@@ -101,8 +101,8 @@ def _at_point(point: str, control: Any, original: str) -> bool:
 def _at_in_place_point(point: str, control: Any, interval_0: bool, status: dict[str, Any]) -> bool:
     from airflow_async_stream.state.control import ControlArea
 
-    request = control.read_json(ControlArea.RECONFIGURE_REQUEST) or {}
-    switch = control.read_json(ControlArea.RECONFIGURATION) or {}
+    request = control.read_json(ControlArea.SWITCH_REQUEST) or {}
+    switch = control.read_json(ControlArea.SWITCH_ACCOUNT) or {}
     if point == "switch_requested":
         return bool(request) and switch.get("request_id") != request.get("request_id")
     if point == "switch_stopping":

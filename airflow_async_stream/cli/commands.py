@@ -1,4 +1,4 @@
-"""``airflow-async-stream``: validate specs, plan rollouts, inspect checkpoints, show, reconfigure and stop jobs,
+"""``airflow-async-stream``: validate specs, plan rollouts, inspect checkpoints, show, switch and stop jobs,
 export the schema."""
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from airflow_async_stream.exceptions import (
     AsyncStreamError,
     DesiredStateError,
     JobHeldError,
-    ReconfigureError,
     SpecError,
+    SwitchError,
 )
 from airflow_async_stream.spec.folder import spec_files
 from airflow_async_stream.spec.model import load_spec, parse_spec, spec_json_schema
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import (
     ControlArea,
-    Reconfiguration,
     State,
+    SwitchAccount,
     SwitchOutcome,
     hold_ttl_s,
     liveness,
@@ -127,9 +127,10 @@ def status_report(control: ControlArea) -> dict[str, Any]:
     deployment = control.read_deployment()
     judged = liveness(status)
     latest = control.latest_progress(status.deployment_id) if status else None
-    switch = control.read_reconfiguration()
+    switch = control.read_switch_account()
     return {
-        "reconfiguration": switch.to_json() if switch else None,
+        "switch": switch.to_json() if switch else None,
+        "reconfiguration": switch.to_json() if switch else None,  # the previous release's key; goes in the next
         "control_area": control.url,
         "live": judged.live,
         "liveness": judged.reason,
@@ -195,7 +196,7 @@ def _print_status(report: dict[str, Any]) -> None:
                 f"{durations.get('triggerExecution', '-')} ms, offset management {latest.get('offset_management_ms', '-')} ms",
             )
         )
-    switch = report.get("reconfiguration")
+    switch = report.get("switch")
     if switch and switch.get("outcome") == "rehearsed":  # a restart that was checked first, not a switch
         rows.append(("last rehearsal", f"rehearsed: {switch.get('reason')}"))
     elif switch and switch.get("deployment_id") == status.get("deployment_id"):
@@ -322,10 +323,15 @@ def _cmd_release(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_reconfigure(args: argparse.Namespace) -> int:
+def _cmd_switch(args: argparse.Namespace) -> int:
     from airflow_async_stream.switch.allowed import assign, parse_assignment
-    from airflow_async_stream.switch.request import reconfigure, running_spec
+    from airflow_async_stream.switch.request import running_spec, switch_in_place
 
+    if args.command == "reconfigure":
+        print(
+            "airflow-async-stream: 'reconfigure' is now 'switch'; the old name goes in the next release",
+            file=sys.stderr,
+        )
     control = _control_for(args.target)
     try:
         changes = [parse_assignment(text) for text in args.set]
@@ -341,19 +347,19 @@ def _cmd_reconfigure(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     try:
         spec = parse_spec(mapping, source="the spec with --set applied")
-        record = reconfigure(
+        record = switch_in_place(
             control,
             spec,
             require_sync_safe=args.require_sync_safe,
             timeout_s=args.timeout,
-            reason="CLI reconfigure",
+            reason="CLI switch",
             log=_progress_log(),
         )
     except SpecError as exc:
         for field, reason in exc.problems:
             print(f"{field}: {reason}", file=sys.stderr)
         return EXIT_INVALID
-    except ReconfigureError as exc:  # the answer is no: the job runs on as it was (the message says how)
+    except SwitchError as exc:  # the answer is no: the job runs on as it was (the message says how)
         print(f"airflow-async-stream: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
@@ -383,7 +389,7 @@ def _describe_configuration(configuration: dict[str, Any] | None) -> str:
     return f"async progress {state}; trigger {trigger}"
 
 
-def _print_switch(record: Reconfiguration) -> None:
+def _print_switch(record: SwitchAccount) -> None:
     headline = {
         SwitchOutcome.SWITCHED: "switched in place",
         SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0: "NOT synchronous: the checkpoint is not safe for it yet; "
@@ -475,7 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="release even though the hold has not expired")
     p.set_defaults(func=_cmd_release)
     p = sub.add_parser(
-        "reconfigure",
+        "switch",
+        aliases=["reconfigure"],  # the previous release's name: warns, goes in the next release
         help="switch a running job's query to changed settings in place (no new driver) and print the pause",
     )
     p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
@@ -493,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the switch and its first batch")
     p.add_argument("--json", action="store_true", help="machine-readable output: the driver's account")
-    p.set_defaults(func=_cmd_reconfigure)
+    p.set_defaults(func=_cmd_switch)
     p = sub.add_parser("schema", help="print the job spec's JSON Schema")
     p.set_defaults(func=_cmd_schema)
     return parser

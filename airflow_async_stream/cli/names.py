@@ -1,6 +1,6 @@
 """What a command-line target names: a job name, a spec file, a checkpoint or a control area.
 
-Every command that acts on one job (``status``, ``inspect``, ``stop``, ``release``, ``reconfigure``)
+Every command that acts on one job (``status``, ``inspect``, ``stop``, ``release``, ``switch``)
 resolves its target here, so they accept the same things. A target that is neither a known job nor an
 existing checkpoint is a ``TargetError`` saying what was looked for where, never an empty answer: a typo
 must not read as "never deployed" or "safe".

@@ -3,7 +3,7 @@
     to_interval_0 -> wait_for_batches(>= 2) -> stop_for_gate -> gate -> to_synchronous -> wait_for_batches(>= 1)
     on failure: roll_back (the job's spec with async on at interval 0; it keeps running)
 
-Each switch is made **in place** when the running driver can make it (reconfigure.py: the driver stops its
+Each switch is made **in place** when the running driver can make it (switch/request.py: the driver stops its
 query between micro-batches and starts the new one in the same SparkSession, about a second of pause), and
 by a **restart** otherwise (a driver of an earlier release, a change that needs a new driver such as a
 ``sync_overrides`` of the JVM's settings, a job not running) or when the migration asks for restarts
@@ -40,15 +40,15 @@ from airflow_async_stream.state.control import (
     ACTIVE_STATES,
     ControlArea,
     Deployment,
-    Reconfiguration,
     Status,
+    SwitchAccount,
     SwitchOutcome,
     hold_ttl_s,
     liveness,
     now,
 )
 from airflow_async_stream.state.hold import Holder, RunState, revoked_error
-from airflow_async_stream.switch.request import reconfigure, running_spec, why_not_in_place
+from airflow_async_stream.switch.request import running_spec, switch_in_place, why_not_in_place
 
 __all__ = [
     "ASYNC_EVERY_BATCH",
@@ -308,7 +308,7 @@ class SafeDisable:
             return False
 
     def _switch(self, to: str, target: JobSpec, *, require_sync_safe: bool, why: str) -> Switch:
-        record: Reconfiguration = reconfigure(
+        record: SwitchAccount = switch_in_place(
             self.control,
             target,
             require_sync_safe=require_sync_safe,

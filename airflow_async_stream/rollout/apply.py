@@ -1,6 +1,6 @@
 """Carry out one job's planned action, holding the job, judged by committed batches, rolled back on failure.
 
-A ``restart`` the plan marks ``in_place`` is asked of the running driver (reconfigure.py: about a second of
+A ``restart`` the plan marks ``in_place`` is asked of the running driver (switch/request.py: about a second of
 pause) and falls back to a graceful stop and redeploy when the driver does not switch. A deploy or restart
 counts as done only when the new deployment (or the switched query) commits batches after its start; if it
 does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
@@ -32,8 +32,8 @@ from airflow_async_stream.exceptions import (
     HoldRevokedError,
     JobHeldError,
     NotSwitchableError,
-    ReconfigureError,
     RolloutError,
+    SwitchError,
     SwitchFailedError,
     SwitchRefusedError,
 )
@@ -50,7 +50,7 @@ from airflow_async_stream.spec.model import JobSpec, parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import UP_STATES, ControlArea, Deployment, State, Status, liveness, now
 from airflow_async_stream.state.hold import Holder, RunState, held
-from airflow_async_stream.switch.request import reconfigure, rehearse
+from airflow_async_stream.switch.request import rehearse, switch_in_place
 
 __all__ = ["ApplySettings", "apply_item"]
 
@@ -226,7 +226,7 @@ def _restart(step: _Step) -> dict[str, Any]:
     spec, settings = _spec(step.item), step.settings
     if step.item.switch == IN_PLACE:
         try:
-            switch = reconfigure(
+            switch = switch_in_place(
                 step.control,
                 spec,
                 holder=step.holder,
@@ -255,7 +255,7 @@ def _rehearse_first(step: _Step, spec: JobSpec) -> None:
                           reason=f"rollout of {step.settings.folder}: rehearsal", log=step.log)  # fmt: skip
     except SwitchFailedError:
         raise
-    except ReconfigureError as exc:  # no answer: the restart goes on as planned, unrehearsed
+    except SwitchError as exc:  # no answer: the restart goes on as planned, unrehearsed
         step.log.info("%s: the running driver did not rehearse the change (%s)", step.item.job, exc)
         return
     if record is not None:

@@ -21,11 +21,11 @@ from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import (
     HEARTBEAT_INTERVAL_S,
     ControlArea,
-    Reconfiguration,
-    ReconfigureRequest,
     State,
     Status,
+    SwitchAccount,
     SwitchPhase,
+    SwitchRequest,
     now,
 )
 from airflow_async_stream.state.fence import start_refusal
@@ -129,7 +129,7 @@ class Governor:
         self._configurations: collections.OrderedDict[str, dict[str, Any] | None] = collections.OrderedDict()
         #: The newest batch that ran, and a switch waiting for its first batch (to measure the pause).
         self.last_event: dict[str, Any] | None = None
-        self._awaiting: tuple[Reconfiguration, dict[str, Any] | None] | None = None
+        self._awaiting: tuple[SwitchAccount, dict[str, Any] | None] | None = None
         self._first_events: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
         self._stop_heartbeat = threading.Event()
         self._heartbeat = threading.Thread(target=self._beat, name="async-stream-heartbeat", daemon=True)
@@ -250,7 +250,7 @@ class Governor:
             self._awaiting = None
         switch, before = awaiting
         pause = idle_between(before, first) if before else None
-        self.control.write_reconfiguration(
+        self.control.write_switch_account(
             switch.but(phase=SwitchPhase.DONE, first_batch_after=first["batch_id"], pause_s=pause), self.redact.json
         )
         _log.info("first batch after the switch: %s, pause %s s", first["batch_id"], pause)
@@ -264,7 +264,7 @@ class Governor:
 
     def run(self, writer: Any, spark: Any, spec: JobSpec | None = None, df: Any = None) -> None:
         """Start the query from a fully configured writer and govern it until it ends; with its ``spec``
-        (and the DataFrame, to check a switch to async), reconfigure requests switch it in place."""
+        (and the DataFrame, to check a switch to async), switch requests switch it in place."""
         from airflow_async_stream.runtime.switch import InPlaceSwitch, abandon_stale_request
 
         self.spec = spec
@@ -304,7 +304,7 @@ class Governor:
         query: StreamingQuery,
         spec: JobSpec | None,
         last_before: dict[str, Any] | None,
-        record: Reconfiguration | None,
+        record: SwitchAccount | None,
     ) -> None:
         """A new query runs on the checkpoint: from ``spec`` after a switch (``record``), or the previous one
         again after a failed switch. Stability is judged afresh for a new spec."""
@@ -318,25 +318,25 @@ class Governor:
                 self._awaiting = (record, last_before)
             self._measure_pause()  # the first batch may already be recorded
 
-    def _watch(self, query: StreamingQuery, switchable: bool = False) -> ReconfigureRequest | None:
-        """Govern until the query ends (None) or a reconfigure request for this deployment arrives."""
+    def _watch(self, query: StreamingQuery, switchable: bool = False) -> SwitchRequest | None:
+        """Govern until the query ends (None) or a switch request for this deployment arrives."""
         while query.isActive:
             request = self.control.stop_request_for(self.deployment_id)
             if request:
                 self._stop_gracefully(query, request)
                 return None
-            switch = self._reconfigure_request() if switchable else None
+            switch = self._switch_request() if switchable else None
             if switch:
                 return switch
             query.awaitTermination(_STOP_POLL_S)
         return None
 
-    def _reconfigure_request(self) -> ReconfigureRequest | None:
+    def _switch_request(self) -> SwitchRequest | None:
         try:
-            request = self.control.read_reconfigure_request()
+            request = self.control.read_switch_request()
         except ControlAreaError as exc:  # unreadable: it can never be applied, so it must not block the job
-            _log.warning("removing an unreadable reconfigure request: %s", exc)
-            self.control.remove(ControlArea.RECONFIGURE_REQUEST)
+            _log.warning("removing an unreadable switch request: %s", exc)
+            self.control.remove(ControlArea.SWITCH_REQUEST)
             return None
         return request if request and request.deployment_id == self.deployment_id else None
 

@@ -22,10 +22,10 @@ from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint, resume_point
 from airflow_async_stream.state.control import (
     ControlArea,
-    Reconfiguration,
-    ReconfigureRequest,
+    SwitchAccount,
     SwitchOutcome,
     SwitchPhase,
+    SwitchRequest,
     now,
 )
 from airflow_async_stream.state.fence import current_token
@@ -60,7 +60,7 @@ class Governed(Protocol):
         query: StreamingQuery,
         spec: JobSpec | None,
         last_before: dict[str, Any] | None,
-        record: Reconfiguration | None,
+        record: SwitchAccount | None,
     ) -> None: ...
 
 
@@ -68,17 +68,17 @@ def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
     """At a driver's start: a request addressed to an earlier deployment is never applied (that driver may
     have applied part of it before it died); say so in reconfiguration.json and remove it."""
     try:
-        request = control.read_reconfigure_request()
+        request = control.read_switch_request()
     except ControlAreaError as exc:
-        _log.warning("ignoring an unreadable reconfigure request: %s", exc)
-        control.remove(ControlArea.RECONFIGURE_REQUEST)
+        _log.warning("ignoring an unreadable switch request: %s", exc)
+        control.remove(ControlArea.SWITCH_REQUEST)
         return
     if request is None or request.deployment_id == deployment_id:
         return
-    previous = control.read_reconfiguration()
+    previous = control.read_switch_account()
     phase = previous.phase if previous and previous.request_id == request.request_id else "not started"
-    control.write_reconfiguration(
-        Reconfiguration(
+    control.write_switch_account(
+        SwitchAccount(
             request_id=request.request_id,
             deployment_id=request.deployment_id,
             outcome=SwitchOutcome.ABANDONED,
@@ -90,11 +90,11 @@ def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
             requested_at=request.requested_at,
         )
     )
-    control.remove(ControlArea.RECONFIGURE_REQUEST)
-    _log.info("reconfigure request %s of deployment %s abandoned", request.request_id, request.deployment_id)
+    control.remove(ControlArea.SWITCH_REQUEST)
+    _log.info("switch request %s of deployment %s abandoned", request.request_id, request.deployment_id)
 
 
-def _revoked(control: ControlArea, request: ReconfigureRequest) -> str | None:
+def _revoked(control: ControlArea, request: SwitchRequest) -> str | None:
     """Why the request must not be applied: the hold it was asked under ended since (a forced stop, or its
     holder's hold ended and another holder took the job: nobody awaits the request any more)."""
     if request.hold_token is None:  # asked by an earlier release
@@ -129,10 +129,10 @@ class InPlaceSwitch:
         self.writer = writer
         self.df = df
 
-    def apply(self, query: StreamingQuery, request: ReconfigureRequest) -> StreamingQuery:
+    def apply(self, query: StreamingQuery, request: SwitchRequest) -> StreamingQuery:
         current = self.governor.spec
         assert current is not None
-        record = Reconfiguration(
+        record = SwitchAccount(
             request_id=request.request_id,
             deployment_id=request.deployment_id,
             phase=SwitchPhase.STOPPING,
@@ -184,15 +184,15 @@ class InPlaceSwitch:
             reason=None if outcome == SwitchOutcome.SWITCHED else gate,
         )
         self._write(record)  # before the governor may settle it at the first batch
-        self.control.remove(ControlArea.RECONFIGURE_REQUEST)
+        self.control.remove(ControlArea.SWITCH_REQUEST)
         self._publish(target, started)
         self.governor.switched(started, target, last_before, record)
         _log.info("switched in place to %s: run %s", record.after, started.runId)
         return started
 
-    def _judge(self, current: JobSpec, request: ReconfigureRequest) -> JobSpec:
+    def _judge(self, current: JobSpec, request: SwitchRequest) -> JobSpec:
         """The requested spec, or SpecError when it is invalid or needs a new driver (nothing stopped yet)."""
-        new = parse_spec(request.spec, source="the reconfigure request")
+        new = parse_spec(request.spec, source="the switch request")
         problems = in_place_refusals(current, new, request.require_sync_safe)
         to_set, to_unset = runtime_conf_changes(current, new)
         for key in [*to_set, *to_unset]:
@@ -203,7 +203,7 @@ class InPlaceSwitch:
 
             refuse_stateful_with_async(self.df, new)
         if problems:
-            raise SpecError(problems, "the reconfigure request")
+            raise SpecError(problems, "the switch request")
         return new
 
     def _rehearse(self, current: JobSpec, new: JobSpec) -> Any:
@@ -221,7 +221,7 @@ class InPlaceSwitch:
         return trial
 
     def _rehearsal(
-        self, query: StreamingQuery, record: Reconfiguration, current: JobSpec, request: ReconfigureRequest
+        self, query: StreamingQuery, record: SwitchAccount, current: JobSpec, request: SwitchRequest
     ) -> StreamingQuery:
         """Build the requested query in a session of its own and analyze it; start and stop nothing."""
         from airflow_async_stream.runtime.query import build_dataframe, refuse_stateful_with_async
@@ -242,7 +242,7 @@ class InPlaceSwitch:
             return self._settle(query, record, SwitchOutcome.FAILED, str(exc))
         return self._settle(query, record, SwitchOutcome.REHEARSED, "Spark builds and analyzes the new query")
 
-    def _gate(self, current: JobSpec, new: JobSpec, request: ReconfigureRequest) -> tuple[JobSpec, str, str | None]:
+    def _gate(self, current: JobSpec, new: JobSpec, request: SwitchRequest) -> tuple[JobSpec, str, str | None]:
         """What to start: ``new``, unless it is synchronous, gated, and the stopped checkpoint is not safe."""
         if not request.require_sync_safe or new.async_progress.enabled:
             return new, SwitchOutcome.SWITCHED, None
@@ -272,11 +272,11 @@ class InPlaceSwitch:
         return writer.start()
 
     def _settle(
-        self, query: StreamingQuery, record: Reconfiguration, outcome: SwitchOutcome, reason: str
+        self, query: StreamingQuery, record: SwitchAccount, outcome: SwitchOutcome, reason: str
     ) -> StreamingQuery:
-        _log.info("reconfigure request %s %s: %s", record.request_id, outcome, self.governor.redact(reason))
+        _log.info("switch request %s %s: %s", record.request_id, outcome, self.governor.redact(reason))
         self._write(record.but(phase=SwitchPhase.DONE, outcome=outcome, reason=reason, started_at=now()))
-        self.control.remove(ControlArea.RECONFIGURE_REQUEST)
+        self.control.remove(ControlArea.SWITCH_REQUEST)
         if outcome == SwitchOutcome.FAILED and record.stopped_at is not None:  # the previous query started again
             self.governor.switched(query, self.governor.spec, None, None)
         return query
@@ -295,5 +295,5 @@ class InPlaceSwitch:
                 )
             )
 
-    def _write(self, record: Reconfiguration) -> None:
-        self.control.write_reconfiguration(record, self.governor.redact.json)
+    def _write(self, record: SwitchAccount) -> None:
+        self.control.write_switch_account(record, self.governor.redact.json)

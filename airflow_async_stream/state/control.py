@@ -9,7 +9,7 @@ Layout of ``<checkpoint>.async-stream/``:
 ``progress.jsonl``     the progress log of releases before segments, still read (local disks, HDFS)
 ``stop-request.json``  present while a graceful stop is requested for one deployment
 ``reconfigure-request.json``  present while an in-place switch of one deployment's query is requested
-``reconfiguration.json``      what the driver did with the latest such request, step by step (reconfigure.py)
+``reconfiguration.json``      what the driver did with the latest such request, step by step (switch/request.py)
 ``driver.log``         spark-submit's output, for drivers launched on the Airflow host, rotated to
                        ``driver.log.1`` ... (driver_log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
@@ -53,8 +53,8 @@ __all__ = [
     "Deployment",
     "Hold",
     "Liveness",
-    "ReconfigureRequest",
-    "Reconfiguration",
+    "SwitchRequest",
+    "SwitchAccount",
     "State",
     "Status",
     "SwitchOutcome",
@@ -274,7 +274,7 @@ class SwitchOutcome(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReconfigureRequest(_Record):
+class SwitchRequest(_Record):
     """``reconfigure-request.json``: switch one deployment's query to ``spec`` without a new driver."""
 
     request_id: str = ""
@@ -299,8 +299,8 @@ class ReconfigureRequest(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Reconfiguration(_Record):
-    """``reconfiguration.json``: the driver's account of one reconfigure request, rewritten at every phase."""
+class SwitchAccount(_Record):
+    """``reconfiguration.json``: the driver's account of one switch request, rewritten at every phase."""
 
     request_id: str = ""
     deployment_id: str = ""
@@ -384,8 +384,8 @@ class ControlArea:
     DEPLOYMENT = "deployment.json"
     STATUS = "status.json"
     STOP_REQUEST = "stop-request.json"
-    RECONFIGURE_REQUEST = "reconfigure-request.json"
-    RECONFIGURATION = "reconfiguration.json"
+    SWITCH_REQUEST = "reconfigure-request.json"
+    SWITCH_ACCOUNT = "reconfiguration.json"
     DRIVER_LOG = "driver.log"
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
@@ -454,19 +454,19 @@ class ControlArea:
     def write_hold(self, hold: Hold) -> None:
         self.write_json(self.HOLD, hold.to_json())
 
-    def read_reconfigure_request(self) -> ReconfigureRequest | None:
-        return self._read_record(self.RECONFIGURE_REQUEST, ReconfigureRequest)
+    def read_switch_request(self) -> SwitchRequest | None:
+        return self._read_record(self.SWITCH_REQUEST, SwitchRequest)
 
-    def read_reconfiguration(self) -> Reconfiguration | None:
-        return self._read_record(self.RECONFIGURATION, Reconfiguration)
+    def read_switch_account(self) -> SwitchAccount | None:
+        return self._read_record(self.SWITCH_ACCOUNT, SwitchAccount)
 
-    def write_reconfigure_request(self, request: ReconfigureRequest) -> None:
-        self.write_json(self.RECONFIGURE_REQUEST, request.to_json())
+    def write_switch_request(self, request: SwitchRequest) -> None:
+        self.write_json(self.SWITCH_REQUEST, request.to_json())
 
-    def write_reconfiguration(self, record: Reconfiguration, scrub: Callable[[Any], Any] | None = None) -> None:
+    def write_switch_account(self, record: SwitchAccount, scrub: Callable[[Any], Any] | None = None) -> None:
         """Replace the switch's account; ``scrub`` (the driver's redactor) masks secrets in its text first."""
         data = record.to_json()
-        self.write_json(self.RECONFIGURATION, scrub(data) if scrub else data)
+        self.write_json(self.SWITCH_ACCOUNT, scrub(data) if scrub else data)
 
     def _read_record(self, name: str, kind: type[_R]) -> _R | None:
         data = self.read_json(name)

@@ -4,7 +4,7 @@ A hold (hold.py) alone is not enough: a step that took it, then spends seconds
 stopping the old driver, would not notice that a forced stop ended its hold meanwhile, and would launch a
 new driver over the user's stop. So every hold carries a token, a number in ``fence.json`` that only grows:
 each new holder and each revocation bump it. A step checks the token it was granted against the current one
-right before it acts (a spark-submit or cluster submit, removing a stop request, writing a reconfigure
+right before it acts (a spark-submit or cluster submit, removing a stop request, writing a switch
 request, a rollback's redeploy); a stale token raises HoldRevokedError naming who ended the hold, and
 nothing changes. On local disks the check and the action run under the hold's ``flock``, which a revocation
 also takes, so no revocation falls between them.

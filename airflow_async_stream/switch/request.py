@@ -14,32 +14,34 @@ import socket
 import time
 import uuid
 from dataclasses import replace
+from typing import Any
 
+from airflow_async_stream._moved import renamed
 from airflow_async_stream.exceptions import (
     HoldRevokedError,
     NotSwitchableError,
-    ReconfigureError,
-    ReconfigureTimeoutError,
+    SwitchError,
     SwitchFailedError,
     SwitchRefusedError,
+    SwitchTimeoutError,
 )
 from airflow_async_stream.spec.model import JobSpec, parse_spec
 from airflow_async_stream.state import hold
 from airflow_async_stream.state.control import (
     ControlArea,
-    Reconfiguration,
-    ReconfigureRequest,
     State,
     Status,
+    SwitchAccount,
     SwitchOutcome,
     SwitchPhase,
+    SwitchRequest,
     liveness,
     now,
 )
 from airflow_async_stream.state.hold import Holder, RunState
 from airflow_async_stream.switch.allowed import in_place_refusals
 
-__all__ = ["reconfigure", "rehearse", "running_spec", "why_not_in_place"]
+__all__ = ["rehearse", "running_spec", "switch_in_place", "why_not_in_place"]
 
 _log = logging.getLogger(__name__)
 #: Beyond the wait itself, what the hold allows for the graceful stop and the new query's start.
@@ -55,7 +57,7 @@ def running_spec(control: ControlArea) -> JobSpec:
     return parse_spec(json.loads(raw), source=control.path(ControlArea.SPEC))
 
 
-def reconfigure(
+def switch_in_place(
     control: ControlArea,
     spec: JobSpec,
     *,
@@ -64,9 +66,9 @@ def reconfigure(
     run_state: RunState | None = None,
     timeout_s: float = 120.0,
     graceful_timeout_s: float = 60.0,
-    reason: str = "reconfigure",
+    reason: str = "switch",
     log: logging.Logger = _log,
-) -> Reconfiguration:
+) -> SwitchAccount:
     """Switch the job's query to ``spec`` without a new driver; return the driver's account of the switch
     (``outcome``, ``pause_s``; ``phase`` is ``started`` when the source had no new data for the new query, or
     no batch ran within ``timeout_s``).
@@ -75,10 +77,10 @@ def reconfigure(
     checkpoint is safe for it, else the job runs on at interval 0 (``kept_async_at_interval_0``, the reason in
     ``reason``). Raises SwitchRefusedError (nothing stopped) when the change needs a new driver,
     NotSwitchableError when no driver of this release runs the job, SwitchFailedError when the new query did
-    not start (the previous configuration runs again), ReconfigureError if the driver died, or a timeout.
+    not start (the previous configuration runs again), SwitchError if the driver died, or a timeout.
     """
     deployment_id = _switchable_deployment(control, spec, require_sync_safe)
-    request = ReconfigureRequest(
+    request = SwitchRequest(
         request_id=uuid.uuid4().hex,
         deployment_id=deployment_id,
         spec=spec.to_mapping(),
@@ -98,7 +100,7 @@ def reconfigure(
     return record
 
 
-def _failed(deployment_id: str, record: Reconfiguration) -> str:
+def _failed(deployment_id: str, record: SwitchAccount) -> str:
     if record.stopped_at is None:
         return (
             f"deployment {deployment_id} did not switch: Spark rejects the new configuration ({record.reason}); "
@@ -119,7 +121,7 @@ def rehearse(
     timeout_s: float = 60.0,
     reason: str = "rehearse",
     log: logging.Logger = _log,
-) -> Reconfiguration | None:
+) -> SwitchAccount | None:
     """Ask the job's running driver to build ``spec``'s query in a session of its own, without starting it
     or stopping its own: Spark's analysis (a column that does not exist, a setting it rejects) is known
     before the old driver is stopped for a change that needs a new one.
@@ -131,7 +133,7 @@ def rehearse(
         deployment_id = _switchable_deployment(control, spec, require_sync_safe=False, judge=False)
     except NotSwitchableError:
         return None
-    request = ReconfigureRequest(
+    request = SwitchRequest(
         request_id=uuid.uuid4().hex, deployment_id=deployment_id, spec=spec.to_mapping(), reason=reason, rehearse=True
     )
     record = _ask(control, request, holder, run_state, timeout_s + _HOLD_MARGIN_S, timeout_s, "to rehearse", log)
@@ -147,24 +149,24 @@ def rehearse(
 
 def _ask(
     control: ControlArea,
-    request: ReconfigureRequest,
+    request: SwitchRequest,
     holder: Holder | None,
     run_state: RunState | None,
     hold_s: float,
     timeout_s: float,
     how: str,
     log: logging.Logger,
-) -> Reconfiguration:
+) -> SwitchAccount:
     """Write ``request`` under the job's hold (fenced) and await the driver's settled account of it."""
-    holder = holder or Holder.this_process("reconfigure")
+    holder = holder or Holder.this_process("switch")
     with hold.held(control, holder, hold_s, run_state) as grant:
         request = replace(request, requested_at=now(), requested_from=socket.gethostname(), hold_token=grant.token)
         with grant.fence.guarded():  # a forced stop since the take: no request; one after: the driver refuses it
-            control.write_reconfigure_request(request)
+            control.write_switch_request(request)
         log.info("Asked deployment %s %s (request %s)", request.deployment_id, how, request.request_id)
         try:
             return _await(control, request, timeout_s, log)
-        except ReconfigureError:
+        except SwitchError:
             grant.fence.check()  # the driver ended because a forced stop ended this hold: say so
             raise
 
@@ -197,14 +199,14 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_saf
     return status.deployment_id
 
 
-def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, log: logging.Logger) -> Reconfiguration:
+def _await(control: ControlArea, request: SwitchRequest, timeout_s: float, log: logging.Logger) -> SwitchAccount:
     """Poll the driver's account until the switch is settled; log each phase as it is reached."""
     deadline = time.monotonic() + timeout_s
     poll = 0.05 if control.is_local else 0.5
     told: set[str] = set()
     record = None
     while True:
-        current = control.read_reconfiguration()
+        current = control.read_switch_account()
         if current is not None and current.request_id == request.request_id:
             record = current
             for phase in phases_passed(record):
@@ -222,7 +224,7 @@ def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, 
             return record
         if status is None or status.deployment_id != request.deployment_id or not liveness(status).live:
             phase = record.phase if record else "before it read the request"
-            raise ReconfigureError(
+            raise SwitchError(
                 f"deployment {request.deployment_id} ended during the switch ({phase}); the checkpoint is as "
                 "Spark left it and the next deploy refuses the request: deploy the job again"
             )
@@ -231,7 +233,7 @@ def _await(control: ControlArea, request: ReconfigureRequest, timeout_s: float, 
         time.sleep(poll)
 
 
-def phases_passed(record: Reconfiguration) -> list[str]:
+def phases_passed(record: SwitchAccount) -> list[str]:
     """Every phase the driver's account shows it went through, in order, up to its current one.
 
     A poll can miss a short phase (a switch is stopped for a few hundredths of a second); the account's own
@@ -254,21 +256,21 @@ def _idle_since(status: Status | None, started_at: float | None) -> bool:
 
 
 def _timed_out(
-    control: ControlArea, request: ReconfigureRequest, record: Reconfiguration | None, timeout_s: float
-) -> Reconfiguration:
+    control: ControlArea, request: SwitchRequest, record: SwitchAccount | None, timeout_s: float
+) -> SwitchAccount:
     if record is not None and record.phase == SwitchPhase.STARTED:
         return record  # switched; the source gave the new query no batch yet
     if record is None:  # never picked up: withdraw it, so it is not applied after we gave up
-        pending = control.read_reconfigure_request()
+        pending = control.read_switch_request()
         if pending is not None and pending.request_id == request.request_id:
-            control.remove(ControlArea.RECONFIGURE_REQUEST)
-    raise ReconfigureTimeoutError(
+            control.remove(ControlArea.SWITCH_REQUEST)
+    raise SwitchTimeoutError(
         f"deployment {request.deployment_id} did not settle the switch within {timeout_s:.0f} s "
         f"({record.phase if record else 'never picked up: request withdrawn'})"
     )
 
 
-def _describe(record: Reconfiguration) -> str:
+def _describe(record: SwitchAccount) -> str:
     if record.phase == SwitchPhase.DONE and record.pause_s is not None:
         return f"{record.outcome}, first batch {record.first_batch_after}, pause {record.pause_s:.2f} s"
     if record.phase == SwitchPhase.DONE:
@@ -276,3 +278,7 @@ def _describe(record: Reconfiguration) -> str:
     if record.phase == SwitchPhase.STARTED:
         return f"{record.outcome}, new query run {record.run_id} started, waiting for its first batch"
     return str(record.phase)
+
+
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name, {"reconfigure": (__name__, "switch_in_place")})  # the previous release's name

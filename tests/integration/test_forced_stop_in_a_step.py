@@ -8,8 +8,8 @@ controls, never by a sleep that hopes to land in it.
    starts; the real driver reads its stale token and stops before its first micro-batch.
 3. A stop while the new driver is launching and has not reported: the stop names it (not "was not running"),
    and it stops before its first micro-batch.
-4. A reconfigure request racing a forced stop: asked under a token the stop made stale, the driver refuses
-   it (nothing stopped, outcome ``revoked``); and a reconfigure that reaches its write after the stop writes
+4. A switch request racing a forced stop: asked under a token the stop made stale, the driver refuses
+   it (nothing stopped, outcome ``revoked``); and a switch that reaches its write after the stop writes
    nothing.
 """
 
@@ -32,7 +32,7 @@ from airflow_async_stream.driver.launcher import LocalLauncher
 from airflow_async_stream.exceptions import HoldRevokedError
 from airflow_async_stream.spec.model import parse_spec
 from airflow_async_stream.state.checkpoint import batch_ids
-from airflow_async_stream.state.control import ControlArea, ReconfigureRequest, State, now
+from airflow_async_stream.state.control import ControlArea, State, SwitchRequest, now
 from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.hold import Holder, revoke, take
 from tests.integration.conftest import DriverWatch
@@ -207,11 +207,11 @@ def test_a_stop_reaches_a_driver_that_is_still_launching(checkpoint_dir: str, mo
     _assert_stopped_before_its_first_batch(control, checkpoint_dir, control.read_deployment().deployment_id)
 
 
-def test_a_reconfigure_request_racing_a_forced_stop_is_never_applied(
+def test_a_switch_request_racing_a_forced_stop_is_never_applied(
     checkpoint_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from airflow_async_stream.switch import request as reconfigure_module
-    from airflow_async_stream.switch.request import reconfigure
+    from airflow_async_stream.switch import request as switch_module
+    from airflow_async_stream.switch.request import switch_in_place
 
     control = ControlArea.for_checkpoint(checkpoint_dir)
     spec = _spec(checkpoint_dir)
@@ -222,11 +222,11 @@ def test_a_reconfigure_request_racing_a_forced_stop_is_never_applied(
     # (a) The request was written under the hold; the forced stop lands before the driver applies it.
     grant = take(control, MIGRATION, 600)
     revoke(control, stopper, "stop --force")
-    request = ReconfigureRequest(request_id="r-stale", deployment_id=deployed.deployment_id, spec=slower.to_mapping(),
+    request = SwitchRequest(request_id="r-stale", deployment_id=deployed.deployment_id, spec=slower.to_mapping(),
                                  requested_at=now(), hold_token=grant.token)  # fmt: skip
-    control.write_reconfigure_request(request)
+    control.write_switch_request(request)
     account = _await(
-        lambda: (r := control.read_reconfiguration()) and r.request_id == "r-stale" and r.settled and r,
+        lambda: (r := control.read_switch_account()) and r.request_id == "r-stale" and r.settled and r,
         "the driver's account of the stale request",
     )
     assert account.outcome == "revoked" and "was ended before it was applied" in account.reason, account
@@ -234,18 +234,18 @@ def test_a_reconfigure_request_racing_a_forced_stop_is_never_applied(
     status = control.read_status()
     assert status.state == State.RUNNING and status.switches == 0 and status.run_id == deployed.run_id
 
-    # (b) A reconfigure whose forced stop lands between its take and its write: it writes no request.
+    # (b) A switch whose forced stop lands between its take and its write: it writes no request.
     other = Holder("DAG run rollout/run-2", "rollout")
     # Injected after its take (the request is stamped with the hold's token under the hold), before its write.
     monkeypatch.setattr(
-        reconfigure_module,
+        switch_module,
         "replace",
         _then(dataclasses.replace, lambda: revoke(control, stopper, "stop --force")),
     )
     tokens = current_token(control)
     with pytest.raises(HoldRevokedError, match="ended by process 2 on elsewhere"):
-        reconfigure(control, slower, holder=other, timeout_s=30)
-    assert control.read_reconfigure_request() is None
+        switch_in_place(control, slower, holder=other, timeout_s=30)
+    assert control.read_switch_request() is None
     assert current_token(control) == tokens + 2  # its take, then the revocation
     assert control.read_status().run_id == deployed.run_id
 

@@ -104,7 +104,7 @@ def test_safe_disable_dag_switches_the_running_driver_in_place(airflow_db: None)
     assert [(s["path"], s["outcome"]) for s in switches] == [("in_place", "switched")] * 2, switches
     status = control.read_json("status.json")
     assert status["deployment_id"] == driver and status["switches"] == 2  # one driver throughout
-    assert control.read_reconfiguration().gate, "the driver ran no gate at the synchronous switch"
+    assert control.read_switch_account().gate, "the driver ran no gate at the synchronous switch"
     # The example's spec file still says async on: the last step names it and the change to make.
     [spec_file] = xcom(migrated, "safe_disable.release_job")["spec_files"]
     example = DAGS_FOLDER / "specs" / "clicks_async.yaml"
@@ -227,4 +227,4 @@ def test_a_synchronous_switch_that_fails_in_place_rolls_back_without_a_new_drive
     status = control.read_json("status.json")
     assert status["deployment_id"] == driver and liveness(status).live  # the same driver throughout
     assert status["configuration"]["async_progress"] == {"enabled": True, "checkpoint_interval_ms": 0}
-    assert control.read_reconfiguration().outcome == "failed"
+    assert control.read_switch_account().outcome == "failed"

@@ -68,10 +68,10 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
         @task
         def switch(spec):
             from airflow_async_stream.state.control import ControlArea
-            from airflow_async_stream.switch.request import reconfigure
+            from airflow_async_stream.switch.request import switch_in_place
             from airflow_async_stream.spec.model import parse_spec
 
-            record = reconfigure(ControlArea.for_checkpoint(spec["checkpoint"]), parse_spec(spec), timeout_s=120)
+            record = switch_in_place(ControlArea.for_checkpoint(spec["checkpoint"]), parse_spec(spec), timeout_s=120)
             assert record.outcome == "switched", record
             return {{"start_batch": record.committed_before}}
 

@@ -19,13 +19,13 @@ import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.launcher import LocalLauncher
-from airflow_async_stream.exceptions import ReconfigureError, SwitchRefusedError
+from airflow_async_stream.exceptions import SwitchError, SwitchRefusedError
 from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
-from airflow_async_stream.state.control import ControlArea, ReconfigureRequest, SwitchOutcome, SwitchPhase
+from airflow_async_stream.state.control import ControlArea, SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.state.hold import Holder
-from airflow_async_stream.switch.request import reconfigure, running_spec
+from airflow_async_stream.switch.request import running_spec, switch_in_place
 from tests.integration.conftest import checkpoint_files
 
 pytestmark = pytest.mark.integration
@@ -75,27 +75,27 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
 
     # 1. What needs a new driver is refused before anything stops: here, and by the driver.
     with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory: set when the driver's JVM"):
-        reconfigure(control, _with(spec, spark_conf={"spark.executor.memory": "2g"}))
+        switch_in_place(control, _with(spec, spark_conf={"spark.executor.memory": "2g"}))
     with pytest.raises(SwitchRefusedError, match=r"spark\.sql\.warehouse\.dir: Spark sets it only when the session"):
-        reconfigure(control, _with(spec, spark_conf={"spark.sql.warehouse.dir": "/tmp/elsewhere"}))
-    assert control.read_reconfiguration().outcome == SwitchOutcome.REFUSED
+        switch_in_place(control, _with(spec, spark_conf={"spark.sql.warehouse.dir": "/tmp/elsewhere"}))
+    assert control.read_switch_account().outcome == SwitchOutcome.REFUSED
     # Turning async off in place without the gate: refused here, and by the driver if asked directly.
     synchronous = _with(spec, async_progress={"enabled": False})
     with pytest.raises(SwitchRefusedError, match="async_progress.enabled: turning async progress tracking off"):
-        reconfigure(control, synchronous)
-    ungated = ReconfigureRequest(
+        switch_in_place(control, synchronous)
+    ungated = SwitchRequest(
         request_id="ungated", deployment_id=control.read_status().deployment_id, spec=synchronous.to_mapping()
     )
-    control.write_reconfigure_request(ungated)
-    _await(lambda: control.read_reconfiguration().request_id == "ungated", "the driver's answer")
-    assert control.read_reconfiguration().outcome == SwitchOutcome.REFUSED
-    assert "needs the gate" in control.read_reconfiguration().reason
+    control.write_switch_request(ungated)
+    _await(lambda: control.read_switch_account().request_id == "ungated", "the driver's answer")
+    assert control.read_switch_account().outcome == SwitchOutcome.REFUSED
+    assert "needs the gate" in control.read_switch_account().reason
     status = control.read_status()
     assert (status.run_id, status.switches, status.state) == (first_run, 0, "running")
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is None
 
     # 2. Synchronous through the gate on a gapped checkpoint: unsafe, so async on at interval 0, with the reason.
-    unsafe = reconfigure(control, synchronous, require_sync_safe=True, timeout_s=60)
+    unsafe = switch_in_place(control, synchronous, require_sync_safe=True, timeout_s=60)
     assert unsafe.outcome == SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0, unsafe
     assert "doesn't exist" in unsafe.reason or "missing" in unsafe.reason, unsafe.reason
     assert unsafe.after == {
@@ -110,7 +110,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
 
     # 3. After two committed batches at interval 0, the gated switch runs it synchronously.
     _await(lambda: len(_commits_after(checkpoint_dir, unsafe.last_batch_before)) >= 2, "two interval-0 commits")
-    safe = reconfigure(control, synchronous, require_sync_safe=True, timeout_s=60)
+    safe = switch_in_place(control, synchronous, require_sync_safe=True, timeout_s=60)
     assert safe.outcome == SwitchOutcome.SWITCHED and safe.phase == SwitchPhase.DONE, safe
     assert safe.after["async_progress"]["enabled"] is False
     _await(lambda: len(_commits_after(checkpoint_dir, safe.first_batch_after)) >= 2, "two synchronous commits")
@@ -131,12 +131,12 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
 
     # 4. A driver killed between stop and start: the next deploy abandons the request; the checkpoint is kept.
     struck = _strike_between_stop_and_start(control, checkpoint_dir, spec)
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is not None  # left for the next deploy
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is not None  # left for the next deploy
 
     redeployed = deploy_job(synchronous, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
-    record = control.read_reconfiguration()
+    record = control.read_switch_account()
     assert record.outcome == SwitchOutcome.ABANDONED and "at stopped" in record.reason, record
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is None
     after = checkpoint_files(checkpoint_dir)
     changed = sorted(name for name, digest in struck.items() if after.get(name) != digest)
     assert not changed, f"checkpoint files deleted or rewritten: {changed}"
@@ -149,7 +149,7 @@ def _kill_when_stopped(control: ControlArea, checkpoint: str, previous_request: 
     """SIGKILL the driver once a new switch says "stopped"; give up when it gets past that."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and "done" not in struck:
-        record = control.read_reconfiguration()
+        record = control.read_switch_account()
         if record and record.request_id != previous_request:
             if record.phase == SwitchPhase.STOPPED:
                 os.killpg(int(control.read_deployment().driver["launcher_pid"]), signal.SIGKILL)
@@ -166,12 +166,12 @@ def _strike_between_stop_and_start(control: ControlArea, checkpoint: str, spec: 
     files as the kill left them."""
     for attempt in range(6):
         struck: dict = {}
-        previous = control.read_reconfiguration().request_id
+        previous = control.read_switch_account().request_id
         killer = threading.Thread(target=_kill_when_stopped, args=(control, checkpoint, previous, struck))
         killer.start()
         try:
-            reconfigure(control, _with(spec, trigger={"processing_time": f"{200 + 100 * attempt} milliseconds"}))
-        except ReconfigureError as exc:
+            switch_in_place(control, _with(spec, trigger={"processing_time": f"{200 + 100 * attempt} milliseconds"}))
+        except SwitchError as exc:
             assert "ended during the switch (stopped)" in str(exc), exc
         finally:
             struck["done"] = True
@@ -198,11 +198,11 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
 
-    run = _cli("reconfigure", checkpoint_dir, "--set", "spark_conf.spark.sql.shuffle.partitions=7",
+    run = _cli("switch", checkpoint_dir, "--set", "spark_conf.spark.sql.shuffle.partitions=7",
                "--set", "trigger.processing_time=300 milliseconds")  # fmt: skip
 
     assert run.returncode == 0, run.stdout + run.stderr
-    record = control.read_reconfiguration()
+    record = control.read_switch_account()
     assert run.stdout.startswith("switched in place\n")
     assert "Asked deployment" in run.stderr and f"switch {record.request_id}: stopped" in run.stderr, run.stderr
     assert f"pause              {record.pause_s:.2f} s" in run.stdout
@@ -221,11 +221,11 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
 
     # A new query Spark refuses to start (foreachBatch has no continuous mode): the previous one runs again.
     before = control.read_status()
-    failed = _cli("reconfigure", checkpoint_dir, "--set", "trigger.processing_time=null",
+    failed = _cli("switch", checkpoint_dir, "--set", "trigger.processing_time=null",
                   "--set", "trigger.continuous=1 second")  # fmt: skip
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "could not start the new query and runs its previous configuration again" in failed.stderr
-    record = control.read_reconfiguration()
+    record = control.read_switch_account()
     assert record.outcome == SwitchOutcome.FAILED and "continuous" in record.reason.lower(), record
     status = control.read_status()
     assert status.state == "running" and status.run_id != before.run_id and status.switches == before.switches
@@ -254,7 +254,7 @@ def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
     run_id = control.read_status().run_id
 
     with pytest.raises(SwitchRefusedError, match="stateful operators: Aggregate"):
-        reconfigure(control, _with(spec, async_progress={"enabled": True, "checkpoint_interval_ms": 0}))
+        switch_in_place(control, _with(spec, async_progress={"enabled": True, "checkpoint_interval_ms": 0}))
     status = control.read_status()
     assert (status.state, status.run_id, status.switches) == ("running", run_id, 0)
     assert running_spec(control).async_progress.enabled is False
@@ -280,11 +280,11 @@ def test_a_switch_on_an_idle_source_returns_once_the_new_query_runs(
     deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
 
     started = time.monotonic()
-    record = reconfigure(control, _with(spec, trigger={"processing_time": "300 milliseconds"}), timeout_s=600)
+    record = switch_in_place(control, _with(spec, trigger={"processing_time": "300 milliseconds"}), timeout_s=600)
     assert time.monotonic() - started < 30, "waited for a batch the idle source could not give"
     assert (record.outcome, record.phase, record.first_batch_after) == (SwitchOutcome.SWITCHED, "started", None)
 
     (incoming / "a.json").write_text('{"v": 1}\n')
-    _await(lambda: control.read_reconfiguration().phase == SwitchPhase.DONE, "the first batch after the switch")
-    done = control.read_reconfiguration()
+    _await(lambda: control.read_switch_account().phase == SwitchPhase.DONE, "the first batch after the switch")
+    done = control.read_switch_account()
     assert done.first_batch_after == 0 and done.pause_s is None  # no batch before it to measure from

@@ -305,21 +305,21 @@ def test_unreadable_folder_and_garbled_status_are_one_line_errors(tmp_path: Path
     assert "status.json is not valid JSON" in result.stderr
 
 
-def test_reconfigure_answers_before_asking_a_driver(tmp_path: Path) -> None:
-    never = cli("reconfigure", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
+def test_switch_answers_before_asking_a_driver(tmp_path: Path) -> None:
+    never = cli("switch", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
     assert never.returncode == 2 and f"nothing at {tmp_path / 'nothing'}" in never.stderr, never
     ControlArea.for_checkpoint(str(tmp_path / "nothing")).ensure()
-    never = cli("reconfigure", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
+    never = cli("switch", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
     assert never.returncode == 2 and "no spec.json: the job was never deployed" in never.stderr, never
     control = _fake_deployment(tmp_path)
     control.write_bytes(
         ControlArea.SPEC, json.dumps(yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}).encode()
     )
-    older = cli("reconfigure", str(tmp_path / "ck"), "--set", "async_progress.enabled=false")
+    older = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.enabled=false")
     assert older.returncode == 1 and "does not switch in place (an earlier release): redeploy" in older.stderr, older
-    invalid = cli("reconfigure", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=-1")
+    invalid = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=-1")
     assert invalid.returncode == 1, invalid
     assert invalid.stderr.startswith("async_progress.checkpoint_interval_ms: "), invalid.stderr
-    usage = cli("reconfigure", str(tmp_path / "ck"), "--set", "async_progress.enabled")
+    usage = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.enabled")
     assert usage.returncode == 2 and "give KEY=VALUE" in usage.stderr, usage
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is None

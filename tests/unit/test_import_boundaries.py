@@ -127,7 +127,7 @@ def test_the_blocker_blocks(tmp_path: Path) -> None:
 
 
 def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_path: Path) -> None:
-    """validate, plan, status, inspect, schema, reconfigure and stop (of a driver of this host, killed when it
+    """validate, plan, status, inspect, schema, switch and stop (of a driver of this host, killed when it
     does not stop) run where Airflow cannot be imported."""
     folder = tmp_path / "desired"
     folder.mkdir()
@@ -154,7 +154,7 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
             "status": _without_airflow(run, "status", str(spec)),
             "inspect": _without_airflow(run, "inspect", str(spec)),
             "schema": _without_airflow(run, "schema"),
-            "reconfigure": _without_airflow(run, "reconfigure", str(spec), "--set", "async_progress.enabled=false"),
+            "switch": _without_airflow(run, "switch", str(spec), "--set", "async_progress.enabled=false"),
             "stop": _without_airflow(run, "stop", str(spec), "--graceful-timeout", "0.1", "--kill-after", "0.3"),
         }
     finally:
@@ -162,10 +162,10 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
             driver.kill()
         driver.wait()
     assert all("Airflow is blocked" not in r.stdout + r.stderr for r in answers.values()), answers
-    codes = {name: r.returncode for name, r in answers.items() if name not in ("reconfigure", "stop", "inspect")}
+    codes = {name: r.returncode for name, r in answers.items() if name not in ("switch", "stop", "inspect")}
     assert codes == dict.fromkeys(("validate", "plan", "status", "schema"), 0), answers
     assert "its query never started" in answers["inspect"].stderr, answers["inspect"]  # a fake driver's checkpoint
-    assert "Traceback" not in answers["reconfigure"].stderr, answers["reconfigure"].stderr
+    assert "Traceback" not in answers["switch"].stderr, answers["switch"].stderr
     # The fake driver ignores the stop request: this host's launcher kills it, with no Airflow to help.
     assert answers["stop"].stdout == "stopped: state failed\n", answers["stop"]
     assert driver.returncode == -9

@@ -12,11 +12,11 @@ from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
 from airflow_async_stream.state.control import (
     ControlArea,
-    Reconfiguration,
-    ReconfigureRequest,
     Status,
+    SwitchAccount,
     SwitchOutcome,
     SwitchPhase,
+    SwitchRequest,
     now,
 )
 from airflow_async_stream.switch.allowed import (
@@ -26,7 +26,7 @@ from airflow_async_stream.switch.allowed import (
     parse_assignment,
     runtime_conf_changes,
 )
-from airflow_async_stream.switch.request import phases_passed, reconfigure
+from airflow_async_stream.switch.request import phases_passed, switch_in_place
 
 BASE = {
     "name": "clicks",
@@ -126,7 +126,7 @@ def test_a_trigger_that_found_no_data_is_no_batch() -> None:
 
 def test_a_request_without_its_deployment_is_an_error_naming_the_file() -> None:
     with pytest.raises(ControlAreaError, match="names no deployment_id"):
-        ReconfigureRequest.from_json({"request_id": "r", "spec": {"name": "x"}}, "reconfigure-request.json")
+        SwitchRequest.from_json({"request_id": "r", "spec": {"name": "x"}}, "reconfigure-request.json")
 
 
 def _control_with(tmp_path, status: Status | None) -> ControlArea:  # type: ignore[no-untyped-def]
@@ -149,23 +149,23 @@ def _running(**changes: object) -> Status:
     ).but(**changes)
 
 
-def test_reconfigure_refuses_before_asking_when_nothing_can_switch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_switch_refuses_before_asking_when_nothing_can_switch(tmp_path) -> None:  # type: ignore[no-untyped-def]
     target = spec(checkpoint=str(tmp_path / "ck"), async_progress={"enabled": False})
     with pytest.raises(NotSwitchableError, match="not running \\(never deployed"):
-        reconfigure(_control_with(tmp_path, None), target)
+        switch_in_place(_control_with(tmp_path, None), target)
     with pytest.raises(NotSwitchableError, match="not running \\(stopped"):
-        reconfigure(_control_with(tmp_path, _running(state="stopped")), target)
+        switch_in_place(_control_with(tmp_path, _running(state="stopped")), target)
     with pytest.raises(NotSwitchableError, match="does not switch in place \\(an earlier release\\)"):
-        reconfigure(_control_with(tmp_path, _running(configuration=None)), target)
+        switch_in_place(_control_with(tmp_path, _running(configuration=None)), target)
     control = _control_with(tmp_path, _running())
     with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory"):
-        reconfigure(control, spec(checkpoint=str(tmp_path / "ck"), spark_conf={"spark.executor.memory": "4g"}))
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+        switch_in_place(control, spec(checkpoint=str(tmp_path / "ck"), spark_conf={"spark.executor.memory": "4g"}))
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is None
     assert control.read_json(ControlArea.HOLD) is None
 
 
 def _request(deployment_id: str = "d-old") -> dict:
-    return ReconfigureRequest(request_id="r1", deployment_id=deployment_id, spec=BASE, requested_at=now()).to_json()
+    return SwitchRequest(request_id="r1", deployment_id=deployment_id, spec=BASE, requested_at=now()).to_json()
 
 
 def test_a_request_left_by_an_earlier_driver_is_abandoned_never_applied(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -173,20 +173,20 @@ def test_a_request_left_by_an_earlier_driver_is_abandoned_never_applied(tmp_path
 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
-    control.write_json(ControlArea.RECONFIGURE_REQUEST, _request())
-    control.write_reconfiguration(
-        Reconfiguration(request_id="r1", deployment_id="d-old", phase=SwitchPhase.STOPPED, before={"x": 1})
+    control.write_json(ControlArea.SWITCH_REQUEST, _request())
+    control.write_switch_account(
+        SwitchAccount(request_id="r1", deployment_id="d-old", phase=SwitchPhase.STOPPED, before={"x": 1})
     )
     abandon_stale_request(control, "d-new")
-    record = control.read_reconfiguration()
+    record = control.read_switch_account()
     assert record.outcome == SwitchOutcome.ABANDONED and record.settled
     assert "deployment d-old ended before the switch was done (at stopped)" in record.reason
     assert "d-new started from its own spec" in record.reason and record.before == {"x": 1}
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is None
 
-    control.write_bytes(ControlArea.RECONFIGURE_REQUEST, b"{torn")
+    control.write_bytes(ControlArea.SWITCH_REQUEST, b"{torn")
     abandon_stale_request(control, "d-new")  # unreadable: removed, so it can never be applied
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is None
 
 
 def test_the_governor_takes_only_requests_for_its_own_deployment(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -195,20 +195,20 @@ def test_the_governor_takes_only_requests_for_its_own_deployment(tmp_path) -> No
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
     governor = Governor(control, "d-new", "clicks")
-    control.write_json(ControlArea.RECONFIGURE_REQUEST, _request("d-old"))
-    assert governor._reconfigure_request() is None
-    control.write_json(ControlArea.RECONFIGURE_REQUEST, _request("d-new"))
-    assert governor._reconfigure_request().request_id == "r1"
-    control.write_json(ControlArea.RECONFIGURE_REQUEST, {"request_id": "r2"})  # no deployment, no spec
-    assert governor._reconfigure_request() is None
-    assert control.read_json(ControlArea.RECONFIGURE_REQUEST) is None
+    control.write_json(ControlArea.SWITCH_REQUEST, _request("d-old"))
+    assert governor._switch_request() is None
+    control.write_json(ControlArea.SWITCH_REQUEST, _request("d-new"))
+    assert governor._switch_request().request_id == "r1"
+    control.write_json(ControlArea.SWITCH_REQUEST, {"request_id": "r2"})  # no deployment, no spec
+    assert governor._switch_request() is None
+    assert control.read_json(ControlArea.SWITCH_REQUEST) is None
 
 
 def test_a_phase_the_poll_missed_is_still_reported_in_order() -> None:
     """The CLI prints every phase the switch went through, also when the driver passed one between two polls."""
-    stopping = Reconfiguration(request_id="r", phase=SwitchPhase.STOPPING)
+    stopping = SwitchAccount(request_id="r", phase=SwitchPhase.STOPPING)
     done = stopping.but(phase=SwitchPhase.DONE, stopped_at=1.0, run_id="run-2", outcome=SwitchOutcome.SWITCHED)
-    refused = Reconfiguration(request_id="r", phase=SwitchPhase.DONE, outcome=SwitchOutcome.REFUSED)
+    refused = SwitchAccount(request_id="r", phase=SwitchPhase.DONE, outcome=SwitchOutcome.REFUSED)
     failed = done.but(run_id=None, outcome=SwitchOutcome.FAILED)
 
     assert phases_passed(stopping) == ["stopping"]

@@ -83,3 +83,27 @@ def test_the_migrations_old_hold_argument_warns_and_still_sets_the_hold(tmp_path
         group = safe_disable_async_progress(spec, lease_ttl_s=123.0)
     [hold] = [task for task in group if task.task_id.endswith("hold_job")]
     assert hold.ttl_s == 123.0
+
+
+def test_the_switch_under_its_old_names_warns() -> None:
+    from airflow_async_stream import exceptions
+    from airflow_async_stream.switch import request
+
+    with pytest.warns(DeprecationWarning, match=r"switch\.request\.reconfigure moved to .*switch_in_place"):
+        assert request.reconfigure is request.switch_in_place
+    for old, new in [("ReconfigureError", "SwitchError"), ("ReconfigureTimeoutError", "SwitchTimeoutError")]:
+        with pytest.warns(DeprecationWarning, match=f"exceptions.{old} moved to .*exceptions.{new}"):
+            assert getattr(exceptions, old) is getattr(exceptions, new)
+
+
+def test_the_reconfigure_command_still_runs_as_switch_and_says_so(tmp_path) -> None:
+    """Both names answer the same (here: nothing runs at the target), the old one with a line on stderr."""
+    argv = [sys.executable, "-m", "airflow_async_stream.cli"]
+    args = [str(tmp_path / "nothing"), "--set", "async_progress.enabled=false"]
+    new = subprocess.run([*argv, "switch", *args], capture_output=True, text=True, timeout=60)
+    old = subprocess.run([*argv, "reconfigure", *args], capture_output=True, text=True, timeout=60)
+    assert old.returncode == new.returncode != 0
+    assert (
+        old.stderr
+        == "airflow-async-stream: 'reconfigure' is now 'switch'; the old name goes in the next release\n" + new.stderr
+    )
