@@ -51,7 +51,7 @@ def live_drivers(control: ControlArea) -> list[int]:
 def migration_dag(checkpoint: str, dag_id: str, trigger: str, in_place: bool = True) -> Path:
     """A DAG file running the safe-disable migration of the job at ``checkpoint`` (batches every ``trigger``),
     switching in place where it can, or by restarts only."""
-    from tests.integration.conftest import write_dag
+    from tests.integration.helpers import write_dag
 
     spec = async_job(checkpoint, trigger)
     return write_dag(

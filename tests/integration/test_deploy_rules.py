@@ -10,20 +10,20 @@ import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea, local_pid_alive
-from tests.integration.conftest import DriverWatch, run_dag, task_states, write_dag, xcom
+from tests.helpers import rate_noop
+from tests.integration.helpers import DriverWatch, run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 
 
 def _spec(checkpoint: str, **changes: object) -> dict:
-    spec = {
-        "name": "rules-job",
-        "checkpoint": checkpoint,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 500}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "300 milliseconds"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
-    }
+    spec = rate_noop(
+        "rules-job",
+        checkpoint,
+        rows=500,
+        trigger={"processing_time": "300 milliseconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 0},
+    )
     spec.update(changes)
     return spec
 
@@ -223,7 +223,7 @@ def test_shell_metacharacters_reach_spark_submit_as_plain_arguments(
     airflow_db: None, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """A checkpoint path full of shell syntax: no shell ever sees it, so nothing it says is executed."""
-    from tests.conftest import CHECKPOINT_ROOT
+    from tests.session import CHECKPOINT_ROOT
 
     pwned = tmp_path / "pwned"
     checkpoint = str(CHECKPOINT_ROOT / f"ck $(touch {pwned}); `touch {pwned}` && echo x")

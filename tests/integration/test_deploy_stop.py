@@ -10,8 +10,8 @@ import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea, local_pid_alive
-from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
-from tests.integration.conftest import run_dag, task_states, xcom
+from tests.integration.helpers import run_dag, task_states, xcom
+from tests.session import CHECKPOINT_ROOT, DAGS_FOLDER
 
 pytestmark = [pytest.mark.integration, pytest.mark.quick]  # the quick tier's real-Spark smoke test
 

@@ -16,8 +16,8 @@ import yaml
 from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.state.control import ControlArea, liveness
 from airflow_async_stream.state.progress_log import read_events, segments
-from tests.conftest import CHECKPOINT_ROOT
-from tests.integration.conftest import fleet_job, load_dag, run_dag, task_states, write_dag
+from tests.integration.helpers import fleet_job, load_dag, run_dag, task_states, write_dag
+from tests.session import CHECKPOINT_ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from airflow_async_stream.state.control import ControlArea, liveness
-from tests.conftest import CHECKPOINT_ROOT
-from tests.integration.conftest import fleet_job, run_dag, task_states, write_dag
+from tests.integration.helpers import fleet_job, run_dag, task_states, write_dag
+from tests.session import CHECKPOINT_ROOT
 
 pytestmark = pytest.mark.integration
 

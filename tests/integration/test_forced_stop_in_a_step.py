@@ -35,7 +35,8 @@ from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea, State, SwitchRequest, now
 from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.hold import Holder, revoke, take
-from tests.integration.conftest import DriverWatch
+from tests.helpers import rate_noop
+from tests.integration.helpers import DriverWatch
 from tests.integration.migration_job import live_drivers
 
 pytestmark = pytest.mark.integration
@@ -46,15 +47,14 @@ MIGRATION = Holder("DAG run safe_disable/run-1", "safe-disable")
 
 def _spec(checkpoint: str, **changes: Any) -> Any:
     return parse_spec(
-        {
-            "name": "fenced-job",
-            "checkpoint": checkpoint,
-            "source": {"format": "rate", "options": {"rowsPerSecond": 50}},
-            "sink": {"format": "noop"},
-            "trigger": {"processing_time": "200 milliseconds"},
-            "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+        rate_noop(
+            "fenced-job",
+            checkpoint,
+            rows=50,
+            trigger={"processing_time": "200 milliseconds"},
+            async_progress={"enabled": True, "checkpoint_interval_ms": 0},
             **changes,
-        }
+        )
     )
 
 

@@ -7,16 +7,16 @@ import yaml
 
 from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
-from tests.conftest import DAGS_FOLDER
-from tests.integration.conftest import run_dag, task_states, write_dag
-from tests.unit.test_readme import BLOCKS, DAG_FOLDER, FULL_SPEC_NAME, _full_spec
+from tests.integration.helpers import run_dag, task_states, write_dag
+from tests.readme_blocks import BLOCKS, DAG_FOLDER, FULL_SPEC_NAME, full_spec
+from tests.session import DAGS_FOLDER
 
 pytestmark = pytest.mark.integration
 
 
 def test_the_readmes_first_dag_runs_as_written(airflow_db: None, checkpoint_dir: str) -> None:
     [block] = [b for b in BLOCKS if b.kind == "dags" and b.arg == "clicks"]
-    spec = _full_spec()
+    spec = full_spec()
     readme_checkpoint = yaml.safe_load(spec)["checkpoint"]
     (DAGS_FOLDER / "specs" / f"{FULL_SPEC_NAME}.yaml").write_text(spec.replace(readme_checkpoint, checkpoint_dir))
     path = write_dag("readme_first_dag", block.body.replace(DAG_FOLDER, str(DAGS_FOLDER)))

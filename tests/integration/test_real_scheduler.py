@@ -14,6 +14,7 @@ import pytest
 
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
+from tests.helpers import rate_noop
 from tests.integration.airflow_stack import AirflowStack
 
 pytestmark = pytest.mark.integration
@@ -40,15 +41,14 @@ def stack(tmp_path: Path) -> Iterator[AirflowStack]:
 
 
 def _write_dag(stack: AirflowStack, checkpoint: str) -> None:
-    spec = {
-        "name": "real-scheduler-job",
-        "checkpoint": checkpoint,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 20}},
-        "sink": {"format": "noop"},
+    spec = rate_noop(
+        "real-scheduler-job",
+        checkpoint,
+        rows=20,
         # Slow enough that every wait for committed batches defers: a batch every 2 s.
-        "trigger": {"processing_time": "2 seconds"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
-    }
+        trigger={"processing_time": "2 seconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
+    )
     body = f"""
         from airflow.sdk import dag
         from airflow_async_stream.factories import safe_disable_async_progress

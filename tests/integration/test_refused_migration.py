@@ -7,7 +7,7 @@ import pytest
 
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
-from tests.integration.conftest import run_dag, task_states, write_dag
+from tests.integration.helpers import run_dag, task_states, write_dag
 from tests.integration.migration_job import async_job
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,8 @@ from airflow_async_stream.cli.commands import status_report
 from airflow_async_stream.driver.lifecycle import log_tail
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import segments
-from tests.integration.conftest import run_dag_while, task_states, write_dag, xcom
+from tests.helpers import rate_noop
+from tests.integration.helpers import run_dag_while, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -60,15 +61,14 @@ class AreaWatch:
 def test_a_long_run_with_small_caps_stays_under_them_and_sensor_status_and_stability_keep_working(
     airflow_db: None, checkpoint_dir: str
 ) -> None:
-    spec = {
-        "name": "small-caps",
-        "checkpoint": checkpoint_dir,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "100 milliseconds"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
-        "logs": LOGS,
-    }
+    spec = rate_noop(
+        "small-caps",
+        checkpoint_dir,
+        rows=200,
+        trigger={"processing_time": "100 milliseconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 0},
+        logs=LOGS,
+    )
     path = write_dag(
         "small_caps",
         f"""

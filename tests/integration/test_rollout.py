@@ -30,8 +30,8 @@ import yaml
 from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea, liveness
-from tests.conftest import CHECKPOINT_ROOT
-from tests.integration.conftest import fail_running_dag_runs, fleet_job, run_dag, task_states, write_dag
+from tests.integration.helpers import fail_running_dag_runs, fleet_job, run_dag, task_states, write_dag
+from tests.session import CHECKPOINT_ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,10 @@ import pytest
 from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea, liveness
-from tests.conftest import CHECKPOINT_ROOT, DAGS_FOLDER
-from tests.integration.conftest import checkpoint_files, run_dag, task_states, write_dag, xcom
+from tests.helpers import rate_noop
+from tests.integration.helpers import checkpoint_files, run_dag, task_states, write_dag, xcom
 from tests.integration.migration_job import async_job, start_async_job
+from tests.session import CHECKPOINT_ROOT, DAGS_FOLDER
 
 pytestmark = pytest.mark.integration
 SCRIPTS = Path(__file__).resolve().parent / "spark_scripts"
@@ -144,14 +145,13 @@ def test_safe_disable_dag_asked_for_restarts_redeploys_at_each_switch(airflow_db
 
 
 def test_failed_sync_redeploy_rolls_back_to_async(airflow_db: None, checkpoint_dir: str, capfd) -> None:
-    spec = {
-        "name": "rollback-job",
-        "checkpoint": checkpoint_dir,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 500}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "200 milliseconds"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
-    }
+    spec = rate_noop(
+        "rollback-job",
+        checkpoint_dir,
+        rows=500,
+        trigger={"processing_time": "200 milliseconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
+    )
     path = write_dag(
         "safe_disable_rollback",
         f"""

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.state.control import ControlArea
-from tests.integration.conftest import run_dag, task_states, write_dag, xcom
+from tests.helpers import rate_noop
+from tests.integration.helpers import run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -79,17 +80,17 @@ def test_secret_options_reach_the_sink_and_appear_nowhere_else(
         "trigger": {"processing_time": "300 milliseconds"},
     }
     kafka_checkpoint = checkpoint_dir + "-kafka"
-    kafka_spec = {
-        "name": "kafka-alerts",
-        "checkpoint": kafka_checkpoint,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 10}},
-        "transform": {"sql": "SELECT CAST(value AS STRING) AS value FROM source"},
-        "sink": {"format": "kafka", "options": {"topic": "alerts"}, "connection": "kafka_test"},
-        "trigger": {"processing_time": "1 second"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
+    kafka_spec = rate_noop(
+        "kafka-alerts",
+        kafka_checkpoint,
+        rows=10,
+        transform={"sql": "SELECT CAST(value AS STRING) AS value FROM source"},
+        sink={"format": "kafka", "options": {"topic": "alerts"}, "connection": "kafka_test"},
+        trigger={"processing_time": "1 second"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 1000},
         # No Maven here: skip the Kafka connector package, so the driver starts and fails at `start()`.
-        "spark_conf": {"spark.jars.packages": ""},
-    }
+        spark_conf={"spark.jars.packages": ""},
+    )
     path = write_dag(
         "secrets_everywhere",
         f"""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import load_dag, run_dag, task_states, write_dag, xcom
+from tests.integration.helpers import load_dag, run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 

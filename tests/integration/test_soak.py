@@ -14,7 +14,8 @@ import pytest
 from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from tests.integration.conftest import run_dag, task_states, write_dag
+from tests.helpers import rate_noop
+from tests.integration.helpers import run_dag, task_states, write_dag
 
 pytestmark = pytest.mark.integration
 
@@ -45,14 +46,13 @@ KINDS = [kind for kind, _ in CHANGES]
 
 
 def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_dir: str) -> None:
-    base = {
-        "name": "soak-job",
-        "checkpoint": checkpoint_dir,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 300}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "100 milliseconds"},
-        "async_progress": {"enabled": False},
-    }
+    base = rate_noop(
+        "soak-job",
+        checkpoint_dir,
+        rows=300,
+        trigger={"processing_time": "100 milliseconds"},
+        async_progress={"enabled": False},
+    )
     path = write_dag(
         "soak_twenty_changes",
         f"""

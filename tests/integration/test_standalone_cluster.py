@@ -9,7 +9,8 @@ import pytest
 
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from tests.integration.conftest import run_dag, task_states, write_dag, xcom
+from tests.helpers import rate_noop
+from tests.integration.helpers import run_dag, task_states, write_dag, xcom
 from tests.integration.standalone_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
@@ -22,15 +23,14 @@ def test_safe_disable_on_a_standalone_cluster(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", standalone_cluster.master_url)
-    spec = {
-        "name": "cluster-job",
-        "checkpoint": checkpoint_dir,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 50}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "500 milliseconds"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
-        "spark_conf": {"spark.cores.max": 1, "spark.executor.cores": 1, "spark.executor.memory": "512m"},
-    }
+    spec = rate_noop(
+        "cluster-job",
+        checkpoint_dir,
+        rows=50,
+        trigger={"processing_time": "500 milliseconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
+        spark_conf={"spark.cores.max": 1, "spark.executor.cores": 1, "spark.executor.memory": "512m"},
+    )
     path = write_dag(
         "on_standalone_cluster",
         f"""

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.state.control import ControlArea
-from tests.integration.conftest import run_dag_while, task_states
+from tests.integration.helpers import run_dag_while, task_states
 from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 
 pytestmark = pytest.mark.integration

@@ -26,7 +26,8 @@ from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea, SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.switch.request import running_spec, switch_in_place
-from tests.integration.conftest import checkpoint_files
+from tests.helpers import rate_noop
+from tests.integration.helpers import checkpoint_files
 
 pytestmark = pytest.mark.integration
 HOLDER = Holder.this_process("test")
@@ -35,14 +36,13 @@ CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 def _job(checkpoint: str) -> JobSpec:
     return parse_spec(
-        {
-            "name": "switch-job",
-            "checkpoint": checkpoint,
-            "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
-            "sink": {"format": "noop"},
-            "trigger": {"processing_time": "100 milliseconds"},
-            "async_progress": {"enabled": True, "checkpoint_interval_ms": 3000},
-        }
+        rate_noop(
+            "switch-job",
+            checkpoint,
+            rows=200,
+            trigger={"processing_time": "100 milliseconds"},
+            async_progress={"enabled": True, "checkpoint_interval_ms": 3000},
+        )
     )
 
 
@@ -239,15 +239,15 @@ def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
     airflow_db: None, checkpoint_dir: str
 ) -> None:
     spec = parse_spec(
-        {
-            "name": "counts",
-            "checkpoint": checkpoint_dir,
-            "source": {"format": "rate", "options": {"rowsPerSecond": 50}},
-            "transform": {"sql": "SELECT value % 2 AS k, count(*) AS n FROM source GROUP BY value % 2"},
-            "sink": {"format": "noop", "output_mode": "complete"},
-            "trigger": {"processing_time": "200 milliseconds"},
-            "spark_conf": {"spark.sql.shuffle.partitions": 2},  # a first stateful batch in 1 s, not 10
-        }
+        rate_noop(
+            "counts",
+            checkpoint_dir,
+            rows=50,
+            transform={"sql": "SELECT value % 2 AS k, count(*) AS n FROM source GROUP BY value % 2"},
+            sink={"format": "noop", "output_mode": "complete"},
+            trigger={"processing_time": "200 milliseconds"},
+            spark_conf={"spark.sql.shuffle.partitions": 2},  # a first stateful batch in 1 s, not 10
+        )
     )
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))

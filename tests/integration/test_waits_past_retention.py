@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids
-from tests.integration.conftest import run_dag, task_states, write_dag, xcom
+from tests.helpers import rate_noop
+from tests.integration.helpers import run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -17,16 +18,15 @@ WANTED = 3 * RETAINED
 def test_sensors_and_the_migration_wait_for_three_times_more_batches_than_spark_retains(
     airflow_db: None, checkpoint_dir: str
 ) -> None:
-    spec = {
-        "name": "retained-job",
-        "checkpoint": checkpoint_dir,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 100}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "100 milliseconds"},
+    spec = rate_noop(
+        "retained-job",
+        checkpoint_dir,
+        rows=100,
+        trigger={"processing_time": "100 milliseconds"},
         # Interval 0 writes every batch's commit file, so the purge is what keeps the folder short.
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
-        "spark_conf": {"spark.sql.streaming.minBatchesToRetain": RETAINED},
-    }
+        async_progress={"enabled": True, "checkpoint_interval_ms": 0},
+        spark_conf={"spark.sql.streaming.minBatchesToRetain": RETAINED},
+    )
     path = write_dag(
         "waits_past_retention",
         f"""

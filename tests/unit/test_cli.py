@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import yaml
 
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
+from tests.unit.helpers import fake_deployment, gapped_checkpoint
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 GOOD = """name: good-job
@@ -78,7 +78,7 @@ def test_validate_takes_folders_as_a_rollout_reads_them(tmp_path: Path) -> None:
 
 def test_output_into_a_closed_pipe_is_no_error(tmp_path: Path) -> None:
     """`airflow-async-stream status ... | head`: head exits early; no '[Errno 32] Broken pipe'."""
-    _fake_deployment(tmp_path)
+    fake_deployment(tmp_path)
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first line is written
     try:
@@ -92,7 +92,7 @@ def test_output_into_a_closed_pipe_is_no_error(tmp_path: Path) -> None:
 
 def test_status_counts_batches_as_its_latest_batch_line_does(tmp_path: Path) -> None:
     """The status record is written at heartbeats, the progress log at every batch: both lines agree."""
-    control = _fake_deployment(tmp_path)
+    control = fake_deployment(tmp_path)
     control.write_json("status.json", {**control.read_json("status.json"), "first_batch_id": 5})
     control.append_progress({"deployment_id": "d1", "batch_id": 8, "num_input_rows": 1, "duration_ms": {}})
     shown = dict(
@@ -107,31 +107,8 @@ def test_validate_reports_unreadable_files(tmp_path: Path) -> None:
     assert result.returncode == 1 and "(file): cannot be read" in result.stdout
 
 
-def _fake_deployment(tmp_path: Path) -> ControlArea:
-    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
-    control.ensure()
-    control.write_json(
-        "deployment.json",
-        {
-            "job": "good-job",
-            "checkpoint": str(tmp_path / "ck"),
-            "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
-        },
-    )
-    control.write_json(
-        "status.json",
-        {"job": "good-job", "deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
-         "pid": os.getpid(), "host": socket.gethostname(), "batches": 3, "last_batch_id": 7},
-    )  # fmt: skip
-    control.append_progress(
-        {"deployment_id": "d1", "batch_id": 7, "num_input_rows": 42, "offset_management_ms": 5,
-         "duration_ms": {"triggerExecution": 80}},
-    )  # fmt: skip
-    return control
-
-
 def test_status_by_checkpoint_for_people_and_machines(tmp_path: Path) -> None:
-    _fake_deployment(tmp_path)
+    fake_deployment(tmp_path)
     human = cli("status", str(tmp_path / "ck"))
     assert human.returncode == 0, human.stderr
     assert "running (live" in human.stdout
@@ -142,7 +119,7 @@ def test_status_by_checkpoint_for_people_and_machines(tmp_path: Path) -> None:
 
 
 def test_status_says_a_rehearsal_is_no_switch(tmp_path: Path) -> None:
-    control = _fake_deployment(tmp_path)
+    control = fake_deployment(tmp_path)
     control.write_json("reconfiguration.json", {"request_id": "r1", "deployment_id": "d1", "phase": "done",
                                                 "outcome": "rehearsed", "reason": "Spark builds and analyzes the new query"})  # fmt: skip
     human = cli("status", str(tmp_path / "ck"))
@@ -151,7 +128,7 @@ def test_status_says_a_rehearsal_is_no_switch(tmp_path: Path) -> None:
 
 
 def test_status_by_job_name_uses_the_registry(tmp_path: Path) -> None:
-    control = _fake_deployment(tmp_path)
+    control = fake_deployment(tmp_path)
     env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
     os.environ.update(env)
     try:
@@ -164,7 +141,7 @@ def test_status_by_job_name_uses_the_registry(tmp_path: Path) -> None:
 
 
 def test_status_of_a_stale_driver_says_it_is_gone(tmp_path: Path) -> None:
-    control = _fake_deployment(tmp_path)
+    control = fake_deployment(tmp_path)
     status = control.read_json("status.json")
     control.write_json("status.json", {**status, "heartbeat_at": time.time() - 300})
     assert "the driver is gone" in cli("status", str(tmp_path / "ck")).stdout
@@ -176,20 +153,8 @@ def test_schema_is_json_schema() -> None:
     assert "async_progress" in schema["properties"]
 
 
-def _gappy(root: Path) -> Path:
-    for log, header in (
-        ("offsets", 'v1\n{"batchWatermarkMs":0}\n{"0":1}\n'),
-        ("commits", 'v1\n{"nextBatchWatermarkMs":0}\n'),
-    ):
-        (root / log).mkdir(parents=True)
-        for i in (0, 4, 7):
-            (root / log / str(i)).write_text(header)
-        (root / log / ".7.crc").write_text("x")
-    return root
-
-
 def test_inspect_for_people(tmp_path: Path) -> None:
-    result = cli("inspect", str(_gappy(tmp_path / "ck")))
+    result = cli("inspect", str(gapped_checkpoint(tmp_path / "ck")))
     assert result.returncode == 0
     assert "offsets/        3 batches, newest 0 4 7; gaps 1-3, 5-6; headers 4: v1, 7: v1" in result.stdout
     assert "skipped, not batch files: 1 .crc" in result.stdout
@@ -197,7 +162,7 @@ def test_inspect_for_people(tmp_path: Path) -> None:
 
 
 def test_inspect_json_for_machines(tmp_path: Path) -> None:
-    data = json.loads(cli("inspect", "--json", str(_gappy(tmp_path / "ck"))).stdout)
+    data = json.loads(cli("inspect", "--json", str(gapped_checkpoint(tmp_path / "ck"))).stdout)
     assert (data["latest_offset"], data["latest_commit"], data["sync_restart_safe"]) == (7, 7, False)
     assert "batch 6 doesn't exist" in data["reason"]
 
@@ -212,8 +177,8 @@ def test_inspect_missing_checkpoint_exits_non_zero(tmp_path: Path) -> None:
 
 
 def test_status_and_inspect_accept_the_same_targets(tmp_path: Path) -> None:
-    control = _fake_deployment(tmp_path)
-    checkpoint = _gappy(tmp_path / "ck")
+    control = fake_deployment(tmp_path)
+    checkpoint = gapped_checkpoint(tmp_path / "ck")
     spec_file = tmp_path / "good.yaml"
     spec_file.write_text(GOOD.replace("/tmp/ck/good-job", str(checkpoint)))
     env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
@@ -262,7 +227,7 @@ def test_a_target_that_names_nothing_is_an_error_never_a_verdict(tmp_path: Path)
 def test_release_needs_force_for_a_live_hold(tmp_path: Path) -> None:
     from airflow_async_stream.state.hold import Holder, take
 
-    control = _fake_deployment(tmp_path)
+    control = fake_deployment(tmp_path)
     take(control, Holder("DAG run m/r1", "safe-disable good-job"), 3600)
     refused = cli("release", str(tmp_path / "ck"))
     assert refused.returncode == 1 and "held by DAG run m/r1 (safe-disable good-job)" in refused.stdout
@@ -278,7 +243,7 @@ def _as_unprivileged(command: list[str]) -> list[str]:
 
 
 def test_inspect_names_a_truncated_or_garbled_file(tmp_path: Path) -> None:
-    root = _gappy(tmp_path / "ck")
+    root = gapped_checkpoint(tmp_path / "ck")
     (root / "commits" / "7").write_text("v1\n")
     (root / "offsets" / "7").write_bytes(b"\xff\xfe garbage")
     result = cli("inspect", str(root))
@@ -288,7 +253,7 @@ def test_inspect_names_a_truncated_or_garbled_file(tmp_path: Path) -> None:
 
 
 def test_unreadable_folder_and_garbled_status_are_one_line_errors(tmp_path: Path) -> None:
-    root = _gappy(tmp_path / "ck")
+    root = gapped_checkpoint(tmp_path / "ck")
     (root / "offsets").chmod(0)
     try:
         result = subprocess.run(_as_unprivileged([CLI, "inspect", str(root)]), capture_output=True, text=True)
@@ -311,7 +276,7 @@ def test_switch_answers_before_asking_a_driver(tmp_path: Path) -> None:
     ControlArea.for_checkpoint(str(tmp_path / "nothing")).ensure()
     never = cli("switch", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
     assert never.returncode == 2 and "no spec.json: the job was never deployed" in never.stderr, never
-    control = _fake_deployment(tmp_path)
+    control = fake_deployment(tmp_path)
     control.write_bytes(
         ControlArea.SPEC, json.dumps(yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}).encode()
     )

@@ -27,14 +27,9 @@ from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.spec.model import parse_spec
 from airflow_async_stream.state.control import ControlArea
+from tests.helpers import rate_noop
 
-SPEC = {
-    "name": "clicks",
-    "checkpoint": "hdfs://nn:8020/ck/clicks",
-    "source": {"format": "rate"},
-    "sink": {"format": "noop"},
-    "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
-}
+SPEC = rate_noop("clicks", "hdfs://nn:8020/ck/clicks", async_progress={"enabled": True, "checkpoint_interval_ms": 0})
 
 
 def _connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, host: str, **extra: Any) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.state import registry
-from tests.unit.test_cli import _fake_deployment, _gappy
+from tests.unit.helpers import fake_deployment, gapped_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,9 +26,9 @@ def _demo():  # scripts/ is not a package: load the main job's module from its f
 def test_the_printed_commands_work_in_a_new_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     demo = _demo()
     checkpoint = tmp_path / "checkpoints" / demo.JOB
-    control = _fake_deployment(checkpoint.parent)  # at checkpoints/ck: move it where the demo puts its job
+    control = fake_deployment(checkpoint.parent)  # at checkpoints/ck: move it where the demo puts its job
     os.rename(control.root, f"{checkpoint}.async-stream")
-    _gappy(checkpoint)
+    gapped_checkpoint(checkpoint)
     demo_env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "var-registry")}
     sessions = os.environ.get("AIRFLOW_ASYNC_STREAM_HOME")
     with monkeypatch.context() as scoped:  # the session's own registry variable is back afterwards

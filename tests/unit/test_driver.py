@@ -12,14 +12,9 @@ from airflow_async_stream.driver.args import driver_arguments
 from airflow_async_stream.driver.launcher import runtime_driver_path
 from airflow_async_stream.spec.model import parse_spec
 from airflow_async_stream.state.control import ControlArea
+from tests.helpers import rate_noop
 
-GOOD = {
-    "name": "drv",
-    "checkpoint": "/ck/drv",
-    "source": {"format": "rate"},
-    "sink": {"format": "noop"},
-    "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
-}
+GOOD = rate_noop("drv", async_progress={"enabled": True, "checkpoint_interval_ms": 0})
 
 
 def _run_driver(control: ControlArea, args: list[str]) -> subprocess.CompletedProcess[str]:

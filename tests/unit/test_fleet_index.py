@@ -14,11 +14,11 @@ from airflow_async_stream.rollout.desired import load_desired
 from airflow_async_stream.rollout.fleet import ACTIVE, RETIRED, FleetIndex
 from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.spec.model import parse_spec
-from tests.unit.test_planner import BASE, _deployed, _fleet_file, _write
+from tests.unit.helpers import FLEET_JOB, deployed, fleet_file, write_spec
 
 
 def _spec(ck: Path, name: str, **changes: Any) -> dict[str, Any]:
-    return parse_spec({**BASE, "name": name, "checkpoint": str(ck / name), **changes}).to_mapping()
+    return parse_spec({**FLEET_JOB, "name": name, "checkpoint": str(ck / name), **changes}).to_mapping()
 
 
 def _actions(folder: Path) -> dict[str, str]:
@@ -42,13 +42,13 @@ def test_removed_and_moved_jobs_are_found_through_the_index_on_any_host(
     tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder, ck = tmp_path / "desired", tmp_path / "ck"
-    index = _fleet_file(folder, tmp_path / "index")
+    index = fleet_file(folder, tmp_path / "index")
     specs = {name: _spec(ck, name) for name in ("kept", "removed", "moved")}
     for name, spec in specs.items():
-        _deployed(spec["checkpoint"], spec, folder)
+        deployed(spec["checkpoint"], spec, folder)
         index.record_active(name, spec["checkpoint"] + ".async-stream", "run-1")
-    _write(folder, "kept.yaml", specs["kept"])
-    _write(folder, "moved.yaml", {**specs["moved"], "checkpoint": str(ck / "moved-elsewhere")})
+    write_spec(folder, "kept.yaml", specs["kept"])
+    write_spec(folder, "moved.yaml", {**specs["moved"], "checkpoint": str(ck / "moved-elsewhere")})
     here = {item.job: (item.action, item.control_url) for item in plan_folder(folder)}
 
     _other_host(tmp_path, monkeypatch)
@@ -68,9 +68,9 @@ def test_without_the_index_another_host_would_not_see_them(
 ) -> None:
     """The failure the index exists for: what only the deploying host's registry knows, other hosts miss."""
     folder, ck = tmp_path / "desired", tmp_path / "ck"
-    _fleet_file(folder, tmp_path / "index")
+    fleet_file(folder, tmp_path / "index")
     spec = _spec(ck, "removed")
-    _deployed(spec["checkpoint"], spec, folder)  # in this host's registry only
+    deployed(spec["checkpoint"], spec, folder)  # in this host's registry only
     assert _actions(folder) == {"removed": "retire"}
     _other_host(tmp_path, monkeypatch)
     assert _actions(folder) == {}
@@ -80,11 +80,11 @@ def test_the_rollouts_plan_adopts_what_an_earlier_release_deployed(
     tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder, ck = tmp_path / "desired", tmp_path / "ck"
-    index = _fleet_file(folder, tmp_path / "index")
+    index = fleet_file(folder, tmp_path / "index")
     specs = {name: _spec(ck, name) for name in ("kept", "removed")}
     for spec in specs.values():
-        _deployed(spec["checkpoint"], spec, folder)
-    _write(folder, "kept.yaml", specs["kept"])
+        deployed(spec["checkpoint"], spec, folder)
+    write_spec(folder, "kept.yaml", specs["kept"])
 
     read_only = plan_folder(folder)
     assert index.names() == []  # `plan` on its own writes nothing
@@ -102,9 +102,9 @@ def test_the_rollouts_plan_adopts_what_an_earlier_release_deployed(
 def _retired(tmp_path: Path, live: bool) -> tuple[Path, FleetIndex, dict[str, Any]]:
     """A folder whose rollout retired job ``old`` (its driver ``live`` again or not): folder, index, spec."""
     folder = tmp_path / "desired"
-    index = _fleet_file(folder, tmp_path / "index")
+    index = fleet_file(folder, tmp_path / "index")
     spec = _spec(tmp_path / "ck", "old")
-    _deployed(spec["checkpoint"], spec, folder, live=live)
+    deployed(spec["checkpoint"], spec, folder, live=live)
     index.record_retired("old", spec["checkpoint"] + ".async-stream", "scheduled__1")
     return folder, index, spec
 
@@ -134,7 +134,7 @@ def test_the_fleet_file_is_not_a_job_and_may_name_variables(
     folder.mkdir()
     monkeypatch.setenv("FLEET_ROOT", str(tmp_path / "shared"))
     (folder / "_fleet.yaml").write_text("index: ${FLEET_ROOT}/index\n")
-    _write(folder, "a.yaml", _spec(tmp_path / "ck", "a"))
+    write_spec(folder, "a.yaml", _spec(tmp_path / "ck", "a"))
     assert list(load_desired(folder)) == ["a"]
     assert FleetIndex.for_folder(folder).url == f"{tmp_path}/shared/index"
 
@@ -194,12 +194,12 @@ def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypat
     from airflow_async_stream.state.hold import Holder
 
     folder, ck = tmp_path / "desired", tmp_path / "ck"
-    index = _fleet_file(folder, tmp_path / "index")
+    index = fleet_file(folder, tmp_path / "index")
     moved, old = _spec(ck, "moved"), _spec(ck, "old")
-    _deployed(moved["checkpoint"], moved, folder)  # known to this host's registry only
-    _deployed(old["checkpoint"], old, folder, live=False)
+    deployed(moved["checkpoint"], moved, folder)  # known to this host's registry only
+    deployed(old["checkpoint"], old, folder, live=False)
     index.record_retired("old", old["checkpoint"] + ".async-stream", "run-1")
-    _write(folder, "moved.yaml", {**moved, "checkpoint": str(ck / "moved-elsewhere")})
+    write_spec(folder, "moved.yaml", {**moved, "checkpoint": str(ck / "moved-elsewhere")})
     items = {item.job: item for item in plan_folder(folder)}
     assert (items["moved"].action, items["old"].action) == ("refuse", "unchanged")
 

@@ -14,16 +14,14 @@ from airflow_async_stream.exceptions import ConnectionLookupError, JavaNotFoundE
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.spec.model import parse_spec
+from tests.helpers import rate_noop
 
 SPEC = parse_spec(
-    {
-        "name": "job-1",
-        "checkpoint": "/ck/job-1",
-        "source": {"format": "rate"},
-        "sink": {"format": "noop"},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 250},
-        "spark_conf": {"spark.sql.shuffle.partitions": 4},
-    }
+    rate_noop(
+        "job-1",
+        async_progress={"enabled": True, "checkpoint_interval_ms": 250},
+        spark_conf={"spark.sql.shuffle.partitions": 4},
+    )
 )
 
 

@@ -27,16 +27,16 @@ from airflow_async_stream.switch.allowed import (
     runtime_conf_changes,
 )
 from airflow_async_stream.switch.request import phases_passed, switch_in_place
+from tests.helpers import rate_noop
 
-BASE = {
-    "name": "clicks",
-    "checkpoint": "/data/ck/clicks",
-    "source": {"format": "rate", "options": {"rowsPerSecond": 10}},
-    "sink": {"format": "noop"},
-    "trigger": {"processing_time": "1 second"},
-    "async_progress": {"enabled": True, "checkpoint_interval_ms": 3000},
-    "spark_conf": {"spark.sql.shuffle.partitions": 4, "spark.executor.memory": "1g"},
-}
+BASE = rate_noop(
+    "clicks",
+    "/data/ck/clicks",
+    rows=10,
+    trigger={"processing_time": "1 second"},
+    async_progress={"enabled": True, "checkpoint_interval_ms": 3000},
+    spark_conf={"spark.sql.shuffle.partitions": 4, "spark.executor.memory": "1g"},
+)
 
 
 def spec(**changes: object) -> JobSpec:

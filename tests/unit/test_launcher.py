@@ -9,15 +9,14 @@ from airflow_async_stream.driver.launcher import DeferredLauncher, LocalLauncher
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.spec.model import parse_spec
 from airflow_async_stream.spec.secret_options import SecretOptions
+from tests.helpers import rate_noop
 
-SPEC = {
-    "name": "orders",
-    "checkpoint": "/ck/orders",
-    "source": {"format": "rate"},
-    "sink": {"format": "kafka", "options": {"topic": "out"}},
-    "async_progress": {"enabled": True, "checkpoint_interval_ms": 250},
-    "spark_conf": {"spark.sql.shuffle.partitions": 4, "spark.ui.showConsoleProgress": "true"},
-}
+SPEC = rate_noop(
+    "orders",
+    sink={"format": "kafka", "options": {"topic": "out"}},
+    async_progress={"enabled": True, "checkpoint_interval_ms": 250},
+    spark_conf={"spark.sql.shuffle.partitions": 4, "spark.ui.showConsoleProgress": "true"},
+)
 
 
 def test_a_spec_makes_one_submission_its_driver_and_record_agree_on() -> None:

@@ -13,35 +13,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from airflow_async_stream.driver.process import identify
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
-from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job, spec_digest
 from airflow_async_stream.spec.model import deep_merge, parse_spec
-from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea, Deployment
+from tests.unit.helpers import FLEET_JOB, deployed, fleet_file, write_spec
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
-BASE: dict[str, Any] = {
-    "name": "job",
-    "checkpoint": "/ck/job",
-    "source": {"format": "rate", "options": {"rowsPerSecond": 10}},
-    "sink": {"format": "noop"},
-    "trigger": {"processing_time": "1 second"},
-    "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
-}
 
 
 def desired(**changes: Any) -> DesiredJob:
-    return DesiredJob(parse_spec(deep_merge(BASE, changes)), "job.yaml")
+    return DesiredJob(parse_spec(deep_merge(FLEET_JOB, changes)), "job.yaml")
 
 
 def observed(live: bool = True, confirmed: bool = True, **changes: Any) -> ObservedJob:
-    spec = parse_spec(deep_merge(BASE, changes)).to_mapping()
+    spec = parse_spec(deep_merge(FLEET_JOB, changes)).to_mapping()
     return ObservedJob(
         name="job",
         control_url="/ck/job.async-stream",
@@ -161,18 +151,15 @@ def test_a_job_gone_from_the_folder_is_retired_if_it_runs() -> None:
 # -- the folder ---------------------------------------------------------------------------------------
 
 
-def _write(folder: Path, name: str, spec: dict[str, Any]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(yaml.safe_dump(spec))
-
-
 def test_the_folder_is_validated_as_a_whole(tmp_path: Path) -> None:
     folder = tmp_path / "desired"
-    _write(folder, "a.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a"})
-    _write(folder, "a-again.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a2"})
-    _write(folder, "b.yaml", {**BASE, "name": "b", "checkpoint": "/ck/a2/"})
-    _write(
-        folder, "c.yml", {**BASE, "name": "c", "checkpoint": "/ck/c", "async_progress": {"checkpoint_interval_ms": -1}}
+    write_spec(folder, "a.yaml", {**FLEET_JOB, "name": "a", "checkpoint": "/ck/a"})
+    write_spec(folder, "a-again.yaml", {**FLEET_JOB, "name": "a", "checkpoint": "/ck/a2"})
+    write_spec(folder, "b.yaml", {**FLEET_JOB, "name": "b", "checkpoint": "/ck/a2/"})
+    write_spec(
+        folder,
+        "c.yml",
+        {**FLEET_JOB, "name": "c", "checkpoint": "/ck/c", "async_progress": {"checkpoint_interval_ms": -1}},
     )
     (folder / "notes.txt").write_text("not a spec")
     (folder / ".hidden.yaml").write_text("::")
@@ -191,9 +178,11 @@ def test_the_folder_is_validated_as_a_whole(tmp_path: Path) -> None:
 def test_a_plan_lists_every_problem_of_the_folder_at_once(tmp_path: Path) -> None:
     """A duplicate name, a bad spec and a bad fleet file: one run shows all three, by file and field."""
     folder = tmp_path / "desired"
-    _write(folder, "a.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a"})
-    _write(folder, "a-again.yaml", {**BASE, "name": "a", "checkpoint": "/ck/a2"})
-    _write(folder, "c.yaml", {**BASE, "name": "c", "checkpoint": "/ck/c", "async_progress": {"enabled": "maybe"}})
+    write_spec(folder, "a.yaml", {**FLEET_JOB, "name": "a", "checkpoint": "/ck/a"})
+    write_spec(folder, "a-again.yaml", {**FLEET_JOB, "name": "a", "checkpoint": "/ck/a2"})
+    write_spec(
+        folder, "c.yaml", {**FLEET_JOB, "name": "c", "checkpoint": "/ck/c", "async_progress": {"enabled": "maybe"}}
+    )
     (folder / "_fleet.yaml").write_text("index: relative/index\nowner: team-a\n")
 
     with pytest.raises(DesiredStateError) as caught:
@@ -211,37 +200,13 @@ def test_a_plan_lists_every_problem_of_the_folder_at_once(tmp_path: Path) -> Non
 
 def test_a_file_asking_for_what_async_cannot_run_with_turns_async_off(tmp_path: Path) -> None:
     folder = tmp_path / "desired"
-    _write(folder, "a.yaml", {**BASE, "name": "a", "trigger": {"available_now": True}})
+    write_spec(folder, "a.yaml", {**FLEET_JOB, "name": "a", "trigger": {"available_now": True}})
     job = load_desired(folder)["a"]
     assert job.spec.async_progress.enabled is False and job.spec.trigger.available_now
     assert job.async_forced_off and job.async_forced_off[0].startswith("trigger.available_now")
 
     item = plan_job("a", job, observed())
     assert item.action == "safe_disable" and "because the file asks for" in item.reason
-
-
-def _deployed(
-    checkpoint: str, spec: dict[str, Any], folder: Path | None = None, live: bool = True, switches: bool = True
-) -> None:
-    """A job as its driver leaves it; ``switches``: a driver of this release (its status names what it runs)."""
-    control = ControlArea.for_checkpoint(checkpoint)
-    control.ensure()
-    control.write_bytes("spec.json", json.dumps(spec).encode())
-    control.write_json("deployment.json", {"deployment_id": "d1", "start_batch": None})
-    status = {"deployment_id": "d1", "state": "running" if live else "stopped", "heartbeat_at": time.time()}
-    if switches:
-        status["configuration"] = {"async_progress": spec["async_progress"], "trigger": spec["trigger"]}
-    control.write_json("status.json", {**status, "pid": os.getpid(), "host": socket.gethostname()})
-    control.write_json("stable.json", {"deployment_id": "d1", "spec": spec})
-    if folder is not None:
-        control.write_json("rollout.json", {"folder": str(folder.resolve()), "outcome": "done"})
-    registry.record(spec["name"], checkpoint, control.url, "d1")
-
-
-def _fleet_file(folder: Path, index: Path) -> FleetIndex:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "_fleet.yaml").write_text(f"index: {index}\n")
-    return FleetIndex(str(index))
 
 
 def test_plan_folder_reads_control_areas_and_this_hosts_registry_of_an_earlier_release(
@@ -251,23 +216,23 @@ def test_plan_folder_reads_control_areas_and_this_hosts_registry_of_an_earlier_r
     through this host's registry."""
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
     folder, ck = tmp_path / "desired", tmp_path / "ck"
-    _fleet_file(folder, tmp_path / "index")
-    specs = {n: parse_spec({**BASE, "name": n, "checkpoint": str(ck / n)}).to_mapping() for n in "abcdef"}
+    fleet_file(folder, tmp_path / "index")
+    specs = {n: parse_spec({**FLEET_JOB, "name": n, "checkpoint": str(ck / n)}).to_mapping() for n in "abcdef"}
     for name in "bcdf":
-        _deployed(str(ck / name), specs[name], folder)
-    _deployed(str(ck / "e"), specs["e"], folder)  # e's file is removed below: retire
-    specs["g"] = parse_spec({**BASE, "name": "g", "checkpoint": str(ck / "g")}).to_mapping()
-    _deployed(str(ck / "g"), specs["g"], folder, switches=False)  # an earlier release's driver
-    _write(folder, "g.yaml", deep_merge(specs["g"], {"trigger": {"processing_time": "2 seconds"}}))
-    specs["h"] = parse_spec({**BASE, "name": "h", "checkpoint": str(ck / "h")}).to_mapping()
-    _deployed(str(ck / "h"), specs["h"], folder)
-    _write(folder, "h.yaml", deep_merge(specs["h"], {"spark_conf": {"spark.executor.memory": "2g"}}))
+        deployed(str(ck / name), specs[name], folder)
+    deployed(str(ck / "e"), specs["e"], folder)  # e's file is removed below: retire
+    specs["g"] = parse_spec({**FLEET_JOB, "name": "g", "checkpoint": str(ck / "g")}).to_mapping()
+    deployed(str(ck / "g"), specs["g"], folder, switches=False)  # an earlier release's driver
+    write_spec(folder, "g.yaml", deep_merge(specs["g"], {"trigger": {"processing_time": "2 seconds"}}))
+    specs["h"] = parse_spec({**FLEET_JOB, "name": "h", "checkpoint": str(ck / "h")}).to_mapping()
+    deployed(str(ck / "h"), specs["h"], folder)
+    write_spec(folder, "h.yaml", deep_merge(specs["h"], {"spark_conf": {"spark.executor.memory": "2g"}}))
     moved = {**specs["f"], "checkpoint": str(ck / "f-new")}
-    _write(folder, "a.yaml", specs["a"])
-    _write(folder, "b.yaml", specs["b"])
-    _write(folder, "c.yaml", deep_merge(specs["c"], {"trigger": {"processing_time": "2 seconds"}}))
-    _write(folder, "d.yaml", deep_merge(specs["d"], {"async_progress": {"enabled": False}}))
-    _write(folder, "f.yaml", moved)
+    write_spec(folder, "a.yaml", specs["a"])
+    write_spec(folder, "b.yaml", specs["b"])
+    write_spec(folder, "c.yaml", deep_merge(specs["c"], {"trigger": {"processing_time": "2 seconds"}}))
+    write_spec(folder, "d.yaml", deep_merge(specs["d"], {"async_progress": {"enabled": False}}))
+    write_spec(folder, "f.yaml", moved)
 
     items = {item.job: item for item in plan_folder(folder)}
 
@@ -289,11 +254,11 @@ def test_plan_folder_reads_control_areas_and_this_hosts_registry_of_an_earlier_r
 def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
     folder = tmp_path / "desired"
-    _fleet_file(folder, tmp_path / "index")
-    spec = parse_spec({**BASE, "checkpoint": str(tmp_path / "ck" / "job")}).to_mapping()
+    fleet_file(folder, tmp_path / "index")
+    spec = parse_spec({**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "job")}).to_mapping()
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", env["AIRFLOW_ASYNC_STREAM_HOME"])
-    _deployed(spec["checkpoint"], spec, folder)
-    _write(folder, "job.yaml", deep_merge(spec, {"async_progress": {"enabled": False}}))
+    deployed(spec["checkpoint"], spec, folder)
+    write_spec(folder, "job.yaml", deep_merge(spec, {"async_progress": {"enabled": False}}))
 
     people = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
     assert people.returncode == 0, people.stderr
@@ -319,7 +284,7 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
         }
     ]
 
-    _write(folder, "broken.yaml", {"name": "Bad Name"})
+    write_spec(folder, "broken.yaml", {"name": "Bad Name"})
     bad = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
     assert bad.returncode == 1 and f"{folder}/broken.yaml: name:" in bad.stdout
 
@@ -329,11 +294,11 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
 ) -> None:
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
     folder = tmp_path / "desired"
-    _fleet_file(folder, tmp_path / "index")
-    spec = parse_spec({**BASE, "checkpoint": str(tmp_path / "ck" / "job")}).to_mapping()
-    _deployed(spec["checkpoint"], spec, folder)
+    fleet_file(folder, tmp_path / "index")
+    spec = parse_spec({**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "job")}).to_mapping()
+    deployed(spec["checkpoint"], spec, folder)
     wanted = parse_spec(deep_merge(spec, {"trigger": {"processing_time": "2 seconds"}})).to_mapping()
-    _write(folder, "job.yaml", wanted)
+    write_spec(folder, "job.yaml", wanted)
     [fresh] = plan_folder(folder)
     assert (fresh.action, fresh.held_back, fresh.failed_before) == ("restart", False, None)
 
@@ -361,7 +326,7 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
     assert [row["held_back"] for row in json.loads(asked.stdout)] == [False]
 
     # Another spec in the file: planned as any change.
-    _write(folder, "job.yaml", deep_merge(wanted, {"trigger": {"processing_time": "3 seconds"}}))
+    write_spec(folder, "job.yaml", deep_merge(wanted, {"trigger": {"processing_time": "3 seconds"}}))
     [changed] = plan_folder(folder)
     assert (changed.action, changed.held_back, changed.failed_before) == ("restart", False, None)
 
@@ -378,7 +343,7 @@ def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: 
     control.ensure()
     control.write_json("rollout.json", {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"})
     item = PlanItem("job", "restart", "changed: trigger — failed at r1 ...", control_url=control.url,
-                    desired_spec=BASE, held_back=True)  # fmt: skip
+                    desired_spec=FLEET_JOB, held_back=True)  # fmt: skip
     settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings(launcher=LocalLauncher()))
     with pytest.raises(RolloutError, match="job: restart not retried: changed: trigger — failed at r1"):
         apply_item(item, Holder.this_process("test"), settings)

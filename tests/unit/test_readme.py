@@ -16,7 +16,6 @@ import re
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,53 +23,7 @@ import yaml
 from airflow.dag_processing.dagbag import DagBag
 
 from airflow_async_stream.cli.commands import build_parser
-
-REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
-FENCE = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```$", re.M | re.S)
-MARK = re.compile(r"<!-- readme-test: (?P<kind>[a-z-]+)(?: (?P<arg>.*?))? -->\s*\Z")
-#: Where the README's examples keep their files, and the README's own full spec.
-DAG_FOLDER = "/opt/airflow/dags"
-FULL_SPEC_NAME = "clicks-to-alerts"
-
-
-@dataclass(frozen=True)
-class Block:
-    lang: str
-    body: str
-    line: int
-    kind: str | None
-    arg: str
-
-    def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.lang or 'text'}{', ' + self.kind if self.kind else ''})"
-
-
-def _blocks() -> list[Block]:
-    found = []
-    for match in FENCE.finditer(README):
-        before = README[: match.start()]
-        mark = MARK.search(before[-300:])
-        found.append(
-            Block(
-                match["lang"],
-                match["body"],
-                before.count("\n") + 1,
-                mark["kind"] if mark else None,
-                (mark["arg"] or "") if mark else "",
-            )
-        )
-    return found
-
-
-BLOCKS = _blocks()
-PYTHON = [b for b in BLOCKS if b.lang == "python"]
-
-
-def _full_spec() -> str:
-    specs = [b.body for b in BLOCKS if b.lang == "yaml" and b.kind is None]
-    [spec] = [s for s in specs if yaml.safe_load(s).get("name") == FULL_SPEC_NAME]
-    return spec
+from tests.readme_blocks import BLOCKS, DAG_FOLDER, FULL_SPEC_NAME, PYTHON, README, REPO, Block, full_spec
 
 
 def test_every_python_block_says_what_it_is() -> None:
@@ -84,8 +37,8 @@ def test_a_dag_block_loads_with_the_dag_ids_it_promises_every_task_connected(blo
     dags, specs, desired = tmp_path / "dags", tmp_path / "dags" / "specs", tmp_path / "dags" / "desired"
     specs.mkdir(parents=True)
     desired.mkdir()
-    (specs / f"{FULL_SPEC_NAME}.yaml").write_text(_full_spec())
-    (desired / f"{FULL_SPEC_NAME}.yaml").write_text(_full_spec())
+    (specs / f"{FULL_SPEC_NAME}.yaml").write_text(full_spec())
+    (desired / f"{FULL_SPEC_NAME}.yaml").write_text(full_spec())
     [fleet] = [b.body for b in BLOCKS if b.kind == "fleet-file"]
     index = yaml.safe_load(fleet)["index"]
     (desired / "_fleet.yaml").write_text(fleet.replace(index, str(tmp_path / "fleet-index")))

@@ -13,15 +13,14 @@ from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.factories import safe_disable_async_progress
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable, at_interval_0, synchronous
 from airflow_async_stream.spec.model import parse_spec
+from tests.helpers import rate_noop
 
-SPEC: dict[str, Any] = {
-    "name": "steps",
-    "checkpoint": "/tmp/steps-ck",
-    "source": {"format": "rate"},
-    "sink": {"format": "noop"},
-    "trigger": {"processing_time": "1 second"},
-    "async_progress": {"enabled": True, "checkpoint_interval_ms": 5000},
-}
+SPEC: dict[str, Any] = rate_noop(
+    "steps",
+    "/tmp/steps-ck",
+    trigger={"processing_time": "1 second"},
+    async_progress={"enabled": True, "checkpoint_interval_ms": 5000},
+)
 
 
 def _group(**kwargs: Any) -> dict[str, Any]:

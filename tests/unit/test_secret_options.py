@@ -20,8 +20,9 @@ from airflow_async_stream.spec.secret_options import (
 )
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import segments
+from tests.helpers import rate_noop
 
-SPEC = {"name": "s", "checkpoint": "/ck/s", "source": {"format": "rate"}, "sink": {"format": "kafka"}}
+SPEC = rate_noop("s", sink={"format": "kafka"})
 
 
 def _problems(**sink: object) -> list[tuple[str, str]]:

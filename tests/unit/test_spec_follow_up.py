@@ -12,14 +12,11 @@ from airflow.sdk import DAG
 from airflow_async_stream.factories import safe_disable_async_progress
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.state.control import ControlArea
+from tests.helpers import rate_noop
 
-SPEC: dict[str, Any] = {
-    "name": "clicks",
-    "checkpoint": "/tmp/follow-up-ck",
-    "source": {"format": "rate"},
-    "sink": {"format": "noop"},
-    "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
-}
+SPEC: dict[str, Any] = rate_noop(
+    "clicks", "/tmp/follow-up-ck", async_progress={"enabled": True, "checkpoint_interval_ms": 1000}
+)
 
 
 def _file(path: Path, **changes: Any) -> Path:

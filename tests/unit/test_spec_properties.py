@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.model import JobSpec, load_spec, parse_spec
+from tests.helpers import rate_noop
 
 FIELDS = ["name", "checkpoint", "source", "transform", "sink", "trigger", "async_progress", "spark_conf",
           "stateful", "application", "options", "format", "sql", "entrypoint", "once", "available_now",
@@ -25,7 +26,7 @@ values = st.recursive(
     max_leaves=20,
 )
 specs = st.dictionaries(st.sampled_from(FIELDS), values, max_size=8)
-VALID = {"name": "p", "checkpoint": "/ck/p", "source": {"format": "rate"}, "sink": {"format": "noop"}}
+VALID = rate_noop("p")
 
 
 def _judge(data: Any) -> None:

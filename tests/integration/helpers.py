@@ -1,0 +1,142 @@
+"""What integration tests share: job specs, DAG files and runs, checkpoint snapshots, a driver watch."""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from airflow_async_stream.spec.model import deep_merge, parse_spec
+from tests.session import DAGS_FOLDER
+
+USER_CODE = Path(__file__).resolve().parent / "user_code"
+
+
+def fleet_job(root: Path, name: str, **changes: Any) -> dict[str, Any]:
+    """A rollout test's job spec: rate -> noop, async on, checkpoint ``root/name``, ``changes`` merged in."""
+    spec = {
+        "name": name,
+        "checkpoint": str(root / name),
+        "source": {"format": "rate", "options": {"rowsPerSecond": 20}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "2 seconds"},  # several drivers run at once: each batch costs CPU
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 1000},
+    }
+    return parse_spec(deep_merge(spec, changes)).to_mapping()
+
+
+def write_dag(dag_id: str, body: str) -> Path:
+    """Write a DAG file into the configured dags folder (dag.test needs it there) and return its path."""
+    path = DAGS_FOLDER / f"{dag_id}.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def load_dag(path: Path, dag_id: str) -> Any:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(path))
+    assert not bag.import_errors, bag.import_errors
+    return bag.get_dag(dag_id)
+
+
+def run_dag(path: Path, dag_id: str) -> Any:
+    """Run a DAG through Airflow with dag.test() and return the DagRun."""
+    return load_dag(path, dag_id).test()
+
+
+def run_dag_while(path: Path, dag_id: str, step: Callable[[], bool]) -> Any:
+    """Run a DAG with dag.test() while a thread calls ``step`` every 20 ms until it returns True
+    (a fault injected, a stop requested at the right moment); return the DagRun."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set() and not step():
+            done.wait(0.02)
+
+    watcher = threading.Thread(target=watch, name="dag-run-watch", daemon=True)
+    watcher.start()
+    try:
+        return run_dag(path, dag_id)
+    finally:
+        done.set()
+        watcher.join()
+
+
+def checkpoint_files(checkpoint: str) -> dict[str, str]:
+    """Every file Spark has finished writing in a checkpoint, with a digest.
+
+    Spark's own in-flight temp files (`.N.<uuid>.tmp` and their `..N.<uuid>.tmp.crc` checksums) are excluded:
+    a snapshot of a running job catches them mid-write, and Spark itself renames them into place moments later.
+    """
+    root = Path(checkpoint)
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.endswith((".tmp", ".tmp.crc"))
+    }
+
+
+def fail_running_dag_runs(dag_id: str) -> None:
+    """What the scheduler does with a run whose worker died: its tasks become zombies, the run fails."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+
+    with create_session() as session:
+        for run in session.query(DagRun).filter(DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING):
+            run.state = DagRunState.FAILED
+
+
+def task_states(dag_run: Any) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
+
+
+def xcom(dag_run: Any, task_id: str) -> Any:
+    ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == task_id)
+    return ti.xcom_pull(task_ids=task_id)
+
+
+class DriverWatch:
+    """Samples this host's processes every 20 ms and counts the spark-submit process groups whose command
+    line names ``marker`` (a checkpoint): two at once would be two drivers overlapping on one checkpoint."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker.encode()
+        self.most_at_once = 0
+        self.groups_seen: set[int] = set()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="driver-watch", daemon=True)
+
+    def _groups(self) -> set[int]:
+        groups = set()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                if self.marker not in cmdline or b"--control-area" not in cmdline:
+                    continue  # not a driver (the log pump names the checkpoint too, in its log's path)
+                stat = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if stat[0] != "Z":
+                groups.add(int(stat[2]))  # field 5: the process group (spark-submit leads its own)
+        return groups
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            groups = self._groups()
+            self.groups_seen |= groups
+            self.most_at_once = max(self.most_at_once, len(groups))
+
+    def __enter__(self) -> DriverWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()

@@ -1,0 +1,86 @@
+"""What unit tests share: a job's control area as its driver leaves it, a gapped checkpoint, spec files."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from airflow_async_stream.rollout.fleet import FleetIndex
+from airflow_async_stream.state import registry
+from airflow_async_stream.state.control import ControlArea
+from tests.helpers import rate_noop
+
+#: A rollout's job: async on, a 1 s trigger (the planner and fleet index tests start from it).
+FLEET_JOB = rate_noop(
+    rows=10, trigger={"processing_time": "1 second"}, async_progress={"enabled": True, "checkpoint_interval_ms": 1000}
+)
+
+
+def fake_deployment(tmp_path: Path) -> ControlArea:
+    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
+    control.ensure()
+    control.write_json(
+        "deployment.json",
+        {
+            "job": "good-job",
+            "checkpoint": str(tmp_path / "ck"),
+            "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+        },
+    )
+    control.write_json(
+        "status.json",
+        {"job": "good-job", "deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
+         "pid": os.getpid(), "host": socket.gethostname(), "batches": 3, "last_batch_id": 7},
+    )  # fmt: skip
+    control.append_progress(
+        {"deployment_id": "d1", "batch_id": 7, "num_input_rows": 42, "offset_management_ms": 5,
+         "duration_ms": {"triggerExecution": 80}},
+    )  # fmt: skip
+    return control
+
+
+def gapped_checkpoint(root: Path) -> Path:
+    for log, header in (
+        ("offsets", 'v1\n{"batchWatermarkMs":0}\n{"0":1}\n'),
+        ("commits", 'v1\n{"nextBatchWatermarkMs":0}\n'),
+    ):
+        (root / log).mkdir(parents=True)
+        for i in (0, 4, 7):
+            (root / log / str(i)).write_text(header)
+        (root / log / ".7.crc").write_text("x")
+    return root
+
+
+def write_spec(folder: Path, name: str, spec: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(yaml.safe_dump(spec))
+
+
+def deployed(
+    checkpoint: str, spec: dict[str, Any], folder: Path | None = None, live: bool = True, switches: bool = True
+) -> None:
+    """A job as its driver leaves it; ``switches``: a driver of this release (its status names what it runs)."""
+    control = ControlArea.for_checkpoint(checkpoint)
+    control.ensure()
+    control.write_bytes("spec.json", json.dumps(spec).encode())
+    control.write_json("deployment.json", {"deployment_id": "d1", "start_batch": None})
+    status = {"deployment_id": "d1", "state": "running" if live else "stopped", "heartbeat_at": time.time()}
+    if switches:
+        status["configuration"] = {"async_progress": spec["async_progress"], "trigger": spec["trigger"]}
+    control.write_json("status.json", {**status, "pid": os.getpid(), "host": socket.gethostname()})
+    control.write_json("stable.json", {"deployment_id": "d1", "spec": spec})
+    if folder is not None:
+        control.write_json("rollout.json", {"folder": str(folder.resolve()), "outcome": "done"})
+    registry.record(spec["name"], checkpoint, control.url, "d1")
+
+
+def fleet_file(folder: Path, index: Path) -> FleetIndex:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "_fleet.yaml").write_text(f"index: {index}\n")
+    return FleetIndex(str(index))
