@@ -19,7 +19,7 @@ from airflow_async_stream.hooks.connection_lookup import extra_of, find_connecti
 
 __all__ = ["PROVIDER_PRIVATES", "StreamingJobHook"]
 
-#: Every member of SparkSubmitHook used here that is not public (tests/unit/test_hook.py checks each).
+#: Every member of SparkSubmitHook used here that is not public (tests/unit/hooks/test_spark_stream.py checks each).
 PROVIDER_PRIVATES = (
     "_connection",  # the resolved connection: master, deploy_mode, namespace, spark_binary
     "_env",  # environment the provider sets for spark-submit (YARN's env_vars)

@@ -18,7 +18,7 @@ from airflow_async_stream.spec.model import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "airflow_async_stream"
 HOLDER = Holder("process 1 on walk-host", "the deploy walk")
 

@@ -203,7 +203,7 @@ def test_the_list_of_provider_privates_is_complete() -> None:
 
     from airflow_async_stream.hooks.spark_stream import PROVIDER_PRIVATES
 
-    hooks = Path(__file__).resolve().parents[2] / "airflow_async_stream" / "hooks"
+    hooks = Path(__file__).resolve().parents[3] / "airflow_async_stream" / "hooks"
     used = set()
     hook_class = next(
         node

@@ -9,7 +9,7 @@ import pytest
 
 from airflow_async_stream.runtime.plan import analyzed_plan_section, parse_tree, stateful_operators_in
 
-PLANS = json.loads((Path(__file__).parent / "fixtures" / "spark_4_2_explain_extended.json").read_text())
+PLANS = json.loads((Path(__file__).parents[1] / "fixtures" / "spark_4_2_explain_extended.json").read_text())
 
 
 @pytest.mark.parametrize(

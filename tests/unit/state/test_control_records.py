@@ -13,7 +13,7 @@ from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state.control import ControlArea, Deployment, Hold, State, Status, hold_ttl_s, liveness
 from airflow_async_stream.state.hold import hold_state
 
-WRITTEN_BY_0_1_0 = Path(__file__).parent / "fixtures" / "records_0_1_0"
+WRITTEN_BY_0_1_0 = Path(__file__).parents[1] / "fixtures" / "records_0_1_0"
 
 
 @pytest.fixture

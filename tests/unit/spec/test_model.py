@@ -11,7 +11,7 @@ import pytest
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.model import JobSpec, load_spec, parse_spec, resolve_spec, spec_json_schema
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def good(**changes: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError,
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 OTHER_HOST = "other-host"
 

@@ -22,7 +22,7 @@ from airflow_async_stream.spec.model import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea, liveness
 from airflow_async_stream.state.hold import Holder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
