@@ -19,12 +19,13 @@ __all__ = ["MODULES", "install", "renamed", "renamed_argument"]
 
 _P = "airflow_async_stream"
 
-#: Old module path -> new module path (both without the package prefix).
-MODULES = {
+#: Old module path -> new module path (both without the package prefix); a module split in parts names them
+#: all, and its old path hands out the names of every part.
+MODULES: dict[str, str | tuple[str, ...]] = {
     "spec_folder": "spec.folder",
     "interpolation": "spec.interpolation",
     "secret_options": "spec.secret_options",
-    "control": "state.control",
+    "control": ("state.control", "state.records", "state.liveness"),
     "lease": "state.hold",
     "fence": "state.fence",
     "progress_log": "state.progress_log",
@@ -46,7 +47,10 @@ MODULES = {
     "migrations.safe_disable": "factories.safe_disable",
     "operators.lease": "operators.hold",
 }
-_BY_FULL_NAME = {f"{_P}.{old}": f"{_P}.{new}" for old, new in MODULES.items()}
+_BY_FULL_NAME = {
+    f"{_P}.{old}": tuple(f"{_P}.{part}" for part in ((new,) if isinstance(new, str) else new))
+    for old, new in MODULES.items()
+}
 
 
 def _warn(old: str, new: str, stacklevel: int) -> None:
@@ -59,16 +63,19 @@ class _Alias(importlib.abc.Loader):
         return None  # the default module; exec_module makes it hand out the new module's names
 
     def exec_module(self, module: ModuleType) -> None:
-        new = _BY_FULL_NAME[module.__name__]
-        _warn(module.__name__, new, 2)
-        target = importlib.import_module(new)
+        parts = _BY_FULL_NAME[module.__name__]
+        _warn(module.__name__, " and ".join(parts), 2)
+        targets = [importlib.import_module(part) for part in parts]
 
         def forward(name: str) -> Any:
-            return getattr(target, name)
+            for target in targets:
+                if hasattr(target, name):
+                    return getattr(target, name)
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
 
         module.__getattr__ = forward  # type: ignore[method-assign]
-        module.__all__ = list(getattr(target, "__all__", ()))  # type: ignore[attr-defined]
-        module.__doc__ = f"Moved to {new}."
+        module.__all__ = [name for target in targets for name in getattr(target, "__all__", ())]  # type: ignore[attr-defined]
+        module.__doc__ = f"Moved to {' and '.join(parts)}."
 
 
 class _Finder(importlib.abc.MetaPathFinder):

@@ -19,7 +19,8 @@ import socket
 import time
 
 from airflow_async_stream.driver.process import identify
-from airflow_async_stream.state.control import ControlArea, now
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import now
 
 
 def main() -> None:

@@ -27,15 +27,10 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.spec.folder import spec_files
 from airflow_async_stream.spec.model import load_spec, parse_spec, spec_json_schema
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
-from airflow_async_stream.state.control import (
-    ControlArea,
-    State,
-    SwitchAccount,
-    SwitchOutcome,
-    hold_ttl_s,
-    liveness,
-)
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import State, SwitchAccount, SwitchOutcome, hold_ttl_s
 
 __all__ = ["main"]
 

@@ -18,7 +18,8 @@ from airflow_async_stream.spec.folder import SPEC_SUFFIXES
 from airflow_async_stream.spec.model import load_spec
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.checkpoint import looks_like_checkpoint
-from airflow_async_stream.state.control import SUFFIX, ControlArea
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import SUFFIX
 
 __all__ = ["Target", "TargetError", "resolve_target"]
 

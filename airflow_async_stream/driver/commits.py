@@ -15,7 +15,9 @@ from typing import Any
 
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
 from airflow_async_stream.state.checkpoint import batch_ids, committed_since
-from airflow_async_stream.state.control import ACTIVE_STATES, ControlArea, State, Status, liveness
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import ACTIVE_STATES, State, Status
 
 __all__ = ["CommitCheck", "check_commits", "wait_for_commits"]
 

@@ -27,17 +27,10 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.checkpoint import resume_point
-from airflow_async_stream.state.control import (
-    NOT_LAUNCHED,
-    SUBMITTED,
-    ControlArea,
-    Deployment,
-    State,
-    hold_ttl_s,
-    liveness,
-    now,
-)
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, RunState, held, revoke
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import NOT_LAUNCHED, SUBMITTED, Deployment, State, hold_ttl_s, now
 
 __all__ = ["DeploySettings", "deploy_job", "stop_job"]
 

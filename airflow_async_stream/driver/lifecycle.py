@@ -20,16 +20,9 @@ from airflow_async_stream.exceptions import (
     NotSignalledError,
     StopTimeoutError,
 )
-from airflow_async_stream.state.control import (
-    FINAL_STATES,
-    SUBMITTED,
-    ControlArea,
-    Deployment,
-    State,
-    Status,
-    liveness,
-    now,
-)
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, State, Status, now
 
 __all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_for_driver_exit", "wait_until_running"]
 

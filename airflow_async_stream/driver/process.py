@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.exceptions import NotSignalledError
-from airflow_async_stream.state.control import local_pid_alive
+from airflow_async_stream.state.liveness import local_pid_alive
 
 __all__ = ["DriverProcess", "identify", "kill", "launch_ended", "launcher_running_here", "on_a_host", "this_host"]
 

@@ -36,18 +36,18 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
 from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint, latest_batch
-from airflow_async_stream.state.control import (
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, RunState, revoked_error
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import (
     ACTIVE_STATES,
-    ControlArea,
     Deployment,
     Status,
     SwitchAccount,
     SwitchOutcome,
     hold_ttl_s,
-    liveness,
     now,
 )
-from airflow_async_stream.state.hold import Holder, RunState, revoked_error
 from airflow_async_stream.switch.request import running_spec, switch_in_place, why_not_in_place
 
 __all__ = [

@@ -48,8 +48,10 @@ from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import CHANGES, IN_PLACE, RESTART, PlanItem, spec_digest
 from airflow_async_stream.spec.model import JobSpec, parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
-from airflow_async_stream.state.control import UP_STATES, ControlArea, Deployment, State, Status, liveness, now
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, held
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import UP_STATES, Deployment, State, Status, now
 from airflow_async_stream.switch.request import rehearse, switch_in_place
 
 __all__ = ["ApplySettings", "apply_item"]

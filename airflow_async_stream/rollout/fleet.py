@@ -29,7 +29,8 @@ from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError,
 from airflow_async_stream.spec.folder import FLEET_FILE
 from airflow_async_stream.spec.model import read_spec_file
 from airflow_async_stream.state import registry
-from airflow_async_stream.state.control import SUFFIX, ControlArea, now, read_json_object, replace_file
+from airflow_async_stream.state.control import ControlArea, read_json_object, replace_file
+from airflow_async_stream.state.records import SUFFIX, now
 
 __all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex", "registry_entries"]
 

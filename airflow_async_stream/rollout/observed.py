@@ -11,7 +11,9 @@ from typing import Any
 from airflow_async_stream.driver.process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.rollout.fleet import FleetEntry, FleetIndex
-from airflow_async_stream.state.control import ControlArea, Deployment, State, Status, liveness, now
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import Deployment, State, Status, now
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
 

@@ -18,9 +18,10 @@ from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.secret_options import Redactor
 from airflow_async_stream.state.checkpoint import batch_ids, committed_since
-from airflow_async_stream.state.control import (
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fence import start_refusal
+from airflow_async_stream.state.records import (
     HEARTBEAT_INTERVAL_S,
-    ControlArea,
     State,
     Status,
     SwitchAccount,
@@ -28,7 +29,6 @@ from airflow_async_stream.state.control import (
     SwitchRequest,
     now,
 )
-from airflow_async_stream.state.fence import start_refusal
 from airflow_async_stream.switch.allowed import configuration_of
 
 if TYPE_CHECKING:

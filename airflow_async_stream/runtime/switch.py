@@ -20,15 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from airflow_async_stream.exceptions import ControlAreaError, SpecError
 from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint, resume_point
-from airflow_async_stream.state.control import (
-    ControlArea,
-    SwitchAccount,
-    SwitchOutcome,
-    SwitchPhase,
-    SwitchRequest,
-    now,
-)
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token
+from airflow_async_stream.state.records import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest, now
 from airflow_async_stream.switch.allowed import configuration_of, in_place_refusals, runtime_conf_changes
 
 if TYPE_CHECKING:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
-from airflow_async_stream.state.control import ControlArea, Deployment, State, now
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Deployment, State, now
 
 __all__ = ["Fence", "current_token", "ended_by", "revoked_since", "start_refusal"]
 

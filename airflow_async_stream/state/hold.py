@@ -31,7 +31,9 @@ from typing import Any
 
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 from airflow_async_stream.state import fence
-from airflow_async_stream.state.control import ControlArea, Hold, local_pid_alive, now
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import local_pid_alive
+from airflow_async_stream.state.records import Hold, now
 
 __all__ = [
     "Grant",

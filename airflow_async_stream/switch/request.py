@@ -27,18 +27,18 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.spec.model import JobSpec, parse_spec
 from airflow_async_stream.state import hold
-from airflow_async_stream.state.control import (
-    ControlArea,
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, RunState
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import (
     State,
     Status,
     SwitchAccount,
     SwitchOutcome,
     SwitchPhase,
     SwitchRequest,
-    liveness,
     now,
 )
-from airflow_async_stream.state.hold import Holder, RunState
 from airflow_async_stream.switch.allowed import in_place_refusals
 
 __all__ = ["rehearse", "running_spec", "switch_in_place", "why_not_in_place"]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.driver.lifecycle import stop_driver
-from airflow_async_stream.state.control import ControlArea, liveness
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
 from tests.integration.helpers import USER_CODE
 from tests.integration.standalone_cluster import standalone_cluster  # noqa: F401 (a fixture for the cluster tests)
 from tests.session import CHECKPOINT_ROOT

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids
-from airflow_async_stream.state.control import ControlArea, local_pid_alive
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import local_pid_alive
 from tests.helpers import rate_noop
 from tests.integration.helpers import DriverWatch, run_dag, task_states, write_dag, xcom
 

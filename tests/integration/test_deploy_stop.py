@@ -9,7 +9,8 @@ import pyspark
 import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids
-from airflow_async_stream.state.control import ControlArea, local_pid_alive
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import local_pid_alive
 from tests.integration.helpers import run_dag, task_states, xcom
 from tests.session import CHECKPOINT_ROOT, DAGS_FOLDER
 

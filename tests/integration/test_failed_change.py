@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from airflow_async_stream.rollout.planner import plan_folder
-from airflow_async_stream.state.control import ControlArea, liveness
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.progress_log import read_events, segments
 from tests.integration.helpers import fleet_job, load_dag, run_dag, task_states, write_dag
 from tests.session import CHECKPOINT_ROOT

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids
-from airflow_async_stream.state.control import ControlArea, liveness, local_pid_alive
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness, local_pid_alive
 from tests.integration.helpers import checkpoint_files, fail_running_dag_runs, run_dag_while
 from tests.integration.migration_job import live_drivers, migration_dag, start_async_job
 

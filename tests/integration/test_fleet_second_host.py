@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from airflow_async_stream.state.control import ControlArea, liveness
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
 from tests.integration.helpers import fleet_job, run_dag, task_states, write_dag
 from tests.session import CHECKPOINT_ROOT
 

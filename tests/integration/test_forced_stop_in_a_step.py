@@ -32,9 +32,10 @@ from airflow_async_stream.driver.launcher import LocalLauncher
 from airflow_async_stream.exceptions import HoldRevokedError
 from airflow_async_stream.spec.model import parse_spec
 from airflow_async_stream.state.checkpoint import batch_ids
-from airflow_async_stream.state.control import ControlArea, State, SwitchRequest, now
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.hold import Holder, revoke, take
+from airflow_async_stream.state.records import State, SwitchRequest, now
 from tests.helpers import rate_noop
 from tests.integration.helpers import DriverWatch
 from tests.integration.migration_job import live_drivers

@@ -29,7 +29,8 @@ import yaml
 
 from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
-from airflow_async_stream.state.control import ControlArea, liveness
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
 from tests.integration.helpers import fail_running_dag_runs, fleet_job, run_dag, task_states, write_dag
 from tests.session import CHECKPOINT_ROOT
 

@@ -13,7 +13,8 @@ import pytest
 
 from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
-from airflow_async_stream.state.control import ControlArea, liveness
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
 from tests.helpers import rate_noop
 from tests.integration.helpers import checkpoint_files, run_dag, task_states, write_dag, xcom
 from tests.integration.migration_job import async_job, start_async_job

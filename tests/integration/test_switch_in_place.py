@@ -23,8 +23,9 @@ from airflow_async_stream.exceptions import SwitchError, SwitchRefusedError
 from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
-from airflow_async_stream.state.control import ControlArea, SwitchOutcome, SwitchPhase, SwitchRequest
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.records import SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.switch.request import running_spec, switch_in_place
 from tests.helpers import rate_noop
 from tests.integration.helpers import checkpoint_files

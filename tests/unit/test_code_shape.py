@@ -35,7 +35,6 @@ STILL_OVER = {
     "runtime/governor.py",
     "runtime/switch.py",
     "spec/model.py",
-    "state/control.py",
     "switch/request.py",
 }
 TESTS = PACKAGE.parent / "tests"

@@ -51,7 +51,7 @@ def _airflow_side(module: str) -> bool:
     return module == "<airflow>" or module.startswith(("hooks/", "operators/", "sensors/", "triggers/"))
 
 
-def test_a_deploy_hands_work_to_six_modules_and_enters_the_airflow_side_once(tmp_path: Path) -> None:
+def test_a_deploy_hands_work_to_eight_modules_of_two_folders_and_enters_the_airflow_side_once(tmp_path: Path) -> None:
     checkpoint = str(tmp_path / "ck")
     spec = parse_spec(
         {"name": "walk", "checkpoint": checkpoint, "source": {"format": "rate"}, "sink": {"format": "noop"}}
@@ -76,10 +76,12 @@ def test_a_deploy_hands_work_to_six_modules_and_enters_the_airflow_side_once(tmp
         callee for caller, callee in seen if caller == "driver/deploy.py" and callee not in (None, "driver/deploy.py")
     }
     assert handed_to == {
-        "state/control.py",
         "driver/launcher.py",
-        "state/hold.py",
         "driver/lifecycle.py",
+        "state/control.py",
+        "state/records.py",
+        "state/liveness.py",
+        "state/hold.py",
         "state/checkpoint.py",
         "state/registry.py",
     }

@@ -73,8 +73,9 @@ def test_a_wait_ended_by_a_forced_stop_says_who_stopped_the_job(tmp_path: Any) -
     """The job stopped under a migration's wait: a forced stop that ended the migration's hold is named."""
     from airflow_async_stream.exceptions import CommittedBatchesError, HoldRevokedError
     from airflow_async_stream.migrations.safe_disable_steps import Switch
-    from airflow_async_stream.state.control import ControlArea, State, Status, now
+    from airflow_async_stream.state.control import ControlArea
     from airflow_async_stream.state.hold import Holder, revoke, take
+    from airflow_async_stream.state.records import State, Status, now
 
     holder = Holder("DAG run safe_disable/run-1", "safe-disable")
     migration = SafeDisable(parse_spec({**SPEC, "checkpoint": str(tmp_path / "ck")}), holder, wait_timeout_s=5)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.state.control import ControlArea, control_url_for, liveness, local_pid_alive
+from airflow_async_stream.state.control import ControlArea, control_url_for
+from airflow_async_stream.state.liveness import liveness, local_pid_alive
 
 
 @pytest.fixture

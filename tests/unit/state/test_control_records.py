@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.state.control import ControlArea, Deployment, Hold, State, Status, hold_ttl_s, liveness
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import hold_state
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import Deployment, Hold, State, Status, hold_ttl_s
 
 WRITTEN_BY_0_1_0 = Path(__file__).parents[1] / "fixtures" / "records_0_1_0"
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
-from airflow_async_stream.state.control import ControlArea, Deployment, State, now
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import KEPT_CLAIMS, Fence, current_token, start_refusal
 from airflow_async_stream.state.hold import Holder, held, release, revoke, take
+from airflow_async_stream.state.records import Deployment, State, now
 
 RUN_A = Holder("DAG run migrate/run-a", "safe-disable clicks")
 RUN_B = Holder("DAG run migrate/run-b", "deploy clicks")

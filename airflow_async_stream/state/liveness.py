@@ -1,0 +1,55 @@
+"""Whether a job's driver is alive, judged from its status record: an active state, a fresh heartbeat, and
+(for a driver of this host) a process that still runs."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_async_stream.state.records import ACTIVE_STATES, HEARTBEAT_STALE_S, Status, now
+
+__all__ = ["Liveness", "liveness", "local_pid_alive"]
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """Whether a driver is alive, judged from its status record, and why."""
+
+    live: bool
+    reason: str
+
+
+def local_pid_alive(pid: int) -> bool:
+    """True while a process of this host runs (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def liveness(status: Status | Mapping[str, Any] | None, stale_after_s: float = HEARTBEAT_STALE_S) -> Liveness:
+    """Judge a status record: live only in an active state with a fresh heartbeat (and a living local pid)."""
+    if not status:
+        return Liveness(False, "no status record")
+    if not isinstance(status, Status):
+        status = Status.from_json(status, "the status record")
+    state = status.state
+    if state not in ACTIVE_STATES:
+        return Liveness(False, f"state is {state}")
+    age = now() - float(status.heartbeat_at or 0)
+    if age > stale_after_s:
+        return Liveness(False, f"state is {state} but the last heartbeat is {age:.0f} s old: the driver is gone")
+    pid = status.pid
+    if pid and status.host == socket.gethostname() and not local_pid_alive(int(pid)):
+        return Liveness(False, f"state is {state} but driver process {pid} on this host has exited")
+    return Liveness(True, f"state is {state}, heartbeat {age:.0f} s ago")
