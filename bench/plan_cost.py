@@ -22,7 +22,7 @@ import yaml
 
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.planner import plan_folder
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 
 JOBS = 1000

@@ -12,7 +12,7 @@ from pathlib import Path
 from airflow.sdk import dag, task
 
 from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-from airflow_async_stream.spec.model import resolve_spec
+from airflow_async_stream.spec.load import resolve_spec
 
 ROOT = os.environ.get("ASYNC_STREAM_DEMO_ROOT", "/tmp/airflow-async-stream-demo")
 # Validated here, at parse time: a bad spec file breaks this DAG's import with the field named.

@@ -15,7 +15,7 @@ from pathlib import Path
 from airflow.sdk import dag
 
 from airflow_async_stream.factories import safe_disable_async_progress
-from airflow_async_stream.spec.model import resolve_spec
+from airflow_async_stream.spec.load import resolve_spec
 
 ROOT = os.environ.get("ASYNC_STREAM_DEMO_ROOT", "/tmp/airflow-async-stream-demo")
 SPEC_FILE = Path(__file__).parent / "specs" / "clicks_async.yaml"

@@ -13,7 +13,7 @@ from airflow.sdk import dag
 
 from airflow_async_stream.operators import DeployStreamingJobOperator
 from airflow_async_stream.sensors import CommittedBatchesSensor
-from airflow_async_stream.spec.model import resolve_spec
+from airflow_async_stream.spec.load import resolve_spec
 
 ROOT = os.environ.get("ASYNC_STREAM_DEMO_ROOT", "/tmp/airflow-async-stream-demo")
 JOB = resolve_spec(Path(__file__).parent / "specs" / "clicks_async.yaml", {"checkpoint": f"{ROOT}/clicks-async"})

@@ -133,7 +133,7 @@ def trial(n: int, point: str, root: Path, in_place: bool) -> dict[str, Any]:
     from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
     from airflow_async_stream.driver.launcher import LocalLauncher
     from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
-    from airflow_async_stream.spec.model import parse_spec
+    from airflow_async_stream.spec.load import parse_spec
     from airflow_async_stream.state.checkpoint import batch_ids
     from airflow_async_stream.state.control import ControlArea
     from airflow_async_stream.state.hold import Holder

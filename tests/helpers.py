@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_async_stream.spec.model import deep_merge
+from airflow_async_stream.spec.load import deep_merge
 
 
 def rate_noop(

@@ -25,7 +25,7 @@ from airflow_async_stream.exceptions import (
     SwitchError,
 )
 from airflow_async_stream.spec.folder import spec_files
-from airflow_async_stream.spec.model import load_spec, parse_spec, spec_json_schema
+from airflow_async_stream.spec.load import load_spec, parse_spec, spec_json_schema
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held, hold_state, revoke

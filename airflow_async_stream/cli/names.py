@@ -15,7 +15,7 @@ from pathlib import Path
 
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.spec.folder import SPEC_SUFFIXES
-from airflow_async_stream.spec.model import load_spec
+from airflow_async_stream.spec.load import load_spec
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.checkpoint import looks_like_checkpoint
 from airflow_async_stream.state.control import ControlArea

@@ -38,7 +38,7 @@ from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.hold import ReleaseJobHoldOperator, TakeJobHoldOperator
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
-from airflow_async_stream.spec.model import SpecInput, resolve_spec
+from airflow_async_stream.spec.load import SpecInput, resolve_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
 

@@ -34,7 +34,8 @@ from airflow_async_stream.exceptions import (
     UnsafeSyncRestartError,
 )
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
-from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint, latest_batch
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, revoked_error

@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError, SpecError
 from airflow_async_stream.spec.folder import spec_files
-from airflow_async_stream.spec.model import read_spec_file
+from airflow_async_stream.spec.load import read_spec_file
 from airflow_async_stream.state.control import ControlArea
 
 __all__ = ["SpecFileCheck", "spec_follow_up"]

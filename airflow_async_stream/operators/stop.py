@@ -10,7 +10,7 @@ from airflow.sdk import BaseOperator
 from airflow_async_stream.driver.deploy import DeploySettings, stop_job
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.spec.model import SpecInput, is_templated, resolve_spec, spec_operand
+from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state
 

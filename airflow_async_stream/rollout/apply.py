@@ -46,7 +46,8 @@ from airflow_async_stream.migrations.safe_disable_steps import (
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import CHANGES, IN_PLACE, RESTART, PlanItem, spec_digest
-from airflow_async_stream.spec.model import JobSpec, parse_spec
+from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, held

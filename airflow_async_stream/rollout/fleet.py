@@ -27,7 +27,7 @@ import fsspec
 
 from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError, SpecError
 from airflow_async_stream.spec.folder import FLEET_FILE
-from airflow_async_stream.spec.model import read_spec_file
+from airflow_async_stream.spec.load import read_spec_file
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea, read_json_object, replace_file
 from airflow_async_stream.state.records import SUFFIX, now

@@ -25,7 +25,7 @@ from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder
 from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
 from airflow_async_stream.switch.allowed import in_place_refusals
 

@@ -28,7 +28,8 @@ from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.governor import Governor
-from airflow_async_stream.spec.model import JobSpec, parse_spec
+from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import Redactor, SecretOptions, take_from_environment
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import Retention

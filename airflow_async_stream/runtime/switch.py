@@ -18,7 +18,8 @@ import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_async_stream.exceptions import ControlAreaError, SpecError
-from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint, resume_point
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token

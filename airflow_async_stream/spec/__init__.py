@@ -1,8 +1,41 @@
-"""What a job is: the spec model and its rules, spec files and folders, interpolation, secret options.
+"""What a job is: the spec model and its parts, its rules, reading it from files and folders, interpolation,
+secret options.
 
 The spec is the single description of a job; every rule lives here and runs at DAG parse, before submit
-and in the driver. The model's public names are importable from this package.
+and in the driver. The names a DAG author uses are importable from this package.
 """
 
-from airflow_async_stream.spec.model import *  # noqa: F403 (the package's public face is the model's __all__)
-from airflow_async_stream.spec.model import __all__  # noqa: F401
+from airflow_async_stream.spec.endpoints import Sink, Source, Transform
+from airflow_async_stream.spec.load import (
+    SpecInput,
+    deep_merge,
+    is_templated,
+    load_spec,
+    parse_spec,
+    read_spec_file,
+    resolve_spec,
+    spec_json_schema,
+    spec_operand,
+)
+from airflow_async_stream.spec.model import AsyncProgress, JobSpec, Logs, Trigger
+from airflow_async_stream.spec.rules import ASYNC_SINKS
+
+__all__ = [
+    "ASYNC_SINKS",
+    "AsyncProgress",
+    "JobSpec",
+    "Logs",
+    "Sink",
+    "Source",
+    "SpecInput",
+    "Transform",
+    "Trigger",
+    "deep_merge",
+    "is_templated",
+    "load_spec",
+    "parse_spec",
+    "read_spec_file",
+    "resolve_spec",
+    "spec_json_schema",
+    "spec_operand",
+]

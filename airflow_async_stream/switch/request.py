@@ -25,7 +25,8 @@ from airflow_async_stream.exceptions import (
     SwitchRefusedError,
     SwitchTimeoutError,
 )
-from airflow_async_stream.spec.model import JobSpec, parse_spec
+from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import hold
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState

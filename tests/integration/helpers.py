@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.spec.model import deep_merge, parse_spec
+from airflow_async_stream.spec.load import deep_merge, parse_spec
 from tests.session import DAGS_FOLDER
 
 USER_CODE = Path(__file__).resolve().parent / "user_code"

@@ -30,7 +30,7 @@ import pytest
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.launcher import LocalLauncher
 from airflow_async_stream.exceptions import HoldRevokedError
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token

@@ -123,7 +123,7 @@ def test_safe_disable_dag_asked_for_restarts_redeploys_at_each_switch(airflow_db
         f"""
         from airflow.sdk import dag
         from airflow_async_stream.factories import safe_disable_async_progress
-        from airflow_async_stream.spec.model import resolve_spec
+        from airflow_async_stream.spec import resolve_spec
 
         @dag(schedule=None)
         def safe_disable_by_restarts():

@@ -60,7 +60,7 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
         from airflow_async_stream.factories import safe_disable_async_progress
         from airflow_async_stream.operators import DeployStreamingJobOperator
         from airflow_async_stream.sensors import CommittedBatchesSensor
-        from airflow_async_stream.spec.model import deep_merge
+        from airflow_async_stream.spec import deep_merge
 
         BASE = {base!r}
         CHANGES = {CHANGES!r}
@@ -69,7 +69,7 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
         def switch(spec):
             from airflow_async_stream.state.control import ControlArea
             from airflow_async_stream.switch.request import switch_in_place
-            from airflow_async_stream.spec.model import parse_spec
+            from airflow_async_stream.spec import parse_spec
 
             record = switch_in_place(ControlArea.for_checkpoint(spec["checkpoint"]), parse_spec(spec), timeout_s=120)
             assert record.outcome == "switched", record

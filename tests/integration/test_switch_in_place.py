@@ -21,7 +21,8 @@ from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.launcher import LocalLauncher
 from airflow_async_stream.exceptions import SwitchError, SwitchRefusedError
 from airflow_async_stream.insight.batches import continuity_problems
-from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder

@@ -187,7 +187,7 @@ def test_without_a_launcher_a_deploy_is_an_error_naming_the_connection_never_a_s
     code = f"""
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.state.hold import Holder
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec import parse_spec
 spec = parse_spec({{"name": "j", "checkpoint": {str(tmp_path / "ck")!r}, "source": {{"format": "rate"}},
                    "sink": {{"format": "noop"}}}})
 try:

@@ -14,7 +14,7 @@ from airflow_async_stream.driver.args import parse_driver_arguments
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.driver.launcher import LocalLauncher, Submission
 from airflow_async_stream.hooks.connection_lookup import secret_options_for
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 

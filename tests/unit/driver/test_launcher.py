@@ -7,7 +7,7 @@ import pytest
 from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.driver.launcher import DeferredLauncher, LocalLauncher, Submission, runtime_driver_path
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from tests.helpers import rate_noop
 

@@ -25,7 +25,7 @@ from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.cluster import ClusterLauncher
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from tests.helpers import rate_noop
 

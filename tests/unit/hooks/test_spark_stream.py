@@ -13,7 +13,7 @@ from airflow_async_stream.driver.launcher import LocalLauncher, Submission, chec
 from airflow_async_stream.exceptions import ConnectionLookupError, JavaNotFoundError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from tests.helpers import rate_noop
 
 SPEC = parse_spec(

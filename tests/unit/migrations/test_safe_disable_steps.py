@@ -12,7 +12,7 @@ from airflow.sdk import DAG
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.factories import safe_disable_async_progress
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable, at_interval_0, synchronous
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from tests.helpers import rate_noop
 
 SPEC: dict[str, Any] = rate_noop(

@@ -18,7 +18,7 @@ from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.rollout.apply import ApplySettings, apply_item
 from airflow_async_stream.rollout.planner import RESTART, PlanItem, spec_digest
-from airflow_async_stream.spec.model import deep_merge, parse_spec
+from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.liveness import liveness

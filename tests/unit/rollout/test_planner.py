@@ -19,7 +19,7 @@ from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job, spec_digest
-from airflow_async_stream.spec.model import deep_merge, parse_spec
+from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment
 from tests.unit.helpers import FLEET_JOB, deployed, fleet_file, write_spec

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from airflow_async_stream.driver.args import driver_arguments
 from airflow_async_stream.driver.launcher import runtime_driver_path
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from tests.helpers import rate_noop
 

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.spec.model import JobSpec, load_spec, parse_spec
+from airflow_async_stream.spec.load import load_spec, parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from tests.helpers import rate_noop
 
 FIELDS = ["name", "checkpoint", "source", "transform", "sink", "trigger", "async_progress", "spark_conf",

@@ -9,7 +9,7 @@ import pytest
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime.governor import Governor
-from airflow_async_stream.spec.model import parse_spec
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.secret_options import (
     ENV_VAR,
     ConnectionFields,

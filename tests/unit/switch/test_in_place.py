@@ -9,7 +9,8 @@ import pytest
 
 from airflow_async_stream.exceptions import ControlAreaError, NotSwitchableError, SwitchRefusedError
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
-from airflow_async_stream.spec.model import JobSpec, deep_merge, parse_spec
+from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Status, SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest, now
 from airflow_async_stream.switch.allowed import (

@@ -1,0 +1,69 @@
+"""The rules that span fields: what Spark accepts with async progress tracking, refused before Spark would
+refuse it late (SPARK_FACTS.md has the behaviour behind each rule)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airflow_async_stream.spec.model import JobSpec
+
+__all__ = ["ASYNC_SINKS", "RuleViolationError", "rule_violations"]
+
+#: Sinks Spark allows with async progress tracking (by ``format`` name); only Kafka is a production sink.
+ASYNC_SINKS = frozenset({"kafka", "console", "memory", "noop"})
+
+
+class RuleViolationError(ValueError):
+    """Cross-field rule failures, each with the field it concerns (carried through pydantic's error)."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{f}: {r}" for f, r in problems))
+
+
+def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
+    """The rules that span fields, as ``(field, reason)``; empty when the spec is acceptable."""
+    problems: list[tuple[str, str]] = []
+    if spec.application is None:
+        for field in ("source", "sink"):
+            if getattr(spec, field) is None:
+                problems.append((field, "is required unless `application` names your own PySpark file"))
+    elif spec.source is not None or spec.transform is not None:
+        problems.append(("application", "builds its own query: drop `source` and `transform`"))
+    if not spec.async_progress.enabled:
+        return problems
+    kind = spec.trigger.kind
+    if kind in ("once", "available_now"):
+        problems.append(
+            (
+                f"trigger.{kind}",
+                f"async progress tracking cannot be used with the {kind} trigger "
+                "(Spark fails the query at start); use processing_time or turn async_progress.enabled off",
+            )
+        )
+    if kind == "continuous":
+        problems.append(
+            (
+                "trigger.continuous",
+                "Spark silently ignores async progress tracking with a continuous trigger; "
+                "use processing_time or turn async_progress.enabled off",
+            )
+        )
+    if spec.sink is not None and spec.sink.format.lower() not in ASYNC_SINKS:
+        problems.append(
+            (
+                "sink.format",
+                f"sink {spec.sink.format!r} does not support async progress tracking "
+                f"(Spark allows only {', '.join(sorted(ASYNC_SINKS))})",
+            )
+        )
+    if spec.stateful:
+        problems.append(
+            (
+                "stateful",
+                "async progress tracking works only on stateless queries "
+                "(Spark fails a stateful query at its first batch)",
+            )
+        )
+    return problems
