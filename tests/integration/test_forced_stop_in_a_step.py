@@ -52,9 +52,11 @@ def _spec(checkpoint: str, **changes: Any) -> Any:
             "fenced-job",
             checkpoint,
             rows=50,
-            trigger={"processing_time": "200 milliseconds"},
-            async_progress={"enabled": True, "checkpoint_interval_ms": 0},
-            **changes,
+            **{
+                "trigger": {"processing_time": "200 milliseconds"},
+                "async_progress": {"enabled": True, "checkpoint_interval_ms": 0},
+                **changes,
+            },
         )
     )
 
