@@ -21,7 +21,7 @@ from airflow_async_stream.state.checkpoint import looks_like_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import SUFFIX
 
-__all__ = ["Target", "TargetError", "resolve_target"]
+__all__ = ["Target", "TargetError", "control_for", "resolve_target"]
 
 
 class TargetError(AsyncStreamError, LookupError):
@@ -99,3 +99,8 @@ def resolve_target(text: str) -> Target:
     if "/" not in text and not _is_url(text):
         return _by_job_name(text)
     return _by_checkpoint(text)
+
+
+def control_for(target: str) -> ControlArea:
+    """A job name, a spec file, a checkpoint, or a control area: all lead to one control area ."""
+    return resolve_target(target).control

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.cli.commands import status_report
+from airflow_async_stream.cli.show import status_report
 from airflow_async_stream.driver.lifecycle import log_tail
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import segments
@@ -73,7 +73,7 @@ def test_a_long_run_with_small_caps_stays_under_them_and_sensor_status_and_stabi
         "small_caps",
         f"""
         from airflow.sdk import dag, task
-        from airflow_async_stream.cli.commands import status_report
+        from airflow_async_stream.cli.show import status_report
         from airflow_async_stream.state.control import ControlArea
         from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
         from airflow_async_stream.sensors import CommittedBatchesSensor

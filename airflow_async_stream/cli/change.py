@@ -1,0 +1,174 @@
+"""Changing a job from the command line: ``stop`` (graceful, or forced where a stop must win), ``release`` (a hold
+whose holder is gone) and ``switch`` (in place, under the hold)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from functools import partial
+from typing import Any
+
+from airflow_async_stream.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE
+from airflow_async_stream.cli.names import control_for
+from airflow_async_stream.driver.launcher import DeferredLauncher, Launcher
+from airflow_async_stream.driver.lifecycle import stop_driver
+from airflow_async_stream.exceptions import (
+    JobHeldError,
+    SpecError,
+    SwitchError,
+)
+from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
+from airflow_async_stream.state.records import State, SwitchAccount, SwitchOutcome, hold_ttl_s
+
+__all__ = ["cmd_release", "cmd_stop", "cmd_switch"]
+
+
+def _connection_launcher(conn_id: str) -> Launcher:
+    """The Airflow connection's launcher, for a driver on a cluster only (the CLI starts without Airflow)."""
+    from airflow_async_stream.hooks.launchers import launcher_for
+
+    return launcher_for(conn_id)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    control = control_for(args.target)
+    holder = Holder.this_process("stop from the command line")
+    if args.force:
+        revoked = revoke(control, holder, "stop --force from the command line")
+        if revoked:
+            print(f"forced: ended the hold of {revoked.holder} ({revoked.purpose}); "
+                  "its next step fails without changing the job")  # fmt: skip
+    try:
+        with held(control, holder, hold_ttl_s(stops=1, stop_kill_after_s=args.kill_after)):
+            outcome = stop_driver(
+                control,
+                "stop from the command line",
+                graceful_timeout_s=args.graceful_timeout,
+                kill_after_s=args.kill_after,
+                launcher=DeferredLauncher(partial(_connection_launcher, args.conn_id)),
+            )
+    except JobHeldError as exc:
+        print(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
+              "without changing the job)", file=sys.stderr)  # fmt: skip
+        return EXIT_INVALID
+    if outcome.was_live and outcome.status is None:
+        print("stopped: the deployment that was launching ended before its driver reported")
+        return EXIT_OK
+    state = outcome.status.state if outcome.status else "never deployed"
+    if outcome.exiting_pid:
+        print(f"stopping: state {state}, but driver process {outcome.exiting_pid} on this host is still exiting")
+        return EXIT_INVALID
+    print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
+    return EXIT_INVALID if outcome.was_live and state == State.FAILED else EXIT_OK
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    control = control_for(args.target)
+    hold = control.read_hold()
+    if not hold:
+        print("nobody holds this job")
+        return EXIT_OK
+    ended = hold_state(hold)
+    if ended is None and not args.force:
+        print(f"held by {hold.holder} ({hold.purpose}) until {hold.expires_at_text}; "
+              "add --force if that holder is gone")  # fmt: skip
+        return EXIT_INVALID
+    control.remove(ControlArea.HOLD)
+    print(f"released the hold of {hold.holder} ({ended or 'forced'})")
+    return EXIT_OK
+
+
+def cmd_switch(args: argparse.Namespace) -> int:
+    from airflow_async_stream.switch.allowed import assign, parse_assignment
+    from airflow_async_stream.switch.request import running_spec, switch_in_place
+
+    if args.command == "reconfigure":
+        print(
+            "airflow-async-stream: 'reconfigure' is now 'switch'; the old name goes in the next release",
+            file=sys.stderr,
+        )
+    control = control_for(args.target)
+    try:
+        changes = [parse_assignment(text) for text in args.set]
+    except ValueError as exc:
+        print(f"airflow-async-stream: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    mapping = running_spec(control).to_mapping()
+    for key, value in changes:
+        try:
+            mapping = assign(mapping, key, value)
+        except ValueError as exc:
+            print(f"airflow-async-stream: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        spec = parse_spec(mapping, source="the spec with --set applied")
+        record = switch_in_place(
+            control,
+            spec,
+            require_sync_safe=args.require_sync_safe,
+            timeout_s=args.timeout,
+            reason="CLI switch",
+            log=_progress_log(),
+        )
+    except SpecError as exc:
+        for field, reason in exc.problems:
+            print(f"{field}: {reason}", file=sys.stderr)
+        return EXIT_INVALID
+    except SwitchError as exc:  # the answer is no: the job runs on as it was (the message says how)
+        print(f"airflow-async-stream: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps(record.to_json(), indent=2, sort_keys=True, default=str))
+    else:
+        _print_switch(record)
+    return EXIT_OK if record.outcome == SwitchOutcome.SWITCHED else EXIT_INVALID
+
+
+def _progress_log() -> logging.Logger:
+    """Each phase of a long wait, as it is reached, on stderr (stdout keeps the result, --json included)."""
+    log = logging.getLogger("airflow_async_stream.cli.progress")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
+
+
+def _describe_configuration(configuration: dict[str, Any] | None) -> str:
+    configuration = configuration or {}
+    settings = configuration.get("async_progress") or {}
+    state = f"on, interval {settings.get('checkpoint_interval_ms')} ms" if settings.get("enabled") else "off"
+    trigger = ", ".join(f"{k}={v}" for k, v in (configuration.get("trigger") or {}).items()) or "default"
+    return f"async progress {state}; trigger {trigger}"
+
+
+def _print_switch(record: SwitchAccount) -> None:
+    headline = {
+        SwitchOutcome.SWITCHED: "switched in place",
+        SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0: "NOT synchronous: the checkpoint is not safe for it yet; "
+        "switched to async progress at interval 0 instead",
+    }.get(SwitchOutcome(record.outcome), str(record.outcome))
+    print(headline)
+    rows = [
+        ("request", record.request_id),
+        ("before", _describe_configuration(record.before)),
+        ("now", _describe_configuration(record.after)),
+        ("last batch before", record.last_batch_before),
+        ("first batch after", record.first_batch_after if record.first_batch_after is not None else "none yet"),
+        (
+            "pause",
+            f"{record.pause_s:.2f} s (end of the last batch before to the start of the first after)"
+            if record.pause_s is not None
+            else "not measured (no batch before, or none after yet)",
+        ),
+    ]
+    if record.gate:
+        rows.append(("gate", record.gate))
+    for name, value in rows:
+        print(f"  {name:<18} {value}")

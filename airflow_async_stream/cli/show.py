@@ -1,0 +1,172 @@
+"""What a job is doing: ``status`` (the status record, the last batch, the last switch) and ``inspect`` (the
+checkpoint's offset and commit logs, and the restart verdict), for people and, with ``--json``, for machines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from airflow_async_stream.cli import EXIT_OK
+from airflow_async_stream.cli.names import TargetError, control_for, resolve_target
+from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
+
+__all__ = ["cmd_inspect", "cmd_status", "status_report"]
+
+
+def _when(ts: Any) -> str:
+    if not ts:
+        return "-"
+    ago = time.time() - float(ts)
+    stamp = datetime.fromtimestamp(float(ts), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{stamp} ({ago:.0f} s ago)"
+
+
+def status_report(control: ControlArea) -> dict[str, Any]:
+    status = control.read_status()
+    deployment = control.read_deployment()
+    judged = liveness(status)
+    latest = control.latest_progress(status.deployment_id) if status else None
+    switch = control.read_switch_account()
+    return {
+        "switch": switch.to_json() if switch else None,
+        "reconfiguration": switch.to_json() if switch else None,  # the previous release's key; goes in the next
+        "control_area": control.url,
+        "live": judged.live,
+        "liveness": judged.reason,
+        "status": status.to_json() if status else None,
+        "deployment": deployment.to_json() if deployment else None,
+        "latest_progress": latest,
+    }
+
+
+def _batches_run(status: dict[str, Any], latest: dict[str, Any] | None) -> str:
+    """The batches this deployment ran, first to newest: the newest from the progress log, which is written
+    at every batch (the status record only at heartbeats), so this agrees with the "latest batch" line."""
+    first = status.get("first_batch_id")
+    newest = max(
+        (b for b in (status.get("last_batch_id"), (latest or {}).get("batch_id")) if b is not None), default=None
+    )
+    if first is None or newest is None:
+        return "none yet by this deployment"
+    count = newest - first + 1
+    return (
+        f"{count} run by this deployment (batch {first} to {newest})"
+        if count > 1
+        else f"1 run by this deployment (batch {first})"
+    )
+
+
+def _print_status(report: dict[str, Any]) -> None:
+    status = report["status"] or {}
+    deployment = report["deployment"] or {}
+    latest = report["latest_progress"]
+    async_progress = deployment.get("async_progress") or {}
+    rows = [
+        ("job", status.get("job") or deployment.get("job") or "-"),
+        (
+            "state",
+            f"{status.get('state', 'never deployed')} ({'live' if report['live'] else 'not live'}: {report['liveness']})",
+        ),
+        (
+            "deployment",
+            f"{status.get('deployment_id', '-')} (driver pid {status.get('pid', '-')} on {status.get('host', '-')})",
+        ),
+        ("checkpoint", deployment.get("checkpoint", "-")),
+        (
+            "async progress",
+            (
+                f"on, checkpoint interval {async_progress.get('checkpoint_interval_ms')} ms"
+                if async_progress.get("enabled")
+                else "off"
+            )
+            if async_progress
+            else "-",
+        ),
+        ("started", _when(status.get("started_at"))),
+        ("heartbeat", _when(status.get("heartbeat_at"))),
+        ("batches", _batches_run(status, latest)),
+    ]
+    if latest:
+        durations = latest.get("duration_ms") or {}
+        rows.append(
+            (
+                "latest batch",
+                f"{latest['batch_id']}: {latest['num_input_rows']} rows, triggerExecution "
+                f"{durations.get('triggerExecution', '-')} ms, offset management {latest.get('offset_management_ms', '-')} ms",
+            )
+        )
+    switch = report.get("switch")
+    if switch and switch.get("outcome") == "rehearsed":  # a restart that was checked first, not a switch
+        rows.append(("last rehearsal", f"rehearsed: {switch.get('reason')}"))
+    elif switch and switch.get("deployment_id") == status.get("deployment_id"):
+        pause = f", pause {switch['pause_s']:.2f} s" if switch.get("pause_s") is not None else ""
+        switches = int(status.get("switches") or 0)
+        rows.append(
+            (
+                "switched in place",
+                f"{switches} time{'' if switches == 1 else 's'}; "
+                f"latest {switch.get('outcome') or switch.get('phase')}{pause}",
+            )
+        )
+    if status.get("idle_at"):
+        rows.append(("source idle", _when(status["idle_at"])))
+    if status.get("error"):
+        rows.append(("error", status["error"]))
+    rows.append(("control area", report["control_area"]))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    report = status_report(control_for(args.target))
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        _print_status(report)
+    return EXIT_OK
+
+
+def _kinds(names: list[str]) -> str:
+    """'.3.crc .4.crc .5.<uuid>.tmp' -> '2 .crc, 1 .tmp'."""
+    counts: dict[str, int] = {}
+    for name in names:
+        kind = "." + name.rsplit(".", 1)[-1] if "." in name.strip(".") else name
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+
+
+def _print_inspection(inspection: Inspection) -> None:
+    verdict = "SAFE" if inspection.sync_restart_safe else "UNSAFE"
+    print(f"checkpoint      {inspection.checkpoint}")
+    for log in ("offsets", "commits"):
+        view = getattr(inspection, log)
+        if not view.present:
+            print(f"{log + '/':<15} (absent)")
+            continue
+        newest = " ".join(str(i) for i in view.ids[-8:])
+        gaps = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in view.gaps[-5:]) or "none"
+        headers = ", ".join(f"{k}: {v}" for k, v in view.headers.items()) or "-"
+        print(f"{log + '/':<15} {len(view.ids)} batches, newest {newest or '-'}; gaps {gaps}; headers {headers}")
+        if view.skipped:
+            print(f"{'':<15} skipped, not batch files: {_kinds(view.skipped)}")
+    for problem in inspection.problems:
+        print(f"{'problem':<15} {problem}")
+    print(f"{'sync restart':<15} {verdict}: {inspection.reason}")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    target = resolve_target(args.target)
+    inspection = inspect_checkpoint(target.checkpoint)
+    if not inspection.exists:
+        raise TargetError(f"no checkpoint at {target.checkpoint} (from the {target.named_by}): its query never started")
+    if args.json:
+        print(json.dumps(inspection.to_json(full=args.full), indent=2, sort_keys=True))
+    else:
+        _print_inspection(inspection)
+    return EXIT_OK
