@@ -32,7 +32,7 @@ MODULES: dict[str, str | tuple[str, ...]] = {
     "checkpoint": "state.checkpoint",
     "registry": "state.registry",
     "continuity": "insight.batches",
-    "launcher": "driver.launcher",
+    "launcher": ("driver.launcher", "driver.local", "driver.deferred"),
     "deployer": "driver.deploy",
     "lifecycle": "driver.lifecycle",
     "driver_process": "driver.process",

@@ -131,7 +131,7 @@ def _migrate(migration: Any, result: dict[str, Any]) -> None:
 
 def trial(n: int, point: str, root: Path, in_place: bool) -> dict[str, Any]:
     from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
-    from airflow_async_stream.driver.launcher import LocalLauncher
+    from airflow_async_stream.driver.local import LocalLauncher
     from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
     from airflow_async_stream.spec.load import parse_spec
     from airflow_async_stream.state.checkpoint import batch_ids

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_async_stream.driver.launcher import DeferredLauncher, Launcher, LocalLauncher, Submission
+from airflow_async_stream.driver.deferred import DeferredLauncher
+from airflow_async_stream.driver.launcher import Launcher, Submission
 from airflow_async_stream.driver.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.exceptions import (
     DeployError,
     DriverFailedError,

@@ -4,57 +4,35 @@ A launcher checks a spec against its target, resolves the spec's secret options,
 detached (saying where its log goes), tells its cluster's word on a driver and whether its launch ended,
 and kills one. Two kinds:
 
-- ``LocalLauncher``: the driver runs on this host (local Spark, or a standalone master in client mode):
+- ``LocalLauncher`` (local.py): the driver runs on this host (local Spark, or a standalone master in client mode):
   spark-submit from an argument list in its own session, its output through the rotating log pump, and
   the process identity that lets this host, and only this host, signal it later;
 - the hook's ``ClusterLauncher`` (hooks/cluster.py): YARN or Kubernetes cluster mode.
 
-The Airflow side builds a launcher from a connection (``hooks/launchers.py``) and passes it in; without
-Airflow, ``LocalLauncher()`` runs the embedded local Spark.
+``DeferredLauncher`` (deferred.py) builds its launcher on first use. The Airflow side builds a launcher
+from a connection (``hooks/launchers.py``) and passes it in; without Airflow, ``LocalLauncher()`` runs the
+embedded local Spark.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-import sys
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Protocol
 
-from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.args import driver_arguments
-from airflow_async_stream.driver.log import DEFAULT_FILE_BYTES, DEFAULT_FILES, start_pump
+from airflow_async_stream.driver.log import DEFAULT_FILE_BYTES, DEFAULT_FILES
 from airflow_async_stream.driver.maven_packages import packages_conf
-from airflow_async_stream.driver.process import identify
-from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
-from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
 
-__all__ = [
-    "DEFAULT_SPARK_CONF",
-    "DeferredLauncher",
-    "EMBEDDED_MASTER",
-    "Launcher",
-    "LocalLauncher",
-    "Submission",
-    "check_java",
-    "runtime_driver_path",
-    "spark_submit_binary",
-]
+__all__ = ["DEFAULT_SPARK_CONF", "EMBEDDED_MASTER", "Launcher", "Submission", "runtime_driver_path"]
 
 EMBEDDED_MASTER = "local[*]"
 #: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
 DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
-MIN_JAVA = 17
-_JAVA_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
 @dataclass(frozen=True)
@@ -129,184 +107,3 @@ class Launcher(Protocol):
 def runtime_driver_path() -> str:
     """The runtime's entry file, found without importing the runtime (which imports pyspark)."""
     return str(Path(__file__).resolve().parent.parent / "runtime" / "driver.py")
-
-
-def spark_submit_binary(binary: str = "spark-submit") -> str:
-    """``binary`` from PATH, else the one shipped in the installed pyspark package."""
-    found = shutil.which(binary)
-    if found:
-        return found
-    spec = find_spec("pyspark")
-    if spec and spec.submodule_search_locations:
-        bundled = Path(next(iter(spec.submodule_search_locations))) / "bin" / binary
-        if bundled.exists():
-            return str(bundled)
-    raise DeployError(f"{binary} was not found on PATH nor in the installed pyspark package")
-
-
-def check_java() -> str:
-    """Return the Java version string, or raise JavaNotFoundError with what to do about it."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if not java or not Path(java).exists():
-        raise JavaNotFoundError(
-            f"Java {MIN_JAVA}+ is required to run Spark on this host, but no `java` was found "
-            f"({'JAVA_HOME=' + java_home if java_home else 'not on PATH and JAVA_HOME is unset'}). "
-            "Install a JDK 17 or newer (e.g. `apt-get install openjdk-17-jre-headless`)."
-        )
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
-    match = _JAVA_VERSION_RE.search(out.stderr + out.stdout)
-    if not match:
-        raise JavaNotFoundError(f"could not read the version of {java}: {out.stderr.strip()[:200]}")
-    major = int(match.group(1))
-    if major == 1:  # "1.8.0" style
-        major = int(match.group(2) or 0)
-    if major < MIN_JAVA:
-        raise JavaNotFoundError(f"Spark 4 needs Java {MIN_JAVA}+, but {java} is Java {major}")
-    return next(line.strip() for line in (out.stderr + out.stdout).splitlines() if match.group(0) in line)
-
-
-def _no_secrets(spec: JobSpec) -> SecretOptions:
-    """A launcher built without Airflow reads no connection: a spec that names one is refused, naming it."""
-    for side in ("source", "sink"):
-        endpoint = getattr(spec, side)
-        named = {"connection": endpoint.connection} if endpoint and endpoint.connection else {}
-        named.update({f"secret_options.{k}": v for k, v in (endpoint.secret_options if endpoint else {}).items()})
-        for field_name, conn_id in named.items():
-            raise DeployError(
-                f"{side}.{field_name}: names Airflow connection {conn_id!r}, which only a launcher built by "
-                "Airflow reads (hooks/launchers.py); this one was built without Airflow"
-            )
-    return SecretOptions()
-
-
-class LocalLauncher:
-    """The driver runs on this host: spark-submit detached in its own session, output through the log pump.
-
-    ``base`` is the start of the command (binary and the connection's arguments: master, deploy mode,
-    keytab, ...); the submission's settings, name, application and arguments follow it.
-    """
-
-    def __init__(
-        self,
-        base: list[str] | None = None,
-        master: str = EMBEDDED_MASTER,
-        env: Mapping[str, str] | None = None,
-        extra: Mapping[str, Any] | None = None,
-        secrets: Callable[[JobSpec], SecretOptions] = _no_secrets,
-    ) -> None:
-        self.master = master
-        self.base = base
-        self.env = dict(env or {})
-        self.extra = dict(extra or {})
-        self._secrets = secrets
-
-    def check(self, spec: JobSpec) -> str:
-        return f"Java on this host: {check_java()}"
-
-    def secrets(self, spec: JobSpec) -> SecretOptions:
-        return self._secrets(spec)
-
-    def command(self, submission: Submission) -> list[str]:
-        """The exact spark-submit argument list (no shell ever sees it)."""
-        conf = [arg for key, value in submission.conf.items() for arg in ("--conf", f"{key}={value}")]
-        base = self.base if self.base is not None else [spark_submit_binary(), "--master", self.master]
-        return [*base, *conf, "--name", submission.name, runtime_driver_path(), *submission.arguments]
-
-    def log_path(self, submission: Submission, control: ControlArea) -> tuple[str, bool]:
-        """Where spark-submit's output goes, and whether that is a file of this host only (a remote control area)."""
-        if control.is_local:
-            return control.path(ControlArea.DRIVER_LOG), False
-        return registry.local_log_path(submission.job, submission.deployment_id), True
-
-    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
-        log_path, on_host = self.log_path(submission, control)
-        pid, pump_pid = self._start(self.command(submission), submission, log_path)
-        return {
-            "kind": "local-process",
-            **identify(pid),
-            "log": log_path,
-            "log_on_host": on_host,
-            "log_pump_pid": pump_pid,
-        }
-
-    def _start(self, command: list[str], submission: Submission, log_path: str) -> tuple[int, int]:
-        """Start spark-submit in its own session, output through the pump; its and the pump's pids."""
-        env = {**os.environ, **self.env, **submission.env}
-        env.setdefault("PYSPARK_PYTHON", sys.executable)
-        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        pump, output = start_pump(log_path, *submission.log_limits)
-        try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-            )
-        finally:
-            os.close(output)
-        # Reap both when they end, so a long-lived Airflow process never keeps a zombie that looks alive.
-        for child in (process, pump):
-            threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()
-        return process.pid, pump.pid
-
-    def state(self, driver: dict[str, Any]) -> str | None:
-        return None  # no cluster manager: its spark-submit's exit is seen from its identity (ended)
-
-    def ended(self, driver: dict[str, Any]) -> str | None:
-        return driver_process.launch_ended(driver)
-
-    def kill(self, driver: dict[str, Any]) -> str:
-        if not driver_process.on_a_host(driver):
-            raise NotSignalledError(
-                f"its driver runs on a cluster ({driver.get('kind')}): stop it through the Airflow Spark "
-                "connection it was deployed with"
-            )
-        return driver_process.kill(driver)
-
-
-class DeferredLauncher:
-    """A launcher built on its first use for a driver on a cluster: a stop of this host's driver (or one that
-    kills nothing) reads no connection, and so wins also while a secrets backend is down, or without Airflow."""
-
-    def __init__(self, build: Callable[[], Launcher]) -> None:
-        self._build = build
-        self._built: Launcher | None = None
-
-    @property
-    def built(self) -> Launcher:
-        if self._built is None:
-            self._built = self._build()
-        return self._built
-
-    @property
-    def master(self) -> str:
-        return self.built.master
-
-    @property
-    def extra(self) -> Mapping[str, Any]:
-        return self.built.extra
-
-    def check(self, spec: JobSpec) -> str:
-        return self.built.check(spec)
-
-    def secrets(self, spec: JobSpec) -> SecretOptions:
-        return self.built.secrets(spec)
-
-    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
-        return self.built.launch(submission, control)
-
-    def state(self, driver: dict[str, Any]) -> str | None:
-        return self._for(driver).state(driver)
-
-    def ended(self, driver: dict[str, Any]) -> str | None:
-        return self._for(driver).ended(driver)
-
-    def kill(self, driver: dict[str, Any]) -> str:
-        return self._for(driver).kill(driver)
-
-    def _for(self, driver: dict[str, Any]) -> Launcher:
-        """A driver process of an Airflow host is this host's business; only one on a cluster builds the launcher."""
-        return LocalLauncher() if driver_process.on_a_host(driver) else self.built

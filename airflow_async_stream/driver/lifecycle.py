@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.driver.launcher import Launcher, LocalLauncher
+from airflow_async_stream.driver.launcher import Launcher
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.log import tail_lines
 from airflow_async_stream.driver.process import DriverProcess
 from airflow_async_stream.exceptions import (

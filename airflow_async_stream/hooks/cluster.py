@@ -15,7 +15,8 @@ import time
 from typing import Any
 
 from airflow_async_stream.driver import process as driver_process
-from airflow_async_stream.driver.launcher import LocalLauncher, Submission, runtime_driver_path
+from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.spec.model import JobSpec

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from airflow_async_stream.driver.launcher import EMBEDDED_MASTER, Launcher, LocalLauncher
+from airflow_async_stream.driver.launcher import EMBEDDED_MASTER, Launcher
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.hooks.cluster import ClusterLauncher
 from airflow_async_stream.hooks.connection_lookup import find_connection, secret_options_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook

@@ -13,7 +13,7 @@ from typing import Any
 from airflow.providers.apache.spark.hooks import spark_submit
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from airflow_async_stream.driver.launcher import spark_submit_binary
+from airflow_async_stream.driver.local import spark_submit_binary
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError
 from airflow_async_stream.hooks.connection_lookup import extra_of, find_connection
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
-from airflow_async_stream.driver.launcher import LocalLauncher
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.exceptions import HoldRevokedError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import batch_ids

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
-from airflow_async_stream.driver.launcher import LocalLauncher
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.exceptions import SwitchError, SwitchRefusedError
 from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.spec.load import deep_merge, parse_spec

@@ -12,7 +12,8 @@ from typing import Any
 
 from airflow_async_stream.driver.args import parse_driver_arguments
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.driver.launcher import LocalLauncher, Submission
+from airflow_async_stream.driver.launcher import Submission
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.hooks.connection_lookup import secret_options_for
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
@@ -51,7 +52,7 @@ def _airflow_side(module: str) -> bool:
     return module == "<airflow>" or module.startswith(("hooks/", "operators/", "sensors/", "triggers/"))
 
 
-def test_a_deploy_hands_work_to_eight_modules_of_two_folders_and_enters_the_airflow_side_once(tmp_path: Path) -> None:
+def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the_airflow_side_once(tmp_path: Path) -> None:
     checkpoint = str(tmp_path / "ck")
     spec = parse_spec(
         {"name": "walk", "checkpoint": checkpoint, "source": {"format": "rate"}, "sink": {"format": "noop"}}
@@ -77,6 +78,7 @@ def test_a_deploy_hands_work_to_eight_modules_of_two_folders_and_enters_the_airf
     }
     assert handed_to == {
         "driver/launcher.py",
+        "driver/local.py",
         "driver/lifecycle.py",
         "state/control.py",
         "state/records.py",
@@ -88,4 +90,4 @@ def test_a_deploy_hands_work_to_eight_modules_of_two_folders_and_enters_the_airf
     walk = [callee for _, callee in seen if callee is not None]
     walk = [m for i, m in enumerate(walk) if i == 0 or walk[i - 1] != m]
     entries = [(a, b) for a, b in itertools.pairwise(walk) if _airflow_side(b) and not _airflow_side(a)]
-    assert entries == [("driver/launcher.py", "hooks/connection_lookup.py")]  # the spec's secret options, once
+    assert entries == [("driver/local.py", "hooks/connection_lookup.py")]  # the spec's secret options, once

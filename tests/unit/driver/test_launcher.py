@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
-from airflow_async_stream.driver.launcher import DeferredLauncher, LocalLauncher, Submission, runtime_driver_path
+from airflow_async_stream.driver.deferred import DeferredLauncher
+from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.secret_options import SecretOptions

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.driver.launcher import LocalLauncher, Submission, runtime_driver_path
+from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.lifecycle import stop_driver
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.maven_packages import packages_conf
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.cluster import ClusterLauncher

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.driver.args import driver_arguments, parse_driver_arguments, spec_digest
-from airflow_async_stream.driver.launcher import LocalLauncher, Submission, check_java, runtime_driver_path
+from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
+from airflow_async_stream.driver.local import LocalLauncher, check_java
 from airflow_async_stream.exceptions import ConnectionLookupError, JavaNotFoundError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook

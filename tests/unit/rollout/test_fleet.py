@@ -189,7 +189,7 @@ def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypat
     """No Spark: a refused move records the job where it still runs (found then from any host), and a job
     listed once more after its retirement leaves the index."""
     from airflow_async_stream.driver.deploy import DeploySettings
-    from airflow_async_stream.driver.launcher import LocalLauncher
+    from airflow_async_stream.driver.local import LocalLauncher
     from airflow_async_stream.rollout.apply import ApplySettings, apply_item
     from airflow_async_stream.state.hold import Holder
 

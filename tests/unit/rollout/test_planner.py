@@ -334,7 +334,7 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
 
 def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: Path) -> None:
     from airflow_async_stream.driver.deploy import DeploySettings
-    from airflow_async_stream.driver.launcher import LocalLauncher
+    from airflow_async_stream.driver.local import LocalLauncher
     from airflow_async_stream.exceptions import RolloutError
     from airflow_async_stream.factories.rollout import summarize
     from airflow_async_stream.rollout.apply import ApplySettings, apply_item
