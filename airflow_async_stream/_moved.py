@@ -34,7 +34,7 @@ MODULES: dict[str, str | tuple[str, ...]] = {
     "continuity": "insight.batches",
     "launcher": ("driver.launcher", "driver.local", "driver.deferred"),
     "deployer": "driver.deploy",
-    "lifecycle": "driver.lifecycle",
+    "lifecycle": ("driver.start", "driver.stop"),
     "driver_process": "driver.process",
     "driver_log": "driver.log",
     "driver_args": "driver.args",

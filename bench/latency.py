@@ -21,7 +21,7 @@ WARMUP = 5
 
 def provider_run(root: Path, mode: str, batches: int) -> list[dict[str, Any]]:
     """Deploy through DeployStreamingJobOperator (the provider's own path), collect, stop gracefully."""
-    from airflow_async_stream.driver.lifecycle import stop_driver
+    from airflow_async_stream.driver.stop import stop_driver
     from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
     from airflow_async_stream.state.control import ControlArea
 

@@ -46,7 +46,7 @@ def _dag(dag_id: str) -> Any:
 
 
 def provider_run(in_place: bool) -> dict[str, Any]:
-    from airflow_async_stream.driver.lifecycle import stop_driver
+    from airflow_async_stream.driver.stop import stop_driver
     from airflow_async_stream.insight.batches import batch_window, ran_a_batch
     from airflow_async_stream.state.control import ControlArea
 

@@ -14,7 +14,7 @@ from airflow_async_stream.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from airflow_async_stream.cli.names import control_for
 from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.launcher import Launcher
-from airflow_async_stream.driver.lifecycle import stop_driver
+from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import (
     JobHeldError,
     SpecError,

@@ -16,8 +16,9 @@ from typing import Any
 
 from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.launcher import Launcher, Submission
-from airflow_async_stream.driver.lifecycle import StopOutcome, stop_driver, wait_for_driver_exit, wait_until_running
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.start import wait_until_running
+from airflow_async_stream.driver.stop import StopOutcome, stop_driver, wait_for_driver_exit
 from airflow_async_stream.exceptions import (
     DeployError,
     DriverFailedError,

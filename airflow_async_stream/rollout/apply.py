@@ -25,7 +25,7 @@ from typing import Any
 
 from airflow_async_stream.driver.commits import wait_for_commits
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.driver.lifecycle import wait_until_running
+from airflow_async_stream.driver.start import wait_until_running
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
     ChangeNotTakenError,

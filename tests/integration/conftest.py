@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.driver.lifecycle import stop_driver
+from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from tests.integration.helpers import USER_CODE

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.cli.show import status_report
-from airflow_async_stream.driver.lifecycle import log_tail
+from airflow_async_stream.driver.start import log_tail
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import segments
 from tests.helpers import rate_noop

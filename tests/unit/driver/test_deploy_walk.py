@@ -52,7 +52,9 @@ def _airflow_side(module: str) -> bool:
     return module == "<airflow>" or module.startswith(("hooks/", "operators/", "sensors/", "triggers/"))
 
 
-def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the_airflow_side_once(tmp_path: Path) -> None:
+def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the_airflow_side_once(
+    tmp_path: Path,
+) -> None:
     checkpoint = str(tmp_path / "ck")
     spec = parse_spec(
         {"name": "walk", "checkpoint": checkpoint, "source": {"format": "rate"}, "sink": {"format": "noop"}}
@@ -79,7 +81,8 @@ def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the
     assert handed_to == {
         "driver/launcher.py",
         "driver/local.py",
-        "driver/lifecycle.py",
+        "driver/start.py",
+        "driver/stop.py",
         "state/control.py",
         "state/records.py",
         "state/liveness.py",

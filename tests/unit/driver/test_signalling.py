@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.driver.lifecycle import stop_driver, wait_until_running
 from airflow_async_stream.driver.process import identify
+from airflow_async_stream.driver.start import wait_until_running
+from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError, StopTimeoutError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take

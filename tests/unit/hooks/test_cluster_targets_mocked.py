@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
-from airflow_async_stream.driver.lifecycle import stop_driver
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.maven_packages import packages_conf
+from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.cluster import ClusterLauncher
 from airflow_async_stream.hooks.launchers import launcher_for
@@ -162,7 +162,7 @@ def test_yarn_status_mocked_goes_through_the_provider_hooks_rest_call(monkeypatc
 
 
 def test_a_driver_its_cluster_ended_fails_the_startup_wait_at_once(tmp_path: Path) -> None:
-    from airflow_async_stream.driver.lifecycle import wait_until_running
+    from airflow_async_stream.driver.start import wait_until_running
     from airflow_async_stream.exceptions import DriverFailedError
 
     control = ControlArea(str(tmp_path / "ck.async-stream"))

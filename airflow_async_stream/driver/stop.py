@@ -1,7 +1,6 @@
-"""Waiting on a driver through its control area: until it runs, and until it stops.
-
-Airflow-free, so operators, the CLI and tests share one implementation. Every wait logs its progress.
-"""
+"""Stopping a driver: a graceful stop request through its control area, then (only for a driver this host
+launched, or through its cluster's launcher) a kill; also a launch that never reported, and waiting for the
+driver's process to exit."""
 
 from __future__ import annotations
 
@@ -13,11 +12,10 @@ from typing import Any
 
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
-from airflow_async_stream.driver.log import tail_lines
 from airflow_async_stream.driver.process import DriverProcess
+from airflow_async_stream.driver.start import POLL_S, REPORT_EVERY_S, poll_interval, status_of
 from airflow_async_stream.exceptions import (
     DriverFailedError,
-    DriverStartTimeoutError,
     NotSignalledError,
     StopTimeoutError,
 )
@@ -25,90 +23,9 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, State, Status, now
 
-__all__ = ["StopOutcome", "log_tail", "stop_driver", "wait_for_driver_exit", "wait_until_running"]
+__all__ = ["StopOutcome", "stop_driver", "wait_for_driver_exit"]
 
 _log = logging.getLogger(__name__)
-#: How often a wait reads the status record: often on a local disk (a read costs microseconds, and a
-#: deploy or stop ends sooner), less often on remote storage, where each read is a request.
-POLL_S = 0.1
-REMOTE_POLL_S = 0.5
-REPORT_EVERY_S = 10.0
-
-
-def log_tail(control: ControlArea, lines: int = 30) -> str:
-    """The end of the driver log, for error messages (empty when there is none).
-
-    The log is in the control area, or, for a driver of this host whose control area is remote, on
-    this host where the deployment record says; a log just rotated is read on into its previous file.
-    """
-    deployment = control.read_deployment()
-    driver = (deployment.driver if deployment else None) or {}
-    local_log = driver.get("log") if driver.get("log_on_host") else None
-    if local_log:
-        return tail_lines(_read_local, local_log, lines)
-    return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines)
-
-
-def _read_local(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
-def _poll_s(control: ControlArea) -> float:
-    return POLL_S if control.is_local else REMOTE_POLL_S
-
-
-def _status_of(control: ControlArea, deployment_id: str) -> Status | None:
-    status = control.read_status()
-    if status and status.deployment_id == deployment_id:
-        return status
-    return None
-
-
-def wait_until_running(
-    control: ControlArea,
-    deployment_id: str,
-    driver: dict[str, Any] | None,
-    timeout_s: float,
-    log: logging.Logger = _log,
-    sleep: Callable[[float], None] = time.sleep,
-    launcher: Launcher | None = None,
-) -> Status:
-    """Wait for the query's first progress (or idle) event; fail fast with the driver's own error.
-
-    ``launcher`` (default: this host's) is asked whether ``driver`` (the deployment record's) ended: its
-    spark-submit on this host exiting, or its cluster manager ending it, fails the wait at once instead of
-    at the timeout.
-    """
-    launcher = launcher or LocalLauncher()
-    start = time.monotonic()
-    next_report = start + REPORT_EVERY_S
-    while True:
-        status = _status_of(control, deployment_id)
-        state = status.state if status else "submitted"
-        if status and state == State.FAILED:
-            raise DriverFailedError(f"the driver failed: {status.error}")
-        if status and state == State.RUNNING and (status.batches or status.idle_at):
-            return status
-        if status and state in FINAL_STATES:
-            why = status.stop_reason or "before its query ran"
-            raise DriverFailedError(f"the driver ended ({state}): {why}")
-        ended = launcher.ended(driver) if driver is not None else None
-        if ended:
-            status = _status_of(control, deployment_id)
-            if status and status.state == State.FAILED:
-                raise DriverFailedError(f"the driver failed: {status.error}")
-            raise DriverFailedError(f"{ended} before the query ran; end of its log:\n{log_tail(control)}")
-        elapsed = time.monotonic() - start
-        if elapsed > timeout_s:
-            raise DriverStartTimeoutError(
-                f"the query did not report progress within {timeout_s:.0f} s (state: {state}); "
-                f"end of the driver log:\n{log_tail(control)}"
-            )
-        if time.monotonic() >= next_report:
-            log.info("Waiting for the first micro-batch: state %s, %.0f s elapsed", state, elapsed)
-            next_report += REPORT_EVERY_S
-        sleep(_poll_s(control))
 
 
 @dataclass(frozen=True)
@@ -165,7 +82,7 @@ def stop_driver(
     start = time.monotonic()
     next_report = start + REPORT_EVERY_S
     while True:
-        status = _status_of(control, deployment_id) or status
+        status = status_of(control, deployment_id) or status
         if status.state in FINAL_STATES:
             log.info("Deployment %s is %s", deployment_id, status.state)
             left_s = max(0.0, start + kill_after_s - time.monotonic())
@@ -186,7 +103,7 @@ def stop_driver(
                 elapsed,
             )
             next_report += REPORT_EVERY_S
-        sleep(_poll_s(control))
+        sleep(poll_interval(control))
 
 
 #: A deployment record newer than the status, with no driver named yet, counts as launching this long.
@@ -229,7 +146,7 @@ def _stop_launching(
     log.info("Deployment %s is launching (no status yet): asked it to stop before its query starts", deployment_id)
     deadline = time.monotonic() + kill_after_s
     while True:
-        status = _status_of(control, deployment_id)
+        status = status_of(control, deployment_id)
         if status is not None and status.state in FINAL_STATES:
             left_s = max(0.0, deadline - time.monotonic())
             return StopOutcome(True, status, wait_for_driver_exit(control, left_s, log, sleep, deployment_id))
@@ -243,7 +160,7 @@ def _stop_launching(
             return StopOutcome(True, None)
         if time.monotonic() > deadline:
             return _kill_launching(control, deployment_id, kill_after_s, launcher)
-        sleep(_poll_s(control))
+        sleep(poll_interval(control))
 
 
 def _kill_launching(control: ControlArea, deployment_id: str, waited_s: float, launcher: Launcher) -> StopOutcome:

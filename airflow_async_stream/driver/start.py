@@ -1,0 +1,106 @@
+"""Waiting for a driver to run, through its control area, and the end of its log for the errors that say why
+it did not (stop.py waits for it to stop). Airflow-free, so operators, the CLI and tests share one
+implementation; every wait logs its progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from airflow_async_stream.driver.launcher import Launcher
+from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.log import tail_lines
+from airflow_async_stream.exceptions import (
+    DriverFailedError,
+    DriverStartTimeoutError,
+)
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import FINAL_STATES, State, Status
+
+__all__ = ["POLL_S", "REMOTE_POLL_S", "REPORT_EVERY_S", "log_tail", "poll_interval", "status_of", "wait_until_running"]
+
+_log = logging.getLogger(__name__)
+#: How often a wait reads the status record: often on a local disk (a read costs microseconds, and a
+#: deploy or stop ends sooner), less often on remote storage, where each read is a request.
+POLL_S = 0.1
+REMOTE_POLL_S = 0.5
+REPORT_EVERY_S = 10.0
+
+
+def log_tail(control: ControlArea, lines: int = 30) -> str:
+    """The end of the driver log, for error messages (empty when there is none).
+
+    The log is in the control area, or, for a driver of this host whose control area is remote, on
+    this host where the deployment record says; a log just rotated is read on into its previous file.
+    """
+    deployment = control.read_deployment()
+    driver = (deployment.driver if deployment else None) or {}
+    local_log = driver.get("log") if driver.get("log_on_host") else None
+    if local_log:
+        return tail_lines(_read_local, local_log, lines)
+    return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines)
+
+
+def _read_local(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def poll_interval(control: ControlArea) -> float:
+    return POLL_S if control.is_local else REMOTE_POLL_S
+
+
+def status_of(control: ControlArea, deployment_id: str) -> Status | None:
+    status = control.read_status()
+    if status and status.deployment_id == deployment_id:
+        return status
+    return None
+
+
+def wait_until_running(
+    control: ControlArea,
+    deployment_id: str,
+    driver: dict[str, Any] | None,
+    timeout_s: float,
+    log: logging.Logger = _log,
+    sleep: Callable[[float], None] = time.sleep,
+    launcher: Launcher | None = None,
+) -> Status:
+    """Wait for the query's first progress (or idle) event; fail fast with the driver's own error.
+
+    ``launcher`` (default: this host's) is asked whether ``driver`` (the deployment record's) ended: its
+    spark-submit on this host exiting, or its cluster manager ending it, fails the wait at once instead of
+    at the timeout.
+    """
+    launcher = launcher or LocalLauncher()
+    start = time.monotonic()
+    next_report = start + REPORT_EVERY_S
+    while True:
+        status = status_of(control, deployment_id)
+        state = status.state if status else "submitted"
+        if status and state == State.FAILED:
+            raise DriverFailedError(f"the driver failed: {status.error}")
+        if status and state == State.RUNNING and (status.batches or status.idle_at):
+            return status
+        if status and state in FINAL_STATES:
+            why = status.stop_reason or "before its query ran"
+            raise DriverFailedError(f"the driver ended ({state}): {why}")
+        ended = launcher.ended(driver) if driver is not None else None
+        if ended:
+            status = status_of(control, deployment_id)
+            if status and status.state == State.FAILED:
+                raise DriverFailedError(f"the driver failed: {status.error}")
+            raise DriverFailedError(f"{ended} before the query ran; end of its log:\n{log_tail(control)}")
+        elapsed = time.monotonic() - start
+        if elapsed > timeout_s:
+            raise DriverStartTimeoutError(
+                f"the query did not report progress within {timeout_s:.0f} s (state: {state}); "
+                f"end of the driver log:\n{log_tail(control)}"
+            )
+        if time.monotonic() >= next_report:
+            log.info("Waiting for the first micro-batch: state %s, %.0f s elapsed", state, elapsed)
+            next_report += REPORT_EVERY_S
+        sleep(poll_interval(control))
