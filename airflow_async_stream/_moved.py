@@ -41,7 +41,7 @@ MODULES: dict[str, str | tuple[str, ...]] = {
     "packages": "driver.maven_packages",
     "commit_watch": "driver.commits",
     "in_place": "switch.allowed",
-    "reconfigure": "switch.request",
+    "reconfigure": ("switch.request", "switch.account"),
     "targets": "cli.names",
     "rollout.dags": "factories.rollout",
     "migrations.safe_disable": "factories.safe_disable",

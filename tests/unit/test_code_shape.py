@@ -31,7 +31,6 @@ STILL_OVER = {
     "rollout/planner.py",
     "runtime/governor.py",
     "runtime/switch.py",
-    "switch/request.py",
 }
 TESTS = PACKAGE.parent / "tests"
 

@@ -13,6 +13,7 @@ from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Status, SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest, now
+from airflow_async_stream.switch.account import phases_passed
 from airflow_async_stream.switch.allowed import (
     assign,
     configuration_of,
@@ -20,7 +21,7 @@ from airflow_async_stream.switch.allowed import (
     parse_assignment,
     runtime_conf_changes,
 )
-from airflow_async_stream.switch.request import phases_passed, switch_in_place
+from airflow_async_stream.switch.request import switch_in_place
 from tests.helpers import rate_noop
 
 BASE = rate_noop(
