@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_async_stream.exceptions import ControlAreaError, SpecError
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.runtime.switch_request import abandon_stale_request, not_rehearsable, revoked_by
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint, resume_point
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.records import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest, now
 from airflow_async_stream.switch.allowed import configuration_of, in_place_refusals, runtime_conf_changes
 
@@ -59,61 +59,6 @@ class Governed(Protocol):
     ) -> None: ...
 
 
-def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
-    """At a driver's start: a request addressed to an earlier deployment is never applied (that driver may
-    have applied part of it before it died); say so in reconfiguration.json and remove it."""
-    try:
-        request = control.read_switch_request()
-    except ControlAreaError as exc:
-        _log.warning("ignoring an unreadable switch request: %s", exc)
-        control.remove(ControlArea.SWITCH_REQUEST)
-        return
-    if request is None or request.deployment_id == deployment_id:
-        return
-    previous = control.read_switch_account()
-    phase = previous.phase if previous and previous.request_id == request.request_id else "not started"
-    control.write_switch_account(
-        SwitchAccount(
-            request_id=request.request_id,
-            deployment_id=request.deployment_id,
-            outcome=SwitchOutcome.ABANDONED,
-            reason=(
-                f"deployment {request.deployment_id} ended before the switch was done (at {phase}); deployment "
-                f"{deployment_id} started from its own spec and did not apply the request"
-            ),
-            before=previous.before if previous and previous.request_id == request.request_id else {},
-            requested_at=request.requested_at,
-        )
-    )
-    control.remove(ControlArea.SWITCH_REQUEST)
-    _log.info("switch request %s of deployment %s abandoned", request.request_id, request.deployment_id)
-
-
-def _revoked(control: ControlArea, request: SwitchRequest) -> str | None:
-    """Why the request must not be applied: the hold it was asked under ended since (a forced stop, or its
-    holder's hold ended and another holder took the job: nobody awaits the request any more)."""
-    if request.hold_token is None:  # asked by an earlier release
-        return None
-    token = current_token(control)
-    if token == request.hold_token:
-        return None
-    fence = control.read_json(ControlArea.FENCE) or {}
-    return (
-        f"the hold it was asked under (token {request.hold_token}) was ended before it was applied: {fence.get('why')}"
-    )
-
-
-def _not_rehearsable(current: JobSpec, new: JobSpec, has_query: bool) -> str | None:
-    """Why this driver cannot build ``new``'s query as a new driver would (None: it can)."""
-    if not has_query or new.application or new.source is None:
-        return "the job's own application builds its query: only a new driver can"
-    if new.transform is not None and new.transform.entrypoint:
-        return "a Python transform is loaded once per driver: only a new driver loads its new code"
-    if new.source != current.source:
-        return "the source changed: only a new driver reads it with its connections"
-    return None
-
-
 class InPlaceSwitch:
     """One request applied to the governor's query (``apply`` returns the query that runs afterwards)."""
 
@@ -134,7 +79,7 @@ class InPlaceSwitch:
             before=configuration_of(current),
             requested_at=request.requested_at,
         )
-        revoked = _revoked(self.control, request)
+        revoked = revoked_by(self.control, request)
         if revoked:
             return self._settle(query, record, SwitchOutcome.REVOKED, revoked)
         if request.rehearse:
@@ -225,7 +170,7 @@ class InPlaceSwitch:
             new = parse_spec(request.spec, source="the rehearsal request")
         except SpecError as exc:
             return self._settle(query, record, SwitchOutcome.REFUSED, str(exc))
-        why_not = _not_rehearsable(current, new, has_query=self.df is not None)
+        why_not = not_rehearsable(current, new, has_query=self.df is not None)
         if why_not:
             return self._settle(query, record, SwitchOutcome.REFUSED, why_not)
         try:

@@ -77,14 +77,14 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
 
 
 def test_a_running_driver_rehearses_only_what_it_builds_as_a_new_driver_would() -> None:
-    from airflow_async_stream.runtime.switch import _not_rehearsable
+    from airflow_async_stream.runtime.switch_request import not_rehearsable
 
     base = {"name": "job", "checkpoint": "/ck/job", "source": {"format": "rate"}, "sink": {"format": "noop"}}
     current = parse_spec(base)
     sql = parse_spec({**base, "transform": {"sql": "SELECT value FROM source"}})
-    assert _not_rehearsable(current, sql, has_query=True) is None
-    assert "own application" in str(_not_rehearsable(current, sql, has_query=False))
+    assert not_rehearsable(current, sql, has_query=True) is None
+    assert "own application" in str(not_rehearsable(current, sql, has_query=False))
     python = parse_spec({**base, "transform": {"entrypoint": "mod:fn"}})
-    assert "Python transform" in str(_not_rehearsable(current, python, has_query=True))
+    assert "Python transform" in str(not_rehearsable(current, python, has_query=True))
     moved = parse_spec({**base, "source": {"format": "rate", "options": {"rowsPerSecond": 5}}})
-    assert "the source changed" in str(_not_rehearsable(current, moved, has_query=True))
+    assert "the source changed" in str(not_rehearsable(current, moved, has_query=True))

@@ -164,7 +164,7 @@ def _request(deployment_id: str = "d-old") -> dict:
 
 
 def test_a_request_left_by_an_earlier_driver_is_abandoned_never_applied(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from airflow_async_stream.runtime.switch import abandon_stale_request
+    from airflow_async_stream.runtime.switch_request import abandon_stale_request
 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()

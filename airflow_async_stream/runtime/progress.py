@@ -1,0 +1,167 @@
+"""What the driver records of each micro-batch: the progress record (the fields the project relies on, as
+plain JSON), the listener that hands Spark's events to the governor, and the governor's recording side
+(each batch once, a bounded memory of what was recorded, the pause a switch caused)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from airflow_async_stream.insight.batches import idle_between, ran_a_batch
+from airflow_async_stream.spec.secret_options import Redactor
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Status, SwitchAccount, SwitchPhase, now
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = ["ProgressListener", "ProgressRecording", "progress_record"]
+
+_log = logging.getLogger(__name__)
+
+#: Spark's recentProgress holds the last 100 batches (spark.sql.streaming.numRecentProgressUpdates); a driver
+#: that runs for months remembers this many, not every batch it ever recorded.
+_RECORDED_KEPT = 1024
+#: Configurations remembered by query run (a late listener event of the run before a switch keeps its own).
+CONFIGURATIONS_KEPT = 8
+
+
+def _offset(value: Any) -> Any:
+    """Spark reports offsets as JSON text; keep them as JSON values so ranges compare exactly."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
+    """The fields of a ``StreamingQueryProgress`` the project relies on, as plain JSON."""
+    durations = dict(progress.durationMs or {})
+    return {
+        "deployment_id": deployment_id,
+        "query_id": str(progress.id),
+        "run_id": str(progress.runId),
+        "batch_id": int(progress.batchId),
+        "timestamp": progress.timestamp,
+        "num_input_rows": int(progress.numInputRows),
+        "duration_ms": durations,
+        "offset_management_ms": durations.get("walCommit", 0) + durations.get("commitOffsets", 0),
+        "sources": [
+            {
+                "description": s.description,
+                "start_offset": _offset(s.startOffset),
+                "end_offset": _offset(s.endOffset),
+                "num_input_rows": int(s.numInputRows),
+            }
+            for s in progress.sources
+        ],
+    }
+
+
+class ProgressListener(StreamingQueryListener):
+    """Hands Spark's listener events for the query to its governor."""
+
+    def __init__(self, governor: ProgressRecording) -> None:
+        self._governor = governor
+
+    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's name)
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+        self._governor.record_progress(event.progress)
+
+    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+        self._governor.record_idle()
+
+    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+        pass
+
+
+class ProgressRecording:
+    """The governor's recording side; the governor owns the state it reads and writes (declared here)."""
+
+    control: ControlArea
+    deployment_id: str
+    redact: Redactor
+    configuration: dict[str, Any] | None
+    last_event: dict[str, Any] | None
+    _lock: threading.Lock
+    _query_id: str | None
+    _status: Status
+    _recorded: collections.OrderedDict[tuple[str, int], None]
+    _configurations: collections.OrderedDict[str, dict[str, Any] | None]
+    _first_events: collections.OrderedDict[str, dict[str, Any]]
+    _awaiting: tuple[SwitchAccount, dict[str, Any] | None] | None
+
+    def _write(self, heartbeat: bool = False, **changes: Any) -> None:
+        raise NotImplementedError
+
+    def _check_stability(self) -> None:
+        raise NotImplementedError
+
+    def record_progress(self, progress: Any) -> None:
+        """Listener callback: one line in the progress log per micro-batch of our query."""
+        if self._query_id is not None and str(progress.id) != self._query_id:
+            return
+        record = progress_record(progress, self.deployment_id)
+        key = (record["run_id"], record["batch_id"])
+        with self._lock:
+            if key in self._recorded:
+                return
+            self._recorded[key] = None
+            if len(self._recorded) > _RECORDED_KEPT:
+                self._recorded.popitem(last=False)
+            record["configuration"] = self._configurations.get(record["run_id"], self.configuration)
+            if ran_a_batch(record):  # a switch's pause runs from batch to batch, not from an idle trigger
+                self.last_event = record
+                self._first_events.setdefault(record["run_id"], record)
+                while len(self._first_events) > CONFIGURATIONS_KEPT:
+                    self._first_events.popitem(last=False)
+            first = self._status.first_batch_id is None
+            self._status = self._status.but(
+                batches=self._status.batches + 1,
+                last_batch_id=record["batch_id"],
+                last_progress_at=now(),
+                first_batch_id=record["batch_id"] if first else self._status.first_batch_id,
+            )
+        self.control.append_progress(self.redact.json(record))
+        self._check_stability()
+        self._measure_pause()
+        if first:  # the deploy waits for this: write it now, not at the next heartbeat
+            self._write()
+
+    def record_idle(self) -> None:
+        """Listener callback: the query runs but its source has no new data (written at once the first time,
+        then with the next heartbeat: Spark reports idleness at every trigger)."""
+        with self._lock:
+            first = self._status.idle_at is None
+            self._status = self._status.but(idle_at=now())
+        if first:
+            self._write()
+
+    def _measure_pause(self) -> None:
+        """The first batch after a switch settles it: the stream's pause, end of the batch before to this one."""
+        with self._lock:
+            awaiting = self._awaiting
+            first = self._first_events.get(awaiting[0].run_id or "") if awaiting else None
+            if awaiting is None or first is None:
+                return
+            self._awaiting = None
+        switch, before = awaiting
+        pause = idle_between(before, first) if before else None
+        self.control.write_switch_account(
+            switch.but(phase=SwitchPhase.DONE, first_batch_after=first["batch_id"], pause_s=pause), self.redact.json
+        )
+        _log.info("first batch after the switch: %s, pause %s s", first["batch_id"], pause)
+
+    def flush_progress(self, query: StreamingQuery) -> None:
+        """Record batches whose listener event had not arrived when the query ended (the bus is async)."""
+        for progress in query.recentProgress:
+            self.record_progress(progress)
