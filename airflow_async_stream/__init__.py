@@ -33,6 +33,8 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_async_stream.operators.deploy",
                     "airflow_async_stream.operators.stop",
                     "airflow_async_stream.operators.gate",
+                    "airflow_async_stream.operators.hold",
+                    "airflow_async_stream.operators.safe_disable",
                 ],
             }
         ],

@@ -13,37 +13,32 @@ by a redeploy; in place, the stop and the gate happen inside the synchronous swi
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import TaskGroup
 from airflow.sdk.configuration import conf
-from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_async_stream._moved import renamed_argument
 from airflow_async_stream.driver.deploy import DeploySettings
-from airflow_async_stream.exceptions import JobHeldError
-from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.migrations.safe_disable_steps import (
     ASYNC_EVERY_BATCH,
     SYNCHRONOUS,
     SafeDisable,
-    failure_reason,
-    note_failure,
-    rolled_back_error,
 )
-from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
-from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
-from airflow_async_stream.operators.hold import ReleaseJobHoldOperator, TakeJobHoldOperator
+from airflow_async_stream.operators.hold import TakeJobHoldOperator
+from airflow_async_stream.operators.safe_disable import (
+    ReleaseAfterSafeDisableOperator,
+    RollbackToAsyncOperator,
+    SafeDisableStepOperator,
+    failure_recorder,
+)
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
 from airflow_async_stream.spec.load import SpecInput, resolve_spec
-from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    pass
 
 __all__ = [
     "ASYNC_EVERY_BATCH",
@@ -53,116 +48,6 @@ __all__ = [
     "SafeDisableStepOperator",
     "safe_disable_async_progress",
 ]
-
-
-def _failure_recorder(checkpoint: str) -> Any:
-    """An on_failure_callback that notes which step failed and why, for the rollback's message."""
-
-    def record(context: Context) -> None:
-        ti = context["ti"]
-        note_failure(checkpoint, ti.dag_id, ti.run_id, ti.task_id, str(context.get("exception") or "unknown"))
-
-    return record
-
-
-class SafeDisableStepOperator(DeployStreamingJobOperator):
-    """One step of the migration (a method of ``SafeDisable``): switched in place or redeployed as the
-    running job allows; returns (and pushes to XCom) the step's result, e.g. a switch with its pause.
-
-    :param step: ``to_interval_0``, ``stop_for_gate``, ``gate`` or ``to_synchronous``.
-    :param sync_overrides: further changes for the synchronous target.
-    :param in_place: switch in place where the running driver can (False: redeploy every time).
-    """
-
-    STEPS = ("to_interval_0", "stop_for_gate", "gate", "to_synchronous")
-
-    def __init__(
-        self, *, step: str, sync_overrides: dict[str, Any] | None = None, in_place: bool = True, **kwargs: Any
-    ) -> None:
-        if step not in self.STEPS:
-            raise ValueError(f"step must be one of {', '.join(self.STEPS)}, got {step!r}")
-        super().__init__(**kwargs)
-        self.step = step
-        self.sync_overrides = sync_overrides or {}
-        self.in_place = in_place
-
-    def migration(self, context: Context | None) -> SafeDisable:
-        spec = resolve_spec(self.spec)
-        return SafeDisable(
-            spec,
-            Holder.for_task(context, f"safe-disable {spec.name}"),
-            self.settings(context)
-            if context is not None
-            else DeploySettings(conn_id=self.conn_id, launcher=partial(launcher_for, self.conn_id)),
-            sync_overrides=self.sync_overrides,
-            run_state=dag_run_state(context),
-            log=self.log,
-            in_place=self.in_place,
-        )
-
-    def execute(self, context: Context) -> dict[str, Any] | None:
-        result = getattr(self.migration(context), self.step)()
-        return result.to_json() if result is not None else None
-
-
-class RollbackToAsyncOperator(SafeDisableStepOperator):
-    """Runs only when a step failed: back to async on (interval 0), then fail with the reason.
-
-    Skipped when this run never held the job (its hold task did not succeed: another run held it, and may
-    since have finished its own migration), or another run holds it now. Releases this run's hold.
-    """
-
-    def __init__(self, *, hold_task_id: str, **kwargs: Any) -> None:
-        super().__init__(step="to_interval_0", **kwargs)
-        self.hold_task_id = hold_task_id
-
-    def execute(self, context: Context) -> dict[str, Any]:
-        if not context["ti"].xcom_pull(task_ids=self.hold_task_id):
-            raise AirflowSkipException("nothing to roll back: this run never held the job, so it changed nothing")
-        migration = self.migration(context)
-        control, holder, spec = migration.control, migration.holder, migration.spec
-        try:
-            take(control, holder, migration.deploy.hold_ttl_s, dag_run_state(context))
-        except JobHeldError as exc:
-            raise AirflowSkipException(f"nothing to roll back, this run never held the job: {exc}") from exc
-        try:
-            ti = context["ti"]
-            reason = failure_reason(spec.checkpoint, ti.dag_id, ti.run_id)
-            switch = migration.roll_back(reason)
-        finally:
-            release(control, holder)
-        raise rolled_back_error(spec.name, reason, switch)
-
-
-class ReleaseAfterSafeDisableOperator(ReleaseJobHoldOperator):
-    """Give up the run's hold; returns the migration's result: every switch it made, in place or by restart,
-    with its pause (the XCom of the switch tasks)."""
-
-    def __init__(
-        self,
-        *,
-        switch_task_ids: list[str],
-        job: str,
-        spec_file: str | None = None,
-        sync_overrides: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.switch_task_ids = switch_task_ids
-        self.job, self.spec_file, self.sync_overrides = job, spec_file, sync_overrides or {}
-
-    def execute(self, context: Context) -> dict[str, Any]:  # type: ignore[override]
-        super().execute(context)
-        switches = [context["ti"].xcom_pull(task_ids=task_id) for task_id in self.switch_task_ids]
-        for switch in filter(None, switches):
-            self.log.info("switched to %s %s, pause %s s (%s)", switch["to"], switch["path"], switch["pause_s"],
-                          switch["why"])  # fmt: skip
-        # The migration changed what runs, not the spec it came from: say which file would turn async back on.
-        checks = spec_follow_up(self.job, self.spec_file, ControlArea.for_checkpoint(self.checkpoint),
-                                self.sync_overrides)  # fmt: skip
-        for check in checks:
-            (self.log.info if check.async_on is False else self.log.warning)("spec: %s", check.advice)
-        return {"switches": [s for s in switches if s], "spec_files": [c.to_json() for c in checks]}
 
 
 def safe_disable_async_progress(
@@ -225,7 +110,7 @@ def safe_disable_async_progress(
 
 def _steps(plan: SafeDisable, hold_ttl_s: float, deferrable: bool, spec_file: str | None) -> None:
     """The TaskGroup's tasks, one per step, and their order."""
-    job, recorder = plan.spec, _failure_recorder(plan.checkpoint)
+    job, recorder = plan.spec, failure_recorder(plan.checkpoint)
     common = {
         "spec": job.to_mapping(),
         "sync_overrides": plan.sync_overrides,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FILE_SINKS", "SOURCE_IDENTITY_OPTIONS", "changes_between", "refusals"]
+__all__ = ["FILE_SINKS", "SOURCE_IDENTITY_OPTIONS", "changes_between", "refusals", "spec_part"]
 
 
 #: Source options that say *what* is read: changing them leaves the checkpoint's offsets meaningless.
@@ -37,7 +37,7 @@ def changes_between(deployed: dict[str, Any], desired: dict[str, Any]) -> dict[s
     }
 
 
-def _part(spec: dict[str, Any], *path: str) -> Any:
+def spec_part(spec: dict[str, Any], *path: str) -> Any:
     for key in path:
         spec = (spec or {}).get(key) if isinstance(spec, dict) else None
     return spec
@@ -55,13 +55,13 @@ def refusals(deployed: dict[str, Any], desired: dict[str, Any]) -> list[str]:
             "the checkpoint location changed: a new location starts the query over (offsets, commits and "
             "state stay behind); deploy it as a new job name and retire this one"
         )
-    old_source, new_source = _part(deployed, "source", "format"), _part(desired, "source", "format")
+    old_source, new_source = spec_part(deployed, "source", "format"), spec_part(desired, "source", "format")
     if old_source != new_source:
         why.append(f"the source changed ({old_source} -> {new_source}): Spark does not allow a different source")
     else:
         old_opts, new_opts = (
-            _lower_keys(_part(deployed, "source", "options")),
-            _lower_keys(_part(desired, "source", "options")),
+            _lower_keys(spec_part(deployed, "source", "options")),
+            _lower_keys(spec_part(desired, "source", "options")),
         )
         for key in sorted(SOURCE_IDENTITY_OPTIONS):
             if old_opts.get(key) != new_opts.get(key):
@@ -69,15 +69,15 @@ def refusals(deployed: dict[str, Any], desired: dict[str, Any]) -> list[str]:
                     f"source option {key} changed: what the query reads changed, and Spark's checkpointed "
                     "offsets would not match it"
                 )
-    old_sink, new_sink = (str(_part(s, "sink", "format") or "").lower() for s in (deployed, desired))
+    old_sink, new_sink = (str(spec_part(s, "sink", "format") or "").lower() for s in (deployed, desired))
     if old_sink != new_sink and (new_sink in FILE_SINKS or (old_sink in FILE_SINKS and new_sink != "kafka")):
         why.append(
             f"the sink changed from {old_sink} to {new_sink}: Spark allows only a few sink changes "
             "(a file sink to Kafka, Kafka to foreach), never into a file sink"
         )
     if old_sink == new_sink and new_sink in FILE_SINKS:
-        if _lower_keys(_part(deployed, "sink", "options")).get("path") != _lower_keys(
-            _part(desired, "sink", "options")
+        if _lower_keys(spec_part(deployed, "sink", "options")).get("path") != _lower_keys(
+            spec_part(desired, "sink", "options")
         ).get("path"):
             why.append("the file sink's output directory changed: Spark does not allow it")
     stateful = bool(deployed.get("stateful") or desired.get("stateful"))

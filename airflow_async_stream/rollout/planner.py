@@ -23,9 +23,9 @@ from typing import Any
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.rollout.changes import (
-    _part,
     changes_between,
     refusals,
+    spec_part,
 )
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder
 from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
@@ -101,7 +101,7 @@ def switch_for(observed: ObservedJob, target: dict[str, Any], require_sync_safe:
 
 
 def _async_on(spec: dict[str, Any] | None) -> bool:
-    return bool(_part(spec or {}, "async_progress", "enabled"))
+    return bool(spec_part(spec or {}, "async_progress", "enabled"))
 
 
 def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None) -> PlanItem:
