@@ -15,7 +15,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MODULES", "install", "renamed", "renamed_argument"]
+__all__ = ["MODULES", "NAMES", "install", "renamed", "renamed_argument"]
 
 _P = "airflow_async_stream"
 
@@ -91,11 +91,33 @@ def install() -> None:
         sys.meta_path.insert(0, _Finder())
 
 
-def renamed(module: str, name: str, names: dict[str, tuple[str, str]]) -> Any:
-    """For a module's ``__getattr__``: the object an old ``name`` now is, with a warning; AttributeError else.
+_MIGRATIONS = f"{_P}.migrations"
+#: Names of the previous release in a module that stays: module -> old name -> (new module, new name).
+NAMES: dict[str, dict[str, tuple[str, str]]] = {
+    f"{_P}.exceptions": {
+        "ReconfigureError": (f"{_P}.exceptions", "SwitchError"),
+        "ReconfigureTimeoutError": (f"{_P}.exceptions", "SwitchTimeoutError"),
+    },
+    f"{_P}.switch.request": {"reconfigure": (f"{_P}.switch.request", "switch_in_place")},
+    f"{_P}.operators.hold": {
+        "TakeJobLeaseOperator": (f"{_P}.operators.hold", "TakeJobHoldOperator"),
+        "ReleaseJobLeaseOperator": (f"{_P}.operators.hold", "ReleaseJobHoldOperator"),
+    },
+    _MIGRATIONS: {"safe_disable_async_progress": (f"{_P}.factories", "safe_disable_async_progress")},
+    f"{_MIGRATIONS}.safe_disable_steps": {
+        **{
+            n: (f"{_MIGRATIONS}.specs", n) for n in ("ASYNC_EVERY_BATCH", "SYNCHRONOUS", "at_interval_0", "synchronous")
+        },
+        **{n: (f"{_MIGRATIONS}.outcome", n) for n in ("Switch", "failure_reason", "note_failure", "rolled_back_error")},
+        "run_safe_disable": (f"{_MIGRATIONS}.run", "run_safe_disable"),
+    },
+}
 
-    ``names`` maps an old name to (new module, new name).
-    """
+
+def renamed(module: str, name: str) -> Any:
+    """For a module's ``__getattr__``: the object an old ``name`` of ``module`` now is (see NAMES), with a
+    warning; AttributeError for any other name."""
+    names = NAMES.get(module, {})
     if name not in names:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     new_module, new_name = names[name]

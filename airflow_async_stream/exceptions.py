@@ -155,11 +155,7 @@ class SwitchTimeoutError(SwitchError, TimeoutError):
     """The driver did not settle the request in time."""
 
 
-#: The previous release's names, answered with a warning for one release.
-_RENAMED = {"ReconfigureError": "SwitchError", "ReconfigureTimeoutError": "SwitchTimeoutError"}
-
-
 def __getattr__(name: str) -> type[AsyncStreamError]:
     from airflow_async_stream._moved import renamed
 
-    return renamed(__name__, name, {old: (__name__, new) for old, new in _RENAMED.items()})
+    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

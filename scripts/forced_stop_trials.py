@@ -115,7 +115,7 @@ def _at_in_place_point(point: str, control: Any, interval_0: bool, status: dict[
 
 
 def _migrate(migration: Any, result: dict[str, Any]) -> None:
-    from airflow_async_stream.migrations.safe_disable_steps import run_safe_disable
+    from airflow_async_stream.migrations.run import run_safe_disable
 
     try:
         run_safe_disable(migration, migration.control.read_status())

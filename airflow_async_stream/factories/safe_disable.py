@@ -22,11 +22,8 @@ from airflow.sdk.configuration import conf
 from airflow_async_stream._moved import renamed_argument
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.migrations.safe_disable_steps import (
-    ASYNC_EVERY_BATCH,
-    SYNCHRONOUS,
-    SafeDisable,
-)
+from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
+from airflow_async_stream.migrations.specs import ASYNC_EVERY_BATCH, SYNCHRONOUS
 from airflow_async_stream.operators.hold import TakeJobHoldOperator
 from airflow_async_stream.operators.safe_disable import (
     ReleaseAfterSafeDisableOperator,

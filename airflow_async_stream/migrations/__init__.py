@@ -11,9 +11,6 @@ from airflow_async_stream._moved import renamed
 
 __all__: list[str] = []
 
-#: Moved to the factories package; answered here, with a warning, for one release.
-_RENAMED = {"safe_disable_async_progress": ("airflow_async_stream.factories", "safe_disable_async_progress")}
-
 
 def __getattr__(name: str) -> Any:
-    return renamed(__name__, name, _RENAMED)
+    return renamed(__name__, name)  # moved to the factories package: _moved.NAMES

@@ -24,93 +24,37 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from airflow_async_stream._moved import renamed
 from airflow_async_stream.driver.commits import CommitCheck, wait_for_commits
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import (
     CommittedBatchesError,
     NotSwitchableError,
-    SafeDisableRolledBackError,
     SwitchRefusedError,
     UnsafeSyncRestartError,
 )
-from airflow_async_stream.insight.batches import idle_between, ran_a_batch
-from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.migrations.outcome import (
+    Switch,
+    restart_pause,
+)
+from airflow_async_stream.migrations.specs import at_interval_0, synchronous
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart, inspect_checkpoint, latest_batch
+from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart, latest_batch
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, revoked_error
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import (
-    ACTIVE_STATES,
     Deployment,
     Status,
     SwitchAccount,
     SwitchOutcome,
     hold_ttl_s,
-    now,
 )
 from airflow_async_stream.switch.request import running_spec, switch_in_place, why_not_in_place
 
-__all__ = [
-    "ASYNC_EVERY_BATCH",
-    "SYNCHRONOUS",
-    "SafeDisable",
-    "Switch",
-    "at_interval_0",
-    "failure_reason",
-    "migration_hold_ttl_s",
-    "note_failure",
-    "rolled_back_error",
-    "run_safe_disable",
-    "synchronous",
-]
+__all__ = ["SafeDisable", "migration_hold_ttl_s"]
 
 _log = logging.getLogger(__name__)
-
-#: The spec changes of the async phase (every batch checkpointed) and of the synchronous target.
-ASYNC_EVERY_BATCH: dict[str, Any] = {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}}
-SYNCHRONOUS: dict[str, Any] = {"async_progress": {"enabled": False}}
-
-
-def at_interval_0(spec: JobSpec | dict[str, Any]) -> JobSpec:
-    """The spec with async progress tracking on and every batch checkpointed."""
-    return parse_spec(deep_merge(_mapping(spec), ASYNC_EVERY_BATCH))
-
-
-def synchronous(spec: JobSpec | dict[str, Any], overrides: dict[str, Any] | None = None) -> JobSpec:
-    """The spec with async progress tracking off, and ``overrides`` (e.g. new ``spark_conf``) applied."""
-    return parse_spec(deep_merge(_mapping(spec), deep_merge(SYNCHRONOUS, overrides or {})))
-
-
-def _mapping(spec: JobSpec | dict[str, Any]) -> dict[str, Any]:
-    return spec.to_mapping() if isinstance(spec, JobSpec) else dict(spec)
-
-
-def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolledBackError:
-    """The error a rolled-back migration ends with: what failed, and that the job keeps running async."""
-    how = {"unchanged": "runs on with", "deployed": "was redeployed with"}.get(
-        switch.outcome, "was switched in place to"
-    )
-    return SafeDisableRolledBackError(
-        f"async progress tracking stays on for job {job!r}: {reason}. The job {how} async on and checkpoint "
-        f"interval 0 (deployment {switch.deployment_id}) and keeps running."
-    )
-
-
-def note_failure(checkpoint: str, dag_id: str, run_id: str, step: str, reason: str) -> None:
-    """Record which step of a run failed and why (``safe-disable.json``), for the rollback's message."""
-    ControlArea.for_checkpoint(checkpoint).write_json(
-        ControlArea.MIGRATION,
-        {"dag_id": dag_id, "run_id": run_id, "failed_step": step, "reason": reason, "at": now()},
-    )
-
-
-def failure_reason(checkpoint: str, dag_id: str, run_id: str) -> str:
-    """Why this run's migration failed: the step it noted, else what the checkpoint says now."""
-    note = ControlArea.for_checkpoint(checkpoint).read_json(ControlArea.MIGRATION) or {}
-    if note.get("run_id") == run_id and note.get("dag_id") == dag_id:
-        return f"step {note['failed_step']} failed: {note['reason']}"
-    return f"a step failed (see its log); the checkpoint now says: {inspect_checkpoint(checkpoint).reason}"
 
 
 def migration_hold_ttl_s(deploy: DeploySettings, wait_timeout_s: float, waits: int = 2) -> float:
@@ -126,46 +70,6 @@ def migration_hold_ttl_s(deploy: DeploySettings, wait_timeout_s: float, waits: i
 
 
 IN_PLACE, RESTART = "in_place", "restart"
-
-
-@dataclass(frozen=True)
-class Switch:
-    """One configuration change of the migration: how it was made and why, where its wait counts from, and
-    the stream's pause across it (idle time between the last batch before and the first after, from the
-    progress log's own timestamps; None while no batch ran after it)."""
-
-    to: str
-    path: str
-    why: str
-    deployment_id: str
-    start_batch: int | None
-    pause_s: float | None = None
-    outcome: str = SwitchOutcome.SWITCHED
-    #: The driver's reason when the switch did not go as asked (the gate's verdict).
-    reason: str | None = None
-
-    def describe(self) -> str:
-        pause = "not measured: no batch ran yet" if self.pause_s is None else f"{self.pause_s:.2f} s"
-        return f"to {self.to}: {self.path.replace('_', ' ')} ({self.why}), pause {pause}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "to": self.to,
-            "path": self.path,
-            "why": self.why,
-            "deployment_id": self.deployment_id,
-            "start_batch": self.start_batch,
-            "pause_s": self.pause_s,
-            "outcome": self.outcome,
-            "reason": self.reason,
-        }
-
-
-def restart_pause(control: ControlArea, before_id: str | None, after_id: str) -> float | None:
-    """Idle time across a redeploy: end of the previous deployment's last batch to the new one's first."""
-    before = control.latest_progress(before_id, ran_a_batch) if before_id else None
-    after = [e for e in control.read_progress(after_id) if ran_a_batch(e)]  # a deployment just started: short
-    return idle_between(before, after[0]) if before and after else None
 
 
 @dataclass(frozen=True)
@@ -337,22 +241,5 @@ class SafeDisable:
         return deploy_job(spec, self.holder, replace(self.deploy, redeploy=redeploy), self.run_state, self.log)
 
 
-def run_safe_disable(migration: SafeDisable, status: Status | None) -> list[Switch]:
-    """Every step in order, in this process; the switches made (the last one: to synchronous).
-
-    ``status`` is the job's status record before the run: a job already stopped whose checkpoint is safe
-    for a synchronous restart (a crashed run got past the gate) goes straight to the synchronous deploy.
-    Raises on the first failing step; the caller rolls back.
-    """
-    switches: list[Switch] = []
-    stopped = status is None or status.state not in ACTIVE_STATES
-    if stopped and inspect_checkpoint(migration.checkpoint).sync_restart_safe:
-        migration.log.info("%s: stopped and its checkpoint is safe for a synchronous restart", migration.spec.name)
-    else:
-        switches.append(migration.to_interval_0())
-        migration.wait_for_batches(switches[-1], migration.async_batches)
-        migration.stop_for_gate()
-        migration.gate()
-    switches.append(migration.to_synchronous())
-    migration.wait_for_batches(switches[-1], 1)
-    return switches
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name)  # moved out in this release: _moved.NAMES

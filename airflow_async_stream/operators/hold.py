@@ -51,12 +51,5 @@ class ReleaseJobHoldOperator(BaseOperator):
         release(ControlArea.for_checkpoint(self.checkpoint), Holder.for_task(context, "release"))
 
 
-#: The previous release's names, answered with a warning for one release.
-_RENAMED = {
-    "TakeJobLeaseOperator": (__name__, "TakeJobHoldOperator"),
-    "ReleaseJobLeaseOperator": (__name__, "ReleaseJobHoldOperator"),
-}
-
-
 def __getattr__(name: str) -> Any:
-    return renamed(__name__, name, _RENAMED)
+    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

@@ -11,12 +11,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.launchers import launcher_for
-from airflow_async_stream.migrations.safe_disable_steps import (
-    SafeDisable,
-    failure_reason,
-    note_failure,
-    rolled_back_error,
-)
+from airflow_async_stream.migrations.outcome import failure_reason, note_failure, rolled_back_error
+from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.hold import ReleaseJobHoldOperator

@@ -37,12 +37,9 @@ from airflow_async_stream.exceptions import (
     SwitchFailedError,
     SwitchRefusedError,
 )
-from airflow_async_stream.migrations.safe_disable_steps import (
-    SafeDisable,
-    at_interval_0,
-    migration_hold_ttl_s,
-    run_safe_disable,
-)
+from airflow_async_stream.migrations.run import run_safe_disable
+from airflow_async_stream.migrations.safe_disable_steps import SafeDisable, migration_hold_ttl_s
+from airflow_async_stream.migrations.specs import at_interval_0
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import CHANGES, IN_PLACE, RESTART, PlanItem, spec_digest

@@ -198,4 +198,4 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_saf
 
 
 def __getattr__(name: str) -> Any:
-    return renamed(__name__, name, {"reconfigure": (__name__, "switch_in_place")})  # the previous release's name
+    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

@@ -25,7 +25,6 @@ MAX_MODULE_BYTES = 12 * 1024
 MAX_MODULE_LINES = 350
 #: Modules still over a limit, each to be split; the list may only shrink (a split module must leave it).
 STILL_OVER = {
-    "migrations/safe_disable_steps.py",
     "rollout/apply.py",
 }
 TESTS = PACKAGE.parent / "tests"

@@ -106,3 +106,19 @@ def test_the_reconfigure_command_still_runs_as_switch_and_says_so(tmp_path) -> N
         old.stderr
         == "airflow-async-stream: 'reconfigure' is now 'switch'; the old name goes in the next release\n" + new.stderr
     )
+
+
+def test_the_migration_steps_moved_out_of_safe_disable_steps_still_import() -> None:
+    """The ones the steps still use are plain attributes there; the others answer with a warning."""
+    import importlib
+    import warnings
+
+    from airflow_async_stream._moved import NAMES
+    from airflow_async_stream.migrations import run, safe_disable_steps
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for old, (module, new) in NAMES[safe_disable_steps.__name__].items():
+            assert getattr(safe_disable_steps, old) is getattr(importlib.import_module(module), new)
+    with pytest.warns(DeprecationWarning, match="safe_disable_steps.run_safe_disable moved to .*run.run_safe_disable"):
+        assert safe_disable_steps.run_safe_disable is run.run_safe_disable

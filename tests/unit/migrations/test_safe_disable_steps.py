@@ -11,7 +11,8 @@ from airflow.sdk import DAG
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.factories import safe_disable_async_progress
-from airflow_async_stream.migrations.safe_disable_steps import SafeDisable, at_interval_0, synchronous
+from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
+from airflow_async_stream.migrations.specs import at_interval_0, synchronous
 from airflow_async_stream.spec.load import parse_spec
 from tests.helpers import rate_noop
 
@@ -72,7 +73,7 @@ def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -
 def test_a_wait_ended_by_a_forced_stop_says_who_stopped_the_job(tmp_path: Any) -> None:
     """The job stopped under a migration's wait: a forced stop that ended the migration's hold is named."""
     from airflow_async_stream.exceptions import CommittedBatchesError, HoldRevokedError
-    from airflow_async_stream.migrations.safe_disable_steps import Switch
+    from airflow_async_stream.migrations.outcome import Switch
     from airflow_async_stream.state.control import ControlArea
     from airflow_async_stream.state.hold import Holder, revoke, take
     from airflow_async_stream.state.records import State, Status, now

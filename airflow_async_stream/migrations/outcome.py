@@ -1,0 +1,87 @@
+"""What a migration leaves behind: each switch it made (path, pause, batches), the step that failed and why (for
+the rollback's message), and the error a rolled-back run fails with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_async_stream.exceptions import (
+    SafeDisableRolledBackError,
+)
+from airflow_async_stream.insight.batches import idle_between, ran_a_batch
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import (
+    SwitchOutcome,
+    now,
+)
+
+__all__ = ["Switch", "failure_reason", "note_failure", "restart_pause", "rolled_back_error"]
+
+
+def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolledBackError:
+    """The error a rolled-back migration ends with: what failed, and that the job keeps running async."""
+    how = {"unchanged": "runs on with", "deployed": "was redeployed with"}.get(
+        switch.outcome, "was switched in place to"
+    )
+    return SafeDisableRolledBackError(
+        f"async progress tracking stays on for job {job!r}: {reason}. The job {how} async on and checkpoint "
+        f"interval 0 (deployment {switch.deployment_id}) and keeps running."
+    )
+
+
+def note_failure(checkpoint: str, dag_id: str, run_id: str, step: str, reason: str) -> None:
+    """Record which step of a run failed and why (``safe-disable.json``), for the rollback's message."""
+    ControlArea.for_checkpoint(checkpoint).write_json(
+        ControlArea.MIGRATION,
+        {"dag_id": dag_id, "run_id": run_id, "failed_step": step, "reason": reason, "at": now()},
+    )
+
+
+def failure_reason(checkpoint: str, dag_id: str, run_id: str) -> str:
+    """Why this run's migration failed: the step it noted, else what the checkpoint says now."""
+    note = ControlArea.for_checkpoint(checkpoint).read_json(ControlArea.MIGRATION) or {}
+    if note.get("run_id") == run_id and note.get("dag_id") == dag_id:
+        return f"step {note['failed_step']} failed: {note['reason']}"
+    return f"a step failed (see its log); the checkpoint now says: {inspect_checkpoint(checkpoint).reason}"
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One configuration change of the migration: how it was made and why, where its wait counts from, and
+    the stream's pause across it (idle time between the last batch before and the first after, from the
+    progress log's own timestamps; None while no batch ran after it)."""
+
+    to: str
+    path: str
+    why: str
+    deployment_id: str
+    start_batch: int | None
+    pause_s: float | None = None
+    outcome: str = SwitchOutcome.SWITCHED
+    #: The driver's reason when the switch did not go as asked (the gate's verdict).
+    reason: str | None = None
+
+    def describe(self) -> str:
+        pause = "not measured: no batch ran yet" if self.pause_s is None else f"{self.pause_s:.2f} s"
+        return f"to {self.to}: {self.path.replace('_', ' ')} ({self.why}), pause {pause}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "to": self.to,
+            "path": self.path,
+            "why": self.why,
+            "deployment_id": self.deployment_id,
+            "start_batch": self.start_batch,
+            "pause_s": self.pause_s,
+            "outcome": self.outcome,
+            "reason": self.reason,
+        }
+
+
+def restart_pause(control: ControlArea, before_id: str | None, after_id: str) -> float | None:
+    """Idle time across a redeploy: end of the previous deployment's last batch to the new one's first."""
+    before = control.latest_progress(before_id, ran_a_batch) if before_id else None
+    after = [e for e in control.read_progress(after_id) if ran_a_batch(e)]  # a deployment just started: short
+    return idle_between(before, after[0]) if before and after else None
