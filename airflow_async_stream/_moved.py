@@ -99,6 +99,11 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "ReconfigureTimeoutError": (f"{_P}.exceptions", "SwitchTimeoutError"),
     },
     f"{_P}.switch.request": {"reconfigure": (f"{_P}.switch.request", "switch_in_place")},
+    f"{_P}.cli.names": {
+        "Target": (f"{_P}.cli.names", "NamedJob"),
+        "TargetError": (f"{_P}.cli.names", "JobNotFoundError"),
+        "resolve_target": (f"{_P}.cli.names", "find_job"),
+    },
     f"{_P}.operators.hold": {
         "TakeJobLeaseOperator": (f"{_P}.operators.hold", "TakeJobHoldOperator"),
         "ReleaseJobLeaseOperator": (f"{_P}.operators.hold", "ReleaseJobHoldOperator"),

@@ -36,7 +36,7 @@ def _connection_launcher(conn_id: str) -> Launcher:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    control = control_for(args.target)
+    control = control_for(args.job)
     holder = Holder.this_process("stop from the command line")
     if args.force:
         revoked = revoke(control, holder, "stop --force from the command line")
@@ -68,7 +68,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    control = control_for(args.target)
+    control = control_for(args.job)
     hold = control.read_hold()
     if not hold:
         print("nobody holds this job")
@@ -92,7 +92,7 @@ def cmd_switch(args: argparse.Namespace) -> int:
             "airflow-async-stream: 'reconfigure' is now 'switch'; the old name goes in the next release",
             file=sys.stderr,
         )
-    control = control_for(args.target)
+    control = control_for(args.job)
     try:
         changes = [parse_assignment(text) for text in args.set]
     except ValueError as exc:

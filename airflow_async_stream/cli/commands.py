@@ -94,7 +94,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_TARGET_HELP = (
+_JOB_HELP = (
     "a job name deployed from this host (looked up in $AIRFLOW_ASYNC_STREAM_HOME/jobs), "
     "a spec file, a checkpoint path or URL, or a control area"
 )
@@ -102,7 +102,7 @@ _TARGET_HELP = (
 
 def _add_stop(sub: Any) -> None:
     p = sub.add_parser("stop", help="stop a job gracefully (between micro-batches) and wait for its final status")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
+    p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)
     p.add_argument("--graceful-timeout", type=float, default=60.0, help="seconds the batch in flight may take")
     p.add_argument(
         "--kill-after",
@@ -141,17 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("status", help="a job's status record and latest progress")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
+    p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("inspect", help="Spark's offset and commit logs, and whether a synchronous restart is safe")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP + " (read-only)")
+    p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP + " (read-only)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--full", action="store_true", help="with --json: every batch id and gap, not the newest")
     p.set_defaults(func=cmd_inspect)
     _add_stop(sub)
     p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
+    p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)
     p.add_argument("--force", action="store_true", help="release even though the hold has not expired")
     p.set_defaults(func=cmd_release)
     p = sub.add_parser(
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         aliases=["reconfigure"],  # the previous release's name: warns, goes in the next release
         help="switch a running job's query to changed settings in place (no new driver) and print the pause",
     )
-    p.add_argument("target", metavar="JOB_OR_CHECKPOINT", help=_TARGET_HELP)
+    p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)
     p.add_argument(
         "--set",
         action="append",

@@ -1,8 +1,8 @@
-"""What a command-line target names: a job name, a spec file, a checkpoint or a control area.
+"""How a command names a job: by its name, a spec file, a checkpoint or a control area.
 
 Every command that acts on one job (``status``, ``inspect``, ``stop``, ``release``, ``switch``)
-resolves its target here, so they accept the same things. A target that is neither a known job nor an
-existing checkpoint is a ``TargetError`` saying what was looked for where, never an empty answer: a typo
+finds the job here, so they accept the same things. A name that is neither a known job nor an
+existing checkpoint is a ``JobNotFoundError`` saying what was looked for where, never an empty answer: a typo
 must not read as "never deployed" or "safe".
 """
 
@@ -12,7 +12,9 @@ import os
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from airflow_async_stream._moved import renamed
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.spec.folder import SPEC_SUFFIXES
 from airflow_async_stream.spec.load import load_spec
@@ -21,16 +23,16 @@ from airflow_async_stream.state.checkpoint import looks_like_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import SUFFIX
 
-__all__ = ["Target", "TargetError", "control_for", "resolve_target"]
+__all__ = ["NamedJob", "JobNotFoundError", "control_for", "find_job"]
 
 
-class TargetError(AsyncStreamError, LookupError):
-    """A command-line target names nothing this tool can find."""
+class JobNotFoundError(AsyncStreamError, LookupError):
+    """A command names a job this tool cannot find."""
 
 
 @dataclass(frozen=True)
-class Target:
-    """One job's checkpoint and control area, and how the target named them."""
+class NamedJob:
+    """One job's checkpoint and control area, and how the command named them."""
 
     checkpoint: str
     control: ControlArea
@@ -45,53 +47,55 @@ def _absolute(text: str) -> str:
     return text if _is_url(text) else os.path.abspath(text)
 
 
-def _by_job_name(name: str) -> Target:
+def _by_job_name(name: str) -> NamedJob:
     entry = registry.lookup(name)
     if entry is None and Path(name).is_dir():
         return _by_checkpoint(name)
     if entry is None:
-        raise TargetError(
+        raise JobNotFoundError(
             f"no job named {name!r} was deployed from this host: job names are looked up in "
             f"{registry.registry_dir()} (AIRFLOW_ASYNC_STREAM_HOME/jobs; set AIRFLOW_ASYNC_STREAM_HOME to the "
             "folder the deploying Airflow used), or give the job's checkpoint or spec file instead"
         )
     control = ControlArea(entry["control_area"])
     checkpoint = entry.get("checkpoint") or control.url[: -len(SUFFIX)]
-    return Target(checkpoint, control, "job name")
+    return NamedJob(checkpoint, control, "job name")
 
 
-def _by_spec_file(path: str) -> Target:
+def _by_spec_file(path: str) -> NamedJob:
     if not Path(path).is_file():
-        raise TargetError(f"no spec file at {_absolute(path)}")
+        raise JobNotFoundError(f"no spec file at {_absolute(path)}")
     checkpoint = load_spec(path).checkpoint
-    return Target(checkpoint, ControlArea.for_checkpoint(checkpoint), "spec file")
+    return NamedJob(checkpoint, ControlArea.for_checkpoint(checkpoint), "spec file")
 
 
-def _by_control_area(url: str) -> Target:
+def _by_control_area(url: str) -> NamedJob:
     control = ControlArea(_absolute(url))
     if not control.exists():
-        raise TargetError(f"no control area at {control.url}: no job was deployed on {control.url[: -len(SUFFIX)]}")
-    return Target(control.url[: -len(SUFFIX)], control, "control area")
+        raise JobNotFoundError(
+            f"no control area at {control.url}: no job was deployed on {control.url[: -len(SUFFIX)]}"
+        )
+    return NamedJob(control.url[: -len(SUFFIX)], control, "control area")
 
 
-def _by_checkpoint(url: str) -> Target:
+def _by_checkpoint(url: str) -> NamedJob:
     checkpoint = _absolute(url).rstrip("/")
     control = ControlArea.for_checkpoint(checkpoint)
     spark_wrote = looks_like_checkpoint(checkpoint)
     if spark_wrote or control.exists():
-        return Target(checkpoint, control, "checkpoint")
+        return NamedJob(checkpoint, control, "checkpoint")
     if spark_wrote is None:
-        raise TargetError(f"nothing at {checkpoint}: no checkpoint, and no job was deployed there")
-    raise TargetError(
+        raise JobNotFoundError(f"nothing at {checkpoint}: no checkpoint, and no job was deployed there")
+    raise JobNotFoundError(
         f"{checkpoint} is not a Spark checkpoint (it holds no metadata, offsets/ or commits/) and no job was "
         f"deployed there (no {posixpath.basename(control.url)} beside it)"
     )
 
 
-def resolve_target(text: str) -> Target:
-    """The job a command-line target names; TargetError when it names nothing that exists."""
+def find_job(text: str) -> NamedJob:
+    """The job a command names; JobNotFoundError when it names nothing that exists."""
     if not text.strip():
-        raise TargetError("the target is empty: give a job name, spec file, checkpoint or control area")
+        raise JobNotFoundError("no job named: give a job name, spec file, checkpoint or control area")
     if text.rstrip("/").endswith(SUFFIX):
         return _by_control_area(text.rstrip("/"))
     if Path(text).suffix in SPEC_SUFFIXES and not _is_url(text):
@@ -101,6 +105,10 @@ def resolve_target(text: str) -> Target:
     return _by_checkpoint(text)
 
 
-def control_for(target: str) -> ControlArea:
+def control_for(job: str) -> ControlArea:
     """A job name, a spec file, a checkpoint, or a control area: all lead to one control area ."""
-    return resolve_target(target).control
+    return find_job(job).control
+
+
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow_async_stream.cli import EXIT_OK
-from airflow_async_stream.cli.names import TargetError, control_for, resolve_target
+from airflow_async_stream.cli.names import JobNotFoundError, control_for, find_job
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
@@ -124,7 +124,7 @@ def _print_status(report: dict[str, Any]) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    report = status_report(control_for(args.target))
+    report = status_report(control_for(args.job))
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
@@ -161,10 +161,10 @@ def _print_inspection(inspection: Inspection) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    target = resolve_target(args.target)
-    inspection = inspect_checkpoint(target.checkpoint)
+    job = find_job(args.job)
+    inspection = inspect_checkpoint(job.checkpoint)
     if not inspection.exists:
-        raise TargetError(f"no checkpoint at {target.checkpoint} (from the {target.named_by}): its query never started")
+        raise JobNotFoundError(f"no checkpoint at {job.checkpoint} (from the {job.named_by}): its query never started")
     if args.json:
         print(json.dumps(inspection.to_json(full=args.full), indent=2, sort_keys=True))
     else:

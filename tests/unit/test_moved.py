@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from airflow_async_stream._moved import MODULES
+from airflow_async_stream._moved import MODULES, NAMES
 
 
 @pytest.mark.parametrize("old", sorted(MODULES))
@@ -122,3 +122,17 @@ def test_the_migration_steps_moved_out_of_safe_disable_steps_still_import() -> N
             assert getattr(safe_disable_steps, old) is getattr(importlib.import_module(module), new)
     with pytest.warns(DeprecationWarning, match="safe_disable_steps.run_safe_disable moved to .*run.run_safe_disable"):
         assert safe_disable_steps.run_safe_disable is run.run_safe_disable
+
+
+@pytest.mark.parametrize("module", sorted(NAMES))
+def test_every_retired_name_still_resolves_to_what_it_is_now(module: str) -> None:
+    import importlib
+    import warnings
+
+    from airflow_async_stream._moved import NAMES
+
+    old_home = importlib.import_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for old, (new_module, new) in NAMES[module].items():
+            assert getattr(old_home, old) is getattr(importlib.import_module(new_module), new), old
