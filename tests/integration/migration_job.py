@@ -8,18 +8,18 @@ from pathlib import Path
 
 from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
+from tests.helpers import rate_noop
 
 
 def async_job(checkpoint: str, trigger: str) -> dict:
     """The job under test: async on with a 2 s interval, so its logs have gaps."""
-    return {
-        "name": "fault-job",
-        "checkpoint": checkpoint,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 200}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": trigger},
-        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
-    }
+    return rate_noop(
+        "fault-job",
+        checkpoint,
+        rows=200,
+        trigger={"processing_time": trigger},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
+    )
 
 
 def start_async_job(checkpoint: str) -> None:
@@ -51,20 +51,13 @@ def live_drivers(control: ControlArea) -> list[int]:
 def migration_dag(checkpoint: str, dag_id: str, trigger: str, in_place: bool = True) -> Path:
     """A DAG file running the safe-disable migration of the job at ``checkpoint`` (batches every ``trigger``),
     switching in place where it can, or by restarts only."""
-    from tests.integration.helpers import write_dag
+    from tests.integration.helpers import write_job_dag
 
-    spec = async_job(checkpoint, trigger)
-    return write_dag(
+    return write_job_dag(
         dag_id,
+        async_job(checkpoint, trigger),
         f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.factories import safe_disable_async_progress
-
-        @dag(schedule=None)
-        def {dag_id}():
-            safe_disable_async_progress({spec!r}, startup_timeout_s=180, wait_timeout_s=120, deferrable=False,
-                                        in_place={in_place!r})
-
-        {dag_id}()
+        safe_disable_async_progress(SPEC, startup_timeout_s=180, wait_timeout_s=120, deferrable=False,
+                                    in_place={in_place!r})
         """,
     )

@@ -12,7 +12,7 @@ from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import local_pid_alive
 from tests.helpers import rate_noop
-from tests.integration.helpers import DriverWatch, run_dag, task_states, write_dag, xcom
+from tests.integration.helpers import DriverWatch, run_dag, task_states, write_job_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -31,17 +31,11 @@ def _spec(checkpoint: str, **changes: object) -> dict:
 
 def _deploy_alone(dag_id: str, spec: dict, capfd: pytest.CaptureFixture[str]) -> tuple[Any, str]:
     """Run a DAG whose one task deploys ``spec``; return the run and everything it printed."""
-    path = write_dag(
+    path = write_job_dag(
         dag_id,
-        f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.operators import DeployStreamingJobOperator
-
-        @dag(schedule=None)
-        def {dag_id}():
-            DeployStreamingJobOperator(task_id="deploy", spec={spec!r}, startup_timeout_s=120)
-
-        {dag_id}()
+        spec,
+        """
+            DeployStreamingJobOperator(task_id="deploy", spec=SPEC, startup_timeout_s=120)
         """,
     )
     dag_run = run_dag(path, dag_id)
@@ -52,23 +46,16 @@ def _deploy_alone(dag_id: str, spec: dict, capfd: pytest.CaptureFixture[str]) ->
 def test_second_deploy_on_live_checkpoint_is_refused_and_redeploy_takes_over(
     airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_dag(
+    path = write_job_dag(
         "one_driver_per_checkpoint",
-        f"""
-        from pathlib import Path
-        from airflow.sdk import dag, task
-        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-
-        SPEC = {_spec(checkpoint_dir)!r}
-
-        @dag(schedule=None)
-        def one_driver_per_checkpoint():
+        _spec(checkpoint_dir),
+        """
             first = DeployStreamingJobOperator(task_id="first", spec=SPEC)
 
             @task
             def submitted_args(record: dict) -> list:
                 pid = record["driver"]["launcher_pid"]
-                return Path(f"/proc/{{pid}}/cmdline").read_bytes().decode().split("\\0")
+                return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\\0")
 
             second = DeployStreamingJobOperator(task_id="second", spec=SPEC, startup_timeout_s=60)
             takeover = DeployStreamingJobOperator(
@@ -77,8 +64,6 @@ def test_second_deploy_on_live_checkpoint_is_refused_and_redeploy_takes_over(
             stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, trigger_rule="all_done")
             args = submitted_args(first.output)
             first >> args >> second >> takeover >> stop
-
-        one_driver_per_checkpoint()
         """,
     )
     with DriverWatch(checkpoint_dir) as watch:
@@ -128,26 +113,17 @@ def test_entrypoint_transform_runs_in_the_driver(
         sink={"format": "json", "options": {"path": str(output)}},
         async_progress={"enabled": False},
     )
-    path = write_dag(
+    path = write_job_dag(
         "entrypoint_transform",
-        f"""
-        from pathlib import Path
-        from airflow.sdk import dag, task
-        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-
-        SPEC = {spec!r}
-
-        @dag(schedule=None)
-        def entrypoint_transform():
+        spec,
+        """
             deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
 
             @task.sensor(poke_interval=1, timeout=120)
             def rows_written() -> bool:
-                return any(p.stat().st_size for p in Path({str(output)!r}).glob("part-*.json"))
+                return any(p.stat().st_size for p in Path(SPEC["sink"]["options"]["path"]).glob("part-*.json"))
 
             deploy >> rows_written() >> StopStreamingJobOperator(task_id="stop", spec=SPEC)
-
-        entrypoint_transform()
         """,
     )
     dag_run = run_dag(path, "entrypoint_transform")
@@ -163,17 +139,10 @@ def test_existing_application_hands_its_writer_to_govern(
 ) -> None:
     spec = _spec(checkpoint_dir, application=str(user_code_on_path / "existing_app.py"))
     del spec["source"], spec["sink"]
-    path = write_dag(
+    path = write_job_dag(
         "existing_application",
-        f"""
-        from airflow.sdk import dag, task
-        from airflow_async_stream.state.checkpoint import latest_batch
-        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-
-        SPEC = {spec!r}
-
-        @dag(schedule=None)
-        def existing_application():
+        spec,
+        """
             deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
 
             @task.sensor(poke_interval=1, timeout=120)
@@ -181,8 +150,6 @@ def test_existing_application_hands_its_writer_to_govern(
                 return (latest_batch(SPEC["checkpoint"], "commits") or 0) >= 2
 
             deploy >> two_commits() >> StopStreamingJobOperator(task_id="stop", spec=SPEC)
-
-        existing_application()
         """,
     )
     dag_run = run_dag(path, "existing_application")
@@ -199,18 +166,13 @@ def test_existing_application_hands_its_writer_to_govern(
 
 def test_templated_spec_is_validated_again_before_submit(airflow_db: None, checkpoint_dir: str, capfd) -> None:
     spec = _spec(checkpoint_dir, async_progress={"enabled": True, "checkpoint_interval_ms": "{{ params.interval }}"})
-    path = write_dag(
+    path = write_job_dag(
         "validated_before_submit",
-        f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.operators import DeployStreamingJobOperator
-
-        @dag(schedule=None, params={{"interval": -1}}, render_template_as_native_obj=True)
-        def validated_before_submit():
-            DeployStreamingJobOperator(task_id="deploy", spec={spec!r})
-
-        validated_before_submit()
+        spec,
+        """
+            DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
         """,
+        dag_args='schedule=None, params={"interval": -1}, render_template_as_native_obj=True',
     )
     dag_run = run_dag(path, "validated_before_submit")
     out = capfd.readouterr()
@@ -229,26 +191,17 @@ def test_shell_metacharacters_reach_spark_submit_as_plain_arguments(
     pwned = tmp_path / "pwned"
     checkpoint = str(CHECKPOINT_ROOT / f"ck $(touch {pwned}); `touch {pwned}` && echo x")
     spec = _spec(checkpoint, spark_conf={"spark.app.note": f"$(touch {pwned})"})
-    path = write_dag(
+    path = write_job_dag(
         "shell_metacharacters",
-        f"""
-        from pathlib import Path
-        from airflow.sdk import dag, task
-        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-
-        SPEC = {spec!r}
-
-        @dag(schedule=None)
-        def shell_metacharacters():
+        spec,
+        """
             deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
 
             @task
             def submitted_args(record: dict) -> list:
-                return Path(f"/proc/{{record['driver']['launcher_pid']}}/cmdline").read_bytes().decode().split("\\0")
+                return Path(f"/proc/{record['driver']['launcher_pid']}/cmdline").read_bytes().decode().split("\\0")
 
             deploy >> submitted_args(deploy.output) >> StopStreamingJobOperator(task_id="stop", spec=SPEC)
-
-        shell_metacharacters()
         """,
     )
     dag_run = run_dag(path, "shell_metacharacters")
@@ -265,17 +218,11 @@ def test_a_connection_that_cannot_be_read_fails_the_deploy_instead_of_running_lo
     airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", "spark://user:hunter2-pw@spark-master:notaport")
-    path = write_dag(
+    path = write_job_dag(
         "unreadable_connection",
-        f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.operators import DeployStreamingJobOperator
-
-        @dag(schedule=None)
-        def unreadable_connection():
-            DeployStreamingJobOperator(task_id="deploy", spec={_spec(checkpoint_dir)!r})
-
-        unreadable_connection()
+        _spec(checkpoint_dir),
+        """
+            DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
         """,
     )
     dag_run = run_dag(path, "unreadable_connection")

@@ -10,7 +10,7 @@ import pytest
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from tests.helpers import rate_noop
-from tests.integration.helpers import run_dag, task_states, write_dag, xcom
+from tests.integration.helpers import run_dag, task_states, write_job_dag, xcom
 from tests.integration.standalone_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
@@ -31,27 +31,17 @@ def test_safe_disable_on_a_standalone_cluster(
         async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
         spark_conf={"spark.cores.max": 1, "spark.executor.cores": 1, "spark.executor.memory": "512m"},
     )
-    path = write_dag(
+    path = write_job_dag(
         "on_standalone_cluster",
-        f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.factories import safe_disable_async_progress
-        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-        from airflow_async_stream.sensors import CommittedBatchesSensor
-
-        SPEC = {spec!r}
-        ON_CLUSTER = {{"conn_id": "spark_standalone", "startup_timeout_s": 240}}
-
-        @dag(schedule=None)
-        def on_standalone_cluster():
-            start = DeployStreamingJobOperator(task_id="start_async", spec=SPEC, **ON_CLUSTER)
-            running = CommittedBatchesSensor(task_id="async_batches", checkpoint=SPEC["checkpoint"], min_batches=3,
-                                             baseline_batch=start.output, wait_timeout_s=180, deferrable=False)
-            migrate = safe_disable_async_progress(SPEC, wait_timeout_s=180, deferrable=False, **ON_CLUSTER)
-            stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, conn_id="spark_standalone")
-            start >> running >> migrate >> stop
-
-        on_standalone_cluster()
+        spec,
+        """
+        on_cluster = {"conn_id": "spark_standalone", "startup_timeout_s": 240}
+        start = DeployStreamingJobOperator(task_id="start_async", spec=SPEC, **on_cluster)
+        running = CommittedBatchesSensor(task_id="async_batches", checkpoint=SPEC["checkpoint"], min_batches=3,
+                                         baseline_batch=start.output, wait_timeout_s=180, deferrable=False)
+        migrate = safe_disable_async_progress(SPEC, wait_timeout_s=180, deferrable=False, **on_cluster)
+        stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, conn_id="spark_standalone")
+        start >> running >> migrate >> stop
         """,
     )
     run = run_dag(path, "on_standalone_cluster")
