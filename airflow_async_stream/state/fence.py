@@ -26,6 +26,7 @@ check is what catches that.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import posixpath
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, 
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, State, now
 
-__all__ = ["Fence", "current_token", "ended_by", "revoked_since", "start_refusal"]
+__all__ = ["Fence", "current_token", "ended_by", "guard", "revoked_since", "start_refusal"]
 
 
 #: On object stores: the folder of claimed tokens, and how many of the newest are kept.
@@ -133,6 +134,21 @@ def ended_by(control: ControlArea, holder: str, token: int) -> str:
     return f"{fence.get('why') or 'a later holder'} (token {fence.get('token')}, this hold's was {token})"
 
 
+@contextlib.contextmanager
+def guard(control: ControlArea) -> Iterator[None]:
+    """Serialise hold and token updates between processes of this host (released by the kernel if we die)."""
+    if not control.is_local:
+        yield
+        return
+    control.ensure()
+    with open(control.path(ControlArea.HOLD_GUARD), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @dataclass(frozen=True)
 class Fence:
     """What one holder was granted on one job: checked right before each action that changes the job."""
@@ -153,8 +169,6 @@ class Fence:
     def guarded(self) -> Iterator[None]:
         """Check, then run the block's action before any revocation can land (on local disks, under the
         hold's guard, which revocations also take; elsewhere the driver's own check is the backstop)."""
-        from airflow_async_stream.state.hold import guard
-
         with guard(self.control):
             self.check()
             yield

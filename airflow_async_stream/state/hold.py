@@ -22,7 +22,6 @@ so of two contenders that read the same state only one gets a token; the other f
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
 from collections.abc import Callable, Iterator, Mapping
@@ -32,6 +31,7 @@ from typing import Any
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 from airflow_async_stream.state import fence
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fence import guard
 from airflow_async_stream.state.liveness import local_pid_alive
 from airflow_async_stream.state.records import Hold, now
 
@@ -94,21 +94,6 @@ class Grant:
     def guarded(self) -> contextlib.AbstractContextManager[None]:
         """Check, then run the block's writes before any revocation can land (see fence.py)."""
         return self.fence.guarded()
-
-
-@contextlib.contextmanager
-def guard(control: ControlArea) -> Iterator[None]:
-    """Serialise hold updates between processes of this host (released by the kernel if we die)."""
-    if not control.is_local:
-        yield
-        return
-    control.ensure()
-    with open(control.path(ControlArea.HOLD_GUARD), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 #: Asks Airflow for a DAG run's state (e.g. ``RuntimeTaskInstance.get_dagrun_state``); None when unknown.

@@ -44,19 +44,8 @@ from airflow_async_stream.sensors import CommittedBatchesSensor
 from airflow_async_stream.state.checkpoint import latest_batch
 """
 
-#: The usual life of a job in a test DAG: deployed, two batches committed after its start, stopped.
-DEPLOY_WATCH_STOP = """
-deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
-watch = CommittedBatchesSensor(task_id="watch", checkpoint=SPEC["checkpoint"], min_batches=2,
-                               baseline_batch=deploy.output, deferrable=False)
-stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, trigger_rule="all_done")
-deploy >> watch >> stop
-"""
 
-
-def write_job_dag(
-    dag_id: str, spec: dict[str, Any], body: str = DEPLOY_WATCH_STOP, dag_args: str = "schedule=None"
-) -> Path:
+def write_job_dag(dag_id: str, spec: dict[str, Any], body: str, dag_args: str = "schedule=None") -> Path:
     """Write a DAG file for one job: ``SPEC`` is its spec, the provider's operators, sensor and factory are
     imported, and ``body`` (tasks and their order, at any indent) is the DAG function's."""
     function = textwrap.indent(textwrap.dedent(body).strip("\n"), "    ")

@@ -18,7 +18,7 @@ from airflow_async_stream.driver.start import log_tail
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import segments
 from tests.helpers import rate_noop
-from tests.integration.helpers import run_dag_while, task_states, write_dag, xcom
+from tests.integration.helpers import run_dag_while, task_states, write_job_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -69,37 +69,29 @@ def test_a_long_run_with_small_caps_stays_under_them_and_sensor_status_and_stabi
         async_progress={"enabled": True, "checkpoint_interval_ms": 0},
         logs=LOGS,
     )
-    path = write_dag(
+    path = write_job_dag(
         "small_caps",
-        f"""
-        from airflow.sdk import dag, task
-        from airflow_async_stream.cli.show import status_report
-        from airflow_async_stream.state.control import ControlArea
-        from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
-        from airflow_async_stream.sensors import CommittedBatchesSensor
+        spec,
+        """
+        deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
+        many = CommittedBatchesSensor(
+            task_id="many_batches", checkpoint=SPEC["checkpoint"], min_batches=40,
+            baseline_batch=deploy.output, poke_interval=0.2,
+        )
 
-        SPEC = {spec!r}
+        @task
+        def status_mid_run() -> dict:
+            from airflow_async_stream.cli.show import status_report
+            from airflow_async_stream.state.control import ControlArea
 
-        @dag(schedule=None)
-        def small_caps():
-            deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC)
-            many = CommittedBatchesSensor(
-                task_id="many_batches", checkpoint=SPEC["checkpoint"], min_batches=40,
-                baseline_batch=deploy.output, poke_interval=0.2,
-            )
+            report = status_report(ControlArea.for_checkpoint(SPEC["checkpoint"]))
+            return {"last": report["status"]["last_batch_id"], "latest": report["latest_progress"]}
 
-            @task
-            def status_mid_run() -> dict:
-                report = status_report(ControlArea.for_checkpoint(SPEC["checkpoint"]))
-                return {{"last": report["status"]["last_batch_id"], "latest": report["latest_progress"]}}
-
-            more = CommittedBatchesSensor(
-                task_id="more_batches", checkpoint=SPEC["checkpoint"], min_batches=5, poke_interval=0.2
-            )
-            stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, trigger_rule="all_done")
-            deploy >> many >> status_mid_run() >> more >> stop
-
-        small_caps()
+        more = CommittedBatchesSensor(
+            task_id="more_batches", checkpoint=SPEC["checkpoint"], min_batches=5, poke_interval=0.2
+        )
+        stop = StopStreamingJobOperator(task_id="stop", spec=SPEC, trigger_rule="all_done")
+        deploy >> many >> status_mid_run() >> more >> stop
         """,
     )
     control = ControlArea.for_checkpoint(checkpoint_dir)

@@ -7,7 +7,7 @@ import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids
 from tests.helpers import rate_noop
-from tests.integration.helpers import run_dag, task_states, write_dag, xcom
+from tests.integration.helpers import run_dag, task_states, write_job_dag, xcom
 
 pytestmark = pytest.mark.integration
 
@@ -27,27 +27,17 @@ def test_sensors_and_the_migration_wait_for_three_times_more_batches_than_spark_
         async_progress={"enabled": True, "checkpoint_interval_ms": 0},
         spark_conf={"spark.sql.streaming.minBatchesToRetain": RETAINED},
     )
-    path = write_dag(
+    path = write_job_dag(
         "waits_past_retention",
+        spec,
         f"""
-        from airflow.sdk import dag
-        from airflow_async_stream.factories import safe_disable_async_progress
-        from airflow_async_stream.operators import DeployStreamingJobOperator
-        from airflow_async_stream.sensors import CommittedBatchesSensor
-
-        SPEC = {spec!r}
-        WAIT = dict(checkpoint=SPEC["checkpoint"], min_batches={WANTED}, poke_interval=0.5, wait_timeout_s=120)
-
-        @dag(schedule=None)
-        def waits_past_retention():
-            deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC, startup_timeout_s=180)
-            poke = CommittedBatchesSensor(task_id="poke", baseline_batch=deploy.output, deferrable=False, **WAIT)
-            deferred = CommittedBatchesSensor(task_id="deferred", baseline_batch="latest", deferrable=True, **WAIT)
-            migration = safe_disable_async_progress(SPEC, async_batches={WANTED}, wait_timeout_s=120,
-                                                    startup_timeout_s=180, deferrable=True)
-            deploy >> poke >> deferred >> migration
-
-        waits_past_retention()
+        wait = dict(checkpoint=SPEC["checkpoint"], min_batches={WANTED}, poke_interval=0.5, wait_timeout_s=120)
+        deploy = DeployStreamingJobOperator(task_id="deploy", spec=SPEC, startup_timeout_s=180)
+        poke = CommittedBatchesSensor(task_id="poke", baseline_batch=deploy.output, deferrable=False, **wait)
+        deferred = CommittedBatchesSensor(task_id="deferred", baseline_batch="latest", deferrable=True, **wait)
+        migration = safe_disable_async_progress(SPEC, async_batches={WANTED}, wait_timeout_s=120,
+                                                startup_timeout_s=180, deferrable=True)
+        deploy >> poke >> deferred >> migration
         """,
     )
 
