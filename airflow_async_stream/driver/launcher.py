@@ -45,7 +45,7 @@ class Submission:
     conf: dict[str, str]
     #: Reaches only spark-submit and the driver it starts (secrets travel this way, never on the command line).
     env: dict[str, str] = field(default_factory=dict, repr=False)
-    #: The driver log's rotation: bytes per file, files kept (see driver_log.py).
+    #: The driver log's rotation: bytes per file, files kept (see driver/log.py).
     log_limits: tuple[int, int] = (DEFAULT_FILE_BYTES, DEFAULT_FILES)
     #: The spec as the driver reads it (spec.json); its digest is on the command line.
     spec_json: bytes = field(default=b"", repr=False)

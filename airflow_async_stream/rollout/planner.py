@@ -4,7 +4,7 @@ Actions: ``unchanged``, ``deploy`` (new job), ``retire`` (gone from the folder: 
 kept), ``restart`` (the new spec replaces the running one), ``safe_disable`` (async turned off: the
 safe-disable migration), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as
 it runs). A ``restart`` or ``safe_disable`` says how its changes are made (``switch``): ``in_place`` when the
-running driver can switch its query (in_place.py: async options, trigger, runtime ``spark.sql`` settings; a
+running driver can switch its query (switch/allowed.py: async options, trigger, runtime ``spark.sql`` settings; a
 driver of this release), else ``restart`` (a graceful stop and a redeploy), with the reason.
 
 What counts as ``refuse`` follows Spark's "Recovery Semantics after Changes in a Streaming Query": a

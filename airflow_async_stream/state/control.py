@@ -11,7 +11,7 @@ Layout of ``<checkpoint>.async-stream/``:
 ``reconfigure-request.json``  present while an in-place switch of one deployment's query is requested
 ``reconfiguration.json``      what the driver did with the latest such request, step by step (switch/request.py)
 ``driver.log``         spark-submit's output, for drivers launched on the Airflow host, rotated to
-                       ``driver.log.1`` ... (driver_log.py)
+                       ``driver.log.1`` ... (driver/log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
 ``lease.json``         the job's hold: which DAG run or process may change it now (``.lease.lock``: its
                        guard on local disks, hold.py)

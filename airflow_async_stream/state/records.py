@@ -184,7 +184,7 @@ class Deployment(_Record):
     airflow: dict[str, Any] = field(default_factory=dict)
     #: Which options came from Airflow connections (never their values).
     secret_options: list[str] = field(default_factory=list)
-    #: How to reach the driver: kind, host, pids, log (see driver_process.py); None before submit.
+    #: How to reach the driver: kind, host, pids, log (see driver/process.py); None before submit.
     driver: dict[str, Any] | None = None
     first_batch_id: int | None = None
     query_id: str | None = None
