@@ -99,6 +99,12 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "ReconfigureTimeoutError": (f"{_P}.exceptions", "SwitchTimeoutError"),
     },
     f"{_P}.switch.request": {"reconfigure": (f"{_P}.switch.request", "switch_in_place")},
+    # cli.py and spec.py became packages: their other names live in the parts.
+    f"{_P}.cli": {
+        "build_parser": (f"{_P}.cli.commands", "build_parser"),
+        "status_report": (f"{_P}.cli.show", "status_report"),
+    },
+    f"{_P}.spec": {n: (f"{_P}.spec.rules", n) for n in ("RuleViolationError", "rule_violations")},
     f"{_P}.cli.names": {
         "Target": (f"{_P}.cli.names", "NamedJob"),
         "TargetError": (f"{_P}.cli.names", "JobNotFoundError"),

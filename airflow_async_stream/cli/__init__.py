@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "main"]
 
 #: Exit codes: done, a spec or a job is wrong, bad usage (or a job that cannot be reached).
@@ -15,3 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_async_stream.cli.commands import main as run
 
     return run(argv)
+
+
+def __getattr__(name: str) -> Any:
+    from airflow_async_stream._moved import renamed
+
+    return renamed(__name__, name)  # cli.py's other names, now in its parts: _moved.NAMES
