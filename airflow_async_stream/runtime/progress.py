@@ -8,6 +8,7 @@ import collections
 import json
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -99,12 +100,9 @@ class ProgressRecording:
     _configurations: collections.OrderedDict[str, dict[str, Any] | None]
     _first_events: collections.OrderedDict[str, dict[str, Any]]
     _awaiting: tuple[SwitchAccount, dict[str, Any] | None] | None
-
-    def _write(self, heartbeat: bool = False, **changes: Any) -> None:
-        raise NotImplementedError
-
-    def _check_stability(self) -> None:
-        raise NotImplementedError
+    #: The governor's own methods: the status record's write, and the stability watch.
+    _write: Callable[..., None]
+    _check_stability: Callable[[], None]
 
     def record_progress(self, progress: Any) -> None:
         """Listener callback: one line in the progress log per micro-batch of our query."""
