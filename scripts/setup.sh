@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install the provider with its test tools; a no-op when pyproject.toml has not changed.
+# Create .venv and install the provider with its test tools and its chart extra; a no-op when pyproject.toml has not changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,6 @@ stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing airflow-async-stream and its dependencies into .venv (a few minutes the first time)"
   .venv/bin/python -m pip install --quiet --upgrade pip 2>/dev/null || true
-  .venv/bin/python -m pip install --quiet -e ".[test]"
+  .venv/bin/python -m pip install --quiet -e ".[test,chart]"
   touch "$stamp"
 fi

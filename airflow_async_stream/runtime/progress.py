@@ -42,10 +42,25 @@ def _offset(value: Any) -> Any:
     return value
 
 
+def _state_operators(progress: Any) -> list[dict[str, Any]]:
+    """A stateful query's state-store figures (seed 003 judges state checkpointing by them): commit time over
+    all tasks, the tasks that share it, and the rows in state."""
+    return [
+        {
+            "operator": str(op.operatorName),
+            "commit_ms": int(op.commitTimeMs),
+            "shuffle_partitions": int(op.numShufflePartitions),
+            "rows_total": int(op.numRowsTotal),
+        }
+        for op in getattr(progress, "stateOperators", None) or []  # a test double may have none
+    ]
+
+
 def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
-    """The fields of a ``StreamingQueryProgress`` the project relies on, as plain JSON."""
+    """The fields of a ``StreamingQueryProgress`` the project relies on, as plain JSON (a stateless query's
+    record carries no ``state_operators``)."""
     durations = dict(progress.durationMs or {})
-    return {
+    record = {
         "deployment_id": deployment_id,
         "query_id": str(progress.id),
         "run_id": str(progress.runId),
@@ -64,6 +79,10 @@ def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
             for s in progress.sources
         ],
     }
+    state = _state_operators(progress)
+    if state:
+        record["state_operators"] = state
+    return record
 
 
 class ProgressListener(StreamingQueryListener):

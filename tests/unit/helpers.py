@@ -84,3 +84,55 @@ def fleet_file(folder: Path, index: Path) -> FleetIndex:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "_fleet.yaml").write_text(f"index: {index}\n")
     return FleetIndex(str(index))
+
+
+def configuration(enabled: bool, interval_ms: int = 1000, trigger: str = "100 milliseconds") -> dict[str, Any]:
+    """A configuration as the driver records it with every batch."""
+    return {
+        "async_progress": {"enabled": enabled, "checkpoint_interval_ms": interval_ms},
+        "trigger": {"processing_time": trigger},
+    }
+
+
+def batch_events(
+    latencies: list[float],
+    offset_ms: list[float],
+    *,
+    start: float = 1_800_000_000.0,
+    every_s: float = 1.0,
+    rows: int = 100,
+    first_batch: int = 0,
+    deployment: str = "d1",
+    run: str = "r1",
+    conf: dict[str, Any] | None = None,
+    state: list[tuple[int, int, int]] | None = None,
+) -> list[dict[str, Any]]:
+    """Progress events of batches that ran, one every ``every_s`` seconds; ``state``: per batch one state
+    operator's (commit ms over all tasks, shuffle partitions, rows in state)."""
+    from datetime import datetime, timezone
+
+    events = []
+    for i, (latency, managed) in enumerate(zip(latencies, offset_ms, strict=True)):
+        stamp = datetime.fromtimestamp(start + i * every_s, timezone.utc).isoformat(timespec="milliseconds")
+        durations = {"addBatch": latency - managed, "walCommit": managed / 2, "commitOffsets": managed / 2}
+        event = {
+            "deployment_id": deployment,
+            "run_id": run,
+            "batch_id": first_batch + i,
+            "timestamp": stamp.replace("+00:00", "Z"),
+            "num_input_rows": rows,
+            "duration_ms": durations | {"triggerExecution": latency},
+            "configuration": conf,
+        }
+        if state:
+            commit, partitions, total = state[i]
+            event["state_operators"] = [
+                {
+                    "operator": "stateStoreSave",
+                    "commit_ms": commit,
+                    "shuffle_partitions": partitions,
+                    "rows_total": total,
+                }
+            ]
+        events.append(event)
+    return events

@@ -1,0 +1,227 @@
+"""Advice from a job's report, following the source documents' reasoning; never applied by itself.
+
+Each piece names its figures, what it gives up, and what the user runs to act on it:
+
+- ``turn_on`` (seeds 001, 004): a stateless job with a sink Spark allows, whose offset management is at least
+  ``SHARE_WORTH`` of a synchronous batch; the p50 saving expected is that p50 offset management.
+- ``turn_off`` (seed 001): async on, but the job is not eligible, or offset management was under
+  ``SHARE_SMALL`` of a synchronous batch; the way off is the safe-disable migration.
+- ``measure``: async on and no synchronous batch in the log: with async on, ``walCommit``/``commitOffsets`` time
+  only a hand-off, so the saving cannot be judged from these batches.
+- ``interval`` (seeds 001, 004): durable offset writes cost more of each second than ``BACKLOG_LOAD`` (a backlog
+  builds and gives the benefit back), or async batches are as slow as synchronous ones were; or, with a limit
+  the user sets, the input a failure would re-run (up to the interval's worth) is over that limit.
+- ``state_checkpointing`` (seed 003): a stateful query; the state store's commit time per task against the batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_async_stream.insight.report import Report, describe, percentile
+from airflow_async_stream.spec.rules import ASYNC_SINKS
+
+__all__ = ["Limits", "advise"]
+
+#: Offset management at least this share of a synchronous batch's p50: async progress tracking is worth it.
+SHARE_WORTH = 0.25
+#: Under this share, what async progress tracking saves is small.
+SHARE_SMALL = 0.10
+#: Durable offset writes busy at least this share of each second build a backlog (seed 004).
+BACKLOG_LOAD = 0.8
+#: Async batches at least this slow against synchronous ones have given the benefit back.
+GIVEN_BACK = 0.9
+#: A state store commit at least this share of the batch makes state checkpointing worth trying (seed 003).
+STATE_WORTH = 0.2
+DEFAULT_INTERVAL_MS = 1000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the user accepts a failure to re-run (None: no limit)."""
+
+    max_rerun_rows: int | None = None
+    max_rerun_s: float | None = None
+
+
+def _ineligible(spec: dict[str, Any] | None, report: Report) -> list[str]:
+    """Why async progress tracking cannot run on this job (spec/rules.py's rules, and what the log shows)."""
+    why = []
+    sink = ((spec or {}).get("sink") or {}).get("format")
+    if sink and str(sink).lower() not in ASYNC_SINKS:
+        why.append(f"its sink {sink!r} does not support it (Spark allows {', '.join(sorted(ASYNC_SINKS))})")
+    if (spec or {}).get("stateful") or report.state() is not None:
+        why.append("it is stateful (async progress tracking works only on stateless queries)")
+    trigger = ((report.latest.configuration if report.latest else None) or {}).get("trigger") or {}
+    for kind in ("once", "available_now", "continuous"):
+        if trigger.get(kind):
+            why.append(f"its trigger is {kind.replace('_', ' ')}")
+    return why
+
+
+def _interval(report: Report) -> int:
+    configuration = (report.latest.configuration if report.latest else None) or {}
+    return int((configuration.get("async_progress") or {}).get("checkpoint_interval_ms", DEFAULT_INTERVAL_MS))
+
+
+def _rerun_cost(rows_per_s: float | None, interval_ms: int) -> str:
+    rows = f", about {rows_per_s * interval_ms / 1000:,.0f} rows at {rows_per_s:,.0f} rows/s" if rows_per_s else ""
+    return f"up to {interval_ms} ms of input{rows}"
+
+
+def _turn_on(report: Report, managed: dict[str, Any], spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    share = managed["share"] or 0.0
+    if share < SHARE_WORTH:
+        return None
+    why = _ineligible(spec, report)
+    figures = {"share": share, "offset_management_ms": managed["offset_management_ms"], "p50_ms": managed["p50_ms"]}
+    if why:
+        return {
+            "kind": "keep_off",
+            "summary": f"offset management is {share:.0%} of a synchronous batch, but async progress tracking "
+            f"cannot run here: {'; '.join(why)}",
+            "figures": figures,
+        }
+    rows_per_s = report.latest.figures()["rows_per_s"] if report.latest else None
+    unknown = " (no spec recorded: check the query is stateless and its sink is Kafka)" if spec is None else ""
+    return {
+        "kind": "turn_on",
+        "summary": f"turn async progress tracking on: offset management is {share:.0%} of a synchronous batch "
+        f"(p50 {managed['offset_management_ms']:.0f} of {managed['p50_ms']:.0f} ms); expected p50 saving about "
+        f"{managed['offset_management_ms']:.0f} ms{unknown}",
+        "figures": figures | {"expected_saving_ms": managed["offset_management_ms"]},
+        "gives_up": "exactly-once end to end (a batch's offset range can change after a failure, seed 001); "
+        f"a failure re-runs the input since the last durable checkpoint: {_rerun_cost(rows_per_s, DEFAULT_INTERVAL_MS)}",
+        "how": "set async_progress.enabled: true in the spec and roll it out, or run "
+        "`airflow-async-stream switch JOB --set async_progress.enabled=true`",
+    }
+
+
+def _turn_off(report: Report, managed: dict[str, Any] | None, spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    why = _ineligible(spec, report)
+    figures: dict[str, Any] = {}
+    if managed and not why and (managed["share"] or 0.0) < SHARE_SMALL:
+        figures = {"share": managed["share"], "offset_management_ms": managed["offset_management_ms"]}
+        why = [
+            f"it saves little: offset management was {managed['share']:.0%} of a synchronous batch "
+            f"(p50 {managed['offset_management_ms']:.0f} of {managed['p50_ms']:.0f} ms)"
+        ]
+    if not why:
+        return None
+    return {
+        "kind": "turn_off",
+        "summary": "turn async progress tracking off: " + "; ".join(why),
+        "figures": figures,
+        "gives_up": "the offset-management saving, if any",
+        "how": "run the safe-disable migration (safe_disable_async_progress, or a rollout of a spec with "
+        'async_progress.enabled: false): a plain restart with it off can fail with "batch x doesn\'t exist"',
+    }
+
+
+def _backlog(report: Report, managed: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Offset writes that cannot keep up: predicted from their synchronous cost, or seen in the async batches."""
+    latest = report.latest
+    if latest is None or not managed:
+        return None
+    interval, figures = _interval(report), latest.figures()
+    span = figures["ended"] - figures["started"]
+    batches_per_s = len(latest.batches) / span if span > 0 else 0.0
+    writes_per_s = min(batches_per_s, 1000 / interval) if interval > 0 else batches_per_s
+    load = writes_per_s * managed["offset_management_ms"] / 1000
+    given_back = (figures["p50_ms"] or 0.0) >= GIVEN_BACK * managed["p50_ms"]
+    if load < BACKLOG_LOAD and not given_back:
+        return None
+    suggested = max(100, math.ceil(2 * managed["offset_management_ms"] / 100) * 100)
+    seen = (
+        f"; async p50 {figures['p50_ms']:.0f} ms against synchronous {managed['p50_ms']:.0f} ms" if given_back else ""
+    )
+    return {
+        "kind": "interval",
+        "summary": f"raise the checkpoint interval to about {suggested} ms: {writes_per_s:.1f} durable offset writes "
+        f"a second at p50 {managed['offset_management_ms']:.0f} ms each keep them busy {load:.0%} of the time, "
+        f"so a backlog builds and gives the benefit back{seen}",
+        "figures": {"interval_ms": interval, "writes_per_s": round(writes_per_s, 2), "load": round(load, 3)}
+        | {"async_p50_ms": figures["p50_ms"], "sync_p50_ms": managed["p50_ms"], "suggested_interval_ms": suggested},
+        "gives_up": "a longer interval makes a failure re-run more input (seed 001)",
+        "how": f"`airflow-async-stream switch JOB --set async_progress.checkpoint_interval_ms={suggested}`",
+    }
+
+
+def _rerun_limit(report: Report, limits: Limits) -> dict[str, Any] | None:
+    """The input a failure would re-run, at most the interval's worth, against the user's limit."""
+    if report.latest is None or (limits.max_rerun_rows is None and limits.max_rerun_s is None):
+        return None
+    interval, rows_per_s = _interval(report), report.latest.figures()["rows_per_s"] or 0.0
+    allowed = []
+    if limits.max_rerun_s is not None:
+        allowed.append(limits.max_rerun_s * 1000)
+    if limits.max_rerun_rows is not None and rows_per_s > 0:
+        allowed.append(limits.max_rerun_rows / rows_per_s * 1000)
+    if not allowed or interval <= min(allowed):
+        return None
+    suggested = int(min(allowed) // 100 * 100)
+    return {
+        "kind": "interval",
+        "summary": f"lower the checkpoint interval to {suggested} ms: a failure re-runs {_rerun_cost(rows_per_s, interval)}, "
+        "over the limit you set",
+        "figures": {
+            "interval_ms": interval,
+            "rows_per_s": rows_per_s,
+            "rerun_rows": round(rows_per_s * interval / 1000),
+        }
+        | {
+            "max_rerun_rows": limits.max_rerun_rows,
+            "max_rerun_s": limits.max_rerun_s,
+            "suggested_interval_ms": suggested,
+        },
+        "gives_up": "more frequent durable offset writes: part of the latency saving (seed 004)",
+        "how": f"`airflow-async-stream switch JOB --set async_progress.checkpoint_interval_ms={suggested}`",
+    }
+
+
+def _state(report: Report) -> dict[str, Any] | None:
+    state = report.state()
+    if state is None:
+        return None
+    worth = state["commit_share"] >= STATE_WORTH
+    figures = state | {"latency_p50_ms": percentile([b.latency_ms for b in report.batches], 50)}
+    verdict = "worth trying" if worth else "little to gain"
+    return {
+        "kind": "state_checkpointing",
+        "summary": f"state checkpointing, not async progress tracking ({verdict}): the state store's commit takes "
+        f"p50 {state['commit_ms_per_task']:.0f} ms per task, {state['commit_share']:.0%} of the batch",
+        "figures": figures | {"worth": worth},
+        "gives_up": "a failure may re-run two batches instead of one (seed 003)",
+        "how": "in open-source Spark: the RocksDB state store with changelog checkpointing "
+        "(spark_conf spark.sql.streaming.stateStore.providerClass="
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider and "
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true); on Databricks, "
+        "asynchronous state checkpointing (spark.databricks.streaming.statefulOperator.asyncCheckpoint.enabled)",
+    }
+
+
+def advise(report: Report, spec: dict[str, Any] | None = None, limits: Limits | None = None) -> list[dict[str, Any]]:
+    """Every piece of advice the report's figures support, most consequential first."""
+    latest = report.latest
+    if latest is None:
+        return []
+    managed = report.offset_management()
+    found: list[dict[str, Any] | None] = [_state(report)]
+    if latest.is_async is False and managed:
+        found.append(_turn_on(report, managed, spec))
+    if latest.is_async:
+        found.append(_turn_off(report, managed, spec))
+        if managed is None:
+            found.append(
+                {
+                    "kind": "measure",
+                    "summary": f"no synchronous batch in the log ({describe(latest.configuration)} throughout): "
+                    "with async on, walCommit and commitOffsets time only a hand-off, so what it saves cannot be judged",
+                    "figures": {},
+                    "how": "the safe-disable migration ends with synchronous batches; report again after it",
+                }
+            )
+        found += [_backlog(report, managed), _rerun_limit(report, limits or Limits())]
+    return [a for a in found if a is not None]

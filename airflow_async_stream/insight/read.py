@@ -1,0 +1,51 @@
+"""A job's report read from where it lives: the progress log and records in its control area, the newest
+batch in its checkpoint's ``offsets/``. Read-only: nothing here writes anything."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from airflow_async_stream.insight.advice import Limits, advise
+from airflow_async_stream.insight.report import Report, build_report
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
+
+__all__ = ["job_report", "recorded_spec"]
+
+
+def recorded_spec(control: ControlArea) -> dict[str, Any] | None:
+    """The spec the job was last deployed or switched with (``spec.json``), or None before any deploy."""
+    try:
+        spec = json.loads(control.read_bytes(ControlArea.SPEC))
+    except (FileNotFoundError, ValueError):
+        return None
+    return spec if isinstance(spec, dict) else None
+
+
+def job_report(
+    control: ControlArea, checkpoint: str, since_s: float | None = None, limits: Limits | None = None
+) -> Report:
+    """The report of one job, with its advice. Events written before each batch recorded its configuration
+    take the one ``deployment.json`` names for their deployment."""
+    deployment = control.read_deployment()
+    configurations = {}
+    if deployment and deployment.async_progress:
+        configurations[deployment.deployment_id] = {
+            "async_progress": deployment.async_progress,
+            "trigger": deployment.trigger,
+        }
+    spec = recorded_spec(control)
+    inspection = inspect_checkpoint(checkpoint)
+    report = build_report(
+        control.read_progress(),
+        job=(spec or {}).get("name") or (deployment.job if deployment else None),
+        checkpoint=checkpoint,
+        since_s=since_s,
+        now=time.time(),
+        configurations=configurations,
+        durable_offset=inspection.latest_offset,
+    )
+    report.advice = advise(report, spec, limits)
+    return report

@@ -1,0 +1,266 @@
+"""A job's latency from its progress log: per deployment and configuration, and what a failure would re-run.
+
+Figures follow the source documents: a micro-batch's latency is ``triggerExecution``; offset management is
+``walCommit + commitOffsets`` (seed 004), and its share is judged from synchronous batches only, because with
+async progress tracking on those two time only the hand-off to a background thread. Percentiles are by
+nearest rank (the value of the ``ceil(q * n)``-th batch in latency order), so every figure is a batch's own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_async_stream.insight.batches import batch_window, ran_a_batch
+
+__all__ = ["Batch", "Group", "Report", "build_report", "configuration_key", "describe", "is_async", "percentile"]
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The nearest-rank ``q``-th percentile (0 < q <= 100); None of nothing."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
+
+
+def is_async(configuration: dict[str, Any] | None) -> bool | None:
+    """Whether a recorded configuration had async progress tracking on; None when it is not known."""
+    if not configuration:
+        return None
+    return bool((configuration.get("async_progress") or {}).get("enabled"))
+
+
+def describe(configuration: dict[str, Any] | None) -> str:
+    """A configuration in a few words: ``async 3000 ms, trigger 100 milliseconds``."""
+    if not configuration:
+        return "configuration not recorded"
+    progress = configuration.get("async_progress") or {}
+    mode = f"async {progress.get('checkpoint_interval_ms', 1000)} ms" if progress.get("enabled") else "sync"
+    trigger = configuration.get("trigger") or {}
+    how = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(trigger.items())) or "default trigger"
+    return f"{mode}, {how}"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One micro-batch that ran, as the report needs it."""
+
+    deployment_id: str
+    run_id: str
+    batch_id: int
+    start: float
+    latency_ms: float
+    offset_management_ms: float
+    rows: int
+    configuration: dict[str, Any] | None
+    #: Per state operator: commit time over all tasks divided by the tasks (seed 003), summed; None if stateless.
+    state_commit_ms: float | None = None
+    state_rows: int | None = None
+
+    @classmethod
+    def of(cls, event: dict[str, Any], configuration: dict[str, Any] | None) -> Batch:
+        durations = event.get("duration_ms") or {}
+        state = event.get("state_operators") or None
+        return cls(
+            deployment_id=str(event.get("deployment_id") or "-"),
+            run_id=str(event.get("run_id") or "-"),
+            batch_id=int(event["batch_id"]),
+            start=batch_window(event)[0],
+            latency_ms=float(durations.get("triggerExecution", 0)),
+            offset_management_ms=float(durations.get("walCommit", 0)) + float(durations.get("commitOffsets", 0)),
+            rows=int(event.get("num_input_rows") or 0),
+            configuration=event.get("configuration") or configuration,
+            state_commit_ms=sum(op["commit_ms"] / max(1, op["shuffle_partitions"]) for op in state) if state else None,
+            state_rows=sum(op["rows_total"] for op in state) if state else None,
+        )
+
+
+@dataclass
+class Group:
+    """Consecutive batches of one deployment under one configuration."""
+
+    deployment_id: str
+    configuration: dict[str, Any] | None
+    batches: list[Batch] = field(default_factory=list)
+
+    @property
+    def is_async(self) -> bool | None:
+        return is_async(self.configuration)
+
+    def figures(self) -> dict[str, Any]:
+        latencies = [b.latency_ms for b in self.batches]
+        managed = [b.offset_management_ms for b in self.batches]
+        first, last = self.batches[0], self.batches[-1]
+        span = last.start + last.latency_ms / 1000 - first.start
+        p50, om = percentile(latencies, 50), percentile(managed, 50)
+        return {
+            "deployment_id": self.deployment_id,
+            "configuration": self.configuration,
+            "async": self.is_async,
+            "first_batch": first.batch_id,
+            "last_batch": last.batch_id,
+            "started": first.start,
+            "ended": last.start + last.latency_ms / 1000,
+            "batches": len(self.batches),
+            "rows": sum(b.rows for b in self.batches),
+            "rows_per_s": round(sum(b.rows for b in self.batches) / span, 1) if span > 0 else None,
+            "p50_ms": p50,
+            "p90_ms": percentile(latencies, 90),
+            "p99_ms": percentile(latencies, 99),
+            "offset_management_ms": om,
+            # with async on, walCommit and commitOffsets time only the hand-off: not a share of anything
+            "offset_management_share": round(om / p50, 3) if p50 and om is not None and not self.is_async else None,
+        }
+
+
+def configuration_key(configuration: dict[str, Any] | None) -> str:
+    return json.dumps(configuration, sort_keys=True)
+
+
+def group_batches(batches: list[Batch]) -> list[Group]:
+    """Runs of consecutive batches (in the order written) with one deployment and one configuration."""
+    groups: list[Group] = []
+    for batch in batches:
+        current = groups[-1] if groups else None
+        if (
+            current is None
+            or current.deployment_id != batch.deployment_id
+            or configuration_key(current.configuration) != configuration_key(batch.configuration)
+        ):
+            current = Group(batch.deployment_id, batch.configuration)
+            groups.append(current)
+        current.batches.append(batch)
+    return groups
+
+
+@dataclass
+class Report:
+    """What ``report`` says of one job; ``to_json()`` is its machine-readable form."""
+
+    job: str | None
+    checkpoint: str | None
+    since_s: float | None
+    batches: list[Batch]
+    groups: list[Group]
+    durable_offset: int | None = None
+    advice: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def latest(self) -> Group | None:
+        return self.groups[-1] if self.groups else None
+
+    def baseline(self) -> list[Batch]:
+        """The synchronous batches the offset-management share is judged from: those of the newest synchronous
+        configuration (one trigger, one cost), across its deployments."""
+        sync = [g for g in self.groups if g.is_async is False]
+        if not sync:
+            return []
+        newest = configuration_key(sync[-1].configuration)
+        return [b for g in sync if configuration_key(g.configuration) == newest for b in g.batches]
+
+    def offset_management(self) -> dict[str, Any] | None:
+        """p50 offset management over p50 latency, of the synchronous baseline; None without one."""
+        baseline = self.baseline()
+        if not baseline:
+            return None
+        p50 = percentile([b.latency_ms for b in baseline], 50) or 0.0
+        om = percentile([b.offset_management_ms for b in baseline], 50) or 0.0
+        return {
+            "configuration": baseline[-1].configuration,
+            "batches": len(baseline),
+            "p50_ms": p50,
+            "offset_management_ms": om,
+            "share": round(om / p50, 3) if p50 else None,
+        }
+
+    def at_risk(self) -> dict[str, Any] | None:
+        """For an async job: the batches of its newest run after the newest batch in ``offsets/``, and their rows
+        (what a failure would re-run now)."""
+        latest = self.latest
+        if latest is None or not latest.is_async or self.durable_offset is None:
+            return None
+        run = latest.batches[-1].run_id
+        final = {b.batch_id: b for b in self.batches if b.run_id == run and b.batch_id > self.durable_offset}
+        return {
+            "durable_batch": self.durable_offset,
+            "batches": len(final),
+            "rows": sum(b.rows for b in final.values()),
+        }
+
+    def state(self) -> dict[str, Any] | None:
+        """For a stateful query (seed 003): p50 state-store commit time per task and its share of the batch."""
+        stateful = [b for b in self.batches if b.state_commit_ms is not None]
+        if not stateful:
+            return None
+        shares = [b.state_commit_ms / b.latency_ms for b in stateful if b.latency_ms and b.state_commit_ms is not None]
+        return {
+            "batches": len(stateful),
+            "commit_ms_per_task": percentile([b.state_commit_ms or 0.0 for b in stateful], 50),
+            "commit_share": round(percentile(shares, 50) or 0.0, 3),
+            "rows_in_state": stateful[-1].state_rows,
+        }
+
+    def changes(self) -> list[dict[str, Any]]:
+        """Where one group ends and the next begins: a switch in place (same deployment) or a new deployment."""
+        found = []
+        for before, after in zip(self.groups, self.groups[1:], strict=False):
+            first = after.batches[0]
+            found.append(
+                {
+                    "at": first.start,
+                    "batch_id": first.batch_id,
+                    "kind": "switch" if before.deployment_id == after.deployment_id else "deployment",
+                    "from": before.configuration,
+                    "to": after.configuration,
+                }
+            )
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        latest = self.latest.figures() if self.latest else {}
+        managed = self.offset_management()
+        return {
+            "job": self.job,
+            "checkpoint": self.checkpoint,
+            "since_s": self.since_s,
+            "batches": len(self.batches),
+            "configuration": latest.get("configuration"),
+            "p50_ms": latest.get("p50_ms"),
+            "p90_ms": latest.get("p90_ms"),
+            "p99_ms": latest.get("p99_ms"),
+            "rows_per_s": latest.get("rows_per_s"),
+            "offset_management_ms": managed["offset_management_ms"] if managed else None,
+            "offset_management_share": managed["share"] if managed else None,
+            "baseline": managed,
+            "groups": [g.figures() for g in self.groups],
+            "changes": self.changes(),
+            "at_risk": self.at_risk(),
+            "state": self.state(),
+            "advice": self.advice,
+        }
+
+
+def build_report(
+    events: Iterable[dict[str, Any]],
+    *,
+    job: str | None = None,
+    checkpoint: str | None = None,
+    since_s: float | None = None,
+    now: float | None = None,
+    configurations: dict[str, dict[str, Any]] | None = None,
+    durable_offset: int | None = None,
+) -> Report:
+    """The report of the batches that ran in ``events`` (the last ``since_s`` seconds before ``now`` if given).
+
+    ``configurations`` maps deployment ids to their configuration for events that carry none (written by
+    releases before each batch recorded its own); ``durable_offset`` is the newest batch id in ``offsets/``.
+    """
+    known = configurations or {}
+    batches = [Batch.of(e, known.get(str(e.get("deployment_id")))) for e in events if ran_a_batch(e)]
+    if since_s is not None and now is not None:
+        batches = [b for b in batches if b.start >= now - since_s]
+    return Report(job, checkpoint, since_s, batches, group_batches(batches), durable_offset)

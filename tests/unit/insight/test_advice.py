@@ -1,0 +1,102 @@
+"""Advice for each case the source documents reason about, from hand-made logs with exact figures."""
+
+from __future__ import annotations
+
+from airflow_async_stream.insight.advice import Limits, advise
+from airflow_async_stream.insight.report import build_report
+from tests.unit.helpers import batch_events, configuration
+
+KAFKA = {"sink": {"format": "kafka"}}
+
+
+def kinds(advice: list[dict]) -> list[str]:
+    return [a["kind"] for a in advice]
+
+
+def sync_then_async(sync_om: float, interval_ms: int, every_s: float = 1.0, async_latency: float = 80.0) -> list[dict]:
+    """30 synchronous batches of 200 ms with ``sync_om`` of offset management, then 20 async ones."""
+    sync = batch_events([200.0] * 30, [sync_om] * 30, conf=configuration(False), every_s=every_s)
+    return sync + batch_events(
+        [async_latency] * 20, [1.0] * 20, start=1_800_000_100.0, first_batch=30, run="r2",
+        conf=configuration(True, interval_ms), every_s=every_s,
+    )  # fmt: skip
+
+
+def test_a_high_share_on_a_stateless_kafka_job_advises_turning_it_on_with_the_saving() -> None:
+    report = build_report(batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False)))
+    (advice,) = advise(report, KAFKA)
+    assert advice["kind"] == "turn_on"
+    assert advice["figures"] == {
+        "share": 0.6,
+        "offset_management_ms": 120.0,
+        "p50_ms": 200.0,
+        "expected_saving_ms": 120.0,
+    }
+    assert "exactly-once end to end" in advice["gives_up"]
+    rate = 2000 / (19 + 0.2)  # 20 batches of 100 rows, from the first's start to the last's end
+    assert f"about {rate:,.0f} rows at {rate:,.0f} rows/s" in advice["gives_up"]  # the default 1 s of input
+
+
+def test_a_high_share_on_a_sink_spark_refuses_says_why_it_stays_off() -> None:
+    report = build_report(batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False)))
+    (advice,) = advise(report, {"sink": {"format": "parquet"}})
+    assert advice["kind"] == "keep_off" and "sink 'parquet'" in advice["summary"]
+
+
+def test_a_low_share_advises_nothing_while_sync_and_turning_it_off_while_async() -> None:
+    assert advise(build_report(batch_events([200.0] * 20, [10.0] * 20, conf=configuration(False))), KAFKA) == []
+    (advice,) = advise(build_report(sync_then_async(10.0, 1000)), KAFKA)
+    assert advice["kind"] == "turn_off"
+    assert advice["figures"] == {"share": 0.05, "offset_management_ms": 10.0}
+    assert "safe-disable migration" in advice["how"]
+
+
+def test_an_async_job_that_is_not_eligible_is_told_to_turn_it_off_and_why() -> None:
+    (advice,) = advise(build_report(sync_then_async(120.0, 1000)), {"sink": {"format": "kafka"}, "stateful": True})
+    assert advice["kind"] == "turn_off" and "stateful" in advice["summary"]
+
+
+def test_async_batches_alone_cannot_judge_the_saving() -> None:
+    report = build_report(batch_events([80.0] * 20, [1.0] * 20, conf=configuration(True, 1000)))
+    assert kinds(advise(report, KAFKA)) == ["measure"]
+
+
+def test_offset_writes_that_cannot_keep_up_advise_a_longer_interval() -> None:
+    # interval 0: every batch writes durably; 10 batches a second at 120 ms each keep the writes busy
+    report = build_report(sync_then_async(120.0, 0, every_s=0.1))
+    (advice,) = advise(report, KAFKA)
+    writes = 20 / (19 * 0.1 + 0.08)
+    assert advice["kind"] == "interval"
+    assert advice["figures"]["writes_per_s"] == round(writes, 2)
+    assert advice["figures"]["load"] == round(writes * 0.12, 3)
+    assert advice["figures"]["suggested_interval_ms"] == 300  # twice the write's cost, in 100 ms steps
+    # the same job at a 3 s interval writes a third of a time a second: no backlog
+    assert advise(build_report(sync_then_async(120.0, 3000, every_s=0.1)), KAFKA) == []
+
+
+def test_async_batches_as_slow_as_synchronous_ones_have_given_the_benefit_back() -> None:
+    (advice,) = advise(build_report(sync_then_async(120.0, 3000, async_latency=190.0)), KAFKA)
+    assert advice["kind"] == "interval"
+    assert advice["figures"]["async_p50_ms"] == 190.0 and advice["figures"]["sync_p50_ms"] == 200.0
+
+
+def test_a_re_run_over_the_users_limit_advises_a_shorter_interval() -> None:
+    report = build_report(sync_then_async(120.0, 3000))  # 100 rows a batch, a batch a second
+    assert advise(report, KAFKA, Limits(max_rerun_rows=1000)) == []  # 3 s of input: about 300 rows
+    (advice,) = advise(report, KAFKA, Limits(max_rerun_rows=150))
+    rate = 2000 / (19 + 0.08)
+    assert advice["figures"]["rerun_rows"] == round(rate * 3)
+    assert advice["figures"]["suggested_interval_ms"] == int(150 / rate * 1000) // 100 * 100
+    (advice,) = advise(report, KAFKA, Limits(max_rerun_s=2))
+    assert advice["figures"]["suggested_interval_ms"] == 2000
+
+
+def test_a_stateful_query_is_pointed_at_state_checkpointing() -> None:
+    heavy = batch_events([500.0] * 5, [50.0] * 5, conf=configuration(False), state=[(9600, 64, 10)] * 5)
+    (advice,) = advise(build_report(heavy), KAFKA)
+    assert advice["kind"] == "state_checkpointing"
+    assert advice["figures"]["commit_ms_per_task"] == 150.0 and advice["figures"]["commit_share"] == 0.3
+    assert advice["figures"]["worth"] is True and "changelogCheckpointing" in advice["how"]
+    light = batch_events([500.0] * 5, [50.0] * 5, conf=configuration(False), state=[(640, 64, 10)] * 5)
+    (advice,) = advise(build_report(light), KAFKA)
+    assert advice["figures"]["worth"] is False and "little to gain" in advice["summary"]

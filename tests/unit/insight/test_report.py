@@ -1,0 +1,91 @@
+"""The report's figures from hand-made progress events: each checked against the test's own arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+from airflow_async_stream.insight.report import build_report, percentile
+from tests.unit.helpers import batch_events, configuration
+
+SYNC, ASYNC = configuration(False), configuration(True, 3000)
+
+
+def nearest_rank(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[math.ceil(q / 100 * len(ordered)) - 1]
+
+
+def test_percentiles_are_by_nearest_rank() -> None:
+    assert percentile(range(1, 11), 50) == 5
+    assert percentile(range(1, 11), 90) == 9
+    assert percentile(range(1, 11), 99) == 10
+    assert percentile([7.0], 1) == 7.0
+    assert percentile([], 50) is None
+
+
+def test_a_switch_sync_to_async_splits_the_figures_and_the_share_comes_from_sync_batches() -> None:
+    sync_latency = [200.0 + (i * 7) % 40 for i in range(30)]
+    sync_om = [120.0 + (i * 3) % 10 for i in range(30)]
+    async_latency = [80.0 + (i * 11) % 50 for i in range(40)]
+    events = batch_events(sync_latency, sync_om, conf=SYNC) + batch_events(
+        async_latency, [1.0] * 40, start=1_800_000_030.0, first_batch=30, run="r2", conf=ASYNC
+    )
+    data = build_report(events, job="example").to_json()
+    assert data["batches"] == 70
+    assert [g["batches"] for g in data["groups"]] == [30, 40]
+    assert data["p50_ms"] == nearest_rank(async_latency, 50)
+    assert data["p90_ms"] == nearest_rank(async_latency, 90)
+    assert data["p99_ms"] == nearest_rank(async_latency, 99)
+    share = nearest_rank(sync_om, 50) / nearest_rank(sync_latency, 50)
+    assert data["offset_management_share"] == round(share, 3)
+    assert data["offset_management_ms"] == nearest_rank(sync_om, 50)
+    assert data["groups"][1]["offset_management_share"] is None  # async: a hand-off, not a share
+    assert data["changes"] == [{"at": 1_800_000_030.0, "batch_id": 30, "kind": "switch", "from": SYNC, "to": ASYNC}]
+    # 100 rows a batch, one batch a second: the last batch ends 39 s + its latency after the first began
+    assert data["groups"][1]["rows_per_s"] == round(4000 / (39 + async_latency[-1] / 1000), 1)
+
+
+def test_a_new_deployment_starts_a_group_even_with_the_same_configuration() -> None:
+    events = batch_events([100.0] * 3, [50.0] * 3, conf=SYNC) + batch_events(
+        [90.0] * 3, [40.0] * 3, start=1_800_000_100.0, deployment="d2", conf=SYNC
+    )
+    report = build_report(events)
+    assert [c["kind"] for c in report.changes()] == ["deployment"]
+    assert report.offset_management()["batches"] == 6  # one configuration: both deployments are the baseline
+
+
+def test_events_of_earlier_releases_take_their_deployments_configuration() -> None:
+    events = batch_events([100.0] * 4, [60.0] * 4)  # no configuration recorded with the batches
+    for event in events:
+        del event["configuration"]
+    data = build_report(events, configurations={"d1": SYNC}).to_json()
+    assert data["configuration"] == SYNC
+    assert data["offset_management_share"] == 0.6
+    unknown = build_report(events).to_json()
+    assert unknown["groups"][0]["async"] is None and unknown["offset_management_share"] is None
+
+
+def test_since_keeps_the_recent_batches_and_idle_triggers_are_not_batches() -> None:
+    events = batch_events([100.0] * 10, [10.0] * 10, conf=SYNC)
+    events.append({"batch_id": 10, "timestamp": events[-1]["timestamp"], "duration_ms": {"triggerExecution": 1}})
+    now = 1_800_000_009.5
+    assert build_report(events, since_s=3, now=now).to_json()["batches"] == 3  # started at 7, 8 and 9 s
+    assert build_report(events).to_json()["batches"] == 10
+
+
+def test_an_async_job_says_what_a_failure_would_re_run() -> None:
+    events = batch_events([80.0] * 10, [1.0] * 10, conf=ASYNC, rows=250)
+    # a restart re-ran batches 8 and 9 in run r2; r1's copies of them are no longer at risk
+    events += batch_events([80.0] * 4, [1.0] * 4, start=1_800_000_020.0, first_batch=8, run="r2", conf=ASYNC, rows=7)
+    risk = build_report(events, durable_offset=9).to_json()["at_risk"]
+    assert risk == {"durable_batch": 9, "batches": 2, "rows": 14}  # batches 10 and 11 of the newest run
+    assert build_report(batch_events([80.0], [60.0], conf=SYNC), durable_offset=0).to_json()["at_risk"] is None
+
+
+def test_state_figures_are_commit_time_per_task_against_the_batch() -> None:
+    events = batch_events(
+        [500.0, 400.0, 1000.0], [50.0] * 3, conf=SYNC, state=[(640, 64, 5), (1280, 64, 9), (64, 64, 12)]
+    )
+    state = build_report(events).to_json()["state"]
+    # per task: 10, 20, 1 ms; share of the batch: 0.02, 0.05, 0.001 -> p50 0.02
+    assert state == {"batches": 3, "commit_ms_per_task": 10.0, "commit_share": 0.02, "rows_in_state": 12}
