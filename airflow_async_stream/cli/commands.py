@@ -71,7 +71,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     if args.json:
         rows = [
-            {k: i.to_json()[k] for k in ("job", "action", "reason", "diff", "switch", "switch_reason", "held_back")}
+            {
+                k: i.to_json()[k]
+                for k in ("job", "action", "reason", "diff", "switch", "switch_reason", "held_back", "advice")
+            }
             for i in items
         ]
         print(json.dumps(rows, indent=2, sort_keys=True, default=str))
@@ -83,6 +86,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         for field, change in item.diff.items():
             if item.action != "deploy":
                 print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")
+        for advice in item.advice:
+            print(f"{'':<24}   advice: {advice['summary']}")
     counts = {a: sum(1 for i in items if i.action == a) for a in dict.fromkeys(i.action for i in items)}
     total = f"{len(items)} job{'' if len(items) == 1 else 's'}"
     held = sum(1 for i in items if i.held_back)

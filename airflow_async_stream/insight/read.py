@@ -7,12 +7,16 @@ import json
 import time
 from typing import Any
 
+from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.insight.advice import Limits, advise
 from airflow_async_stream.insight.report import Report, build_report
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 
-__all__ = ["job_report", "recorded_spec"]
+__all__ = ["ADVISED", "change_advice", "job_report", "recorded_spec"]
+
+#: The spec changes the report's advice speaks to.
+ADVISED = ("async_progress.enabled", "async_progress.checkpoint_interval_ms")
 
 
 def recorded_spec(control: ControlArea) -> dict[str, Any] | None:
@@ -49,3 +53,16 @@ def job_report(
     )
     report.advice = advise(report, spec, limits)
     return report
+
+
+def change_advice(control_url: str, checkpoint: str, diff: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """A planned change's advice: the job's, when the change turns async progress tracking on or changes its
+    interval (else none). A progress log that cannot be read says so and never fails the plan: advice only
+    informs."""
+    turned_on = (diff.get(ADVISED[0]) or {}).get("to") is True
+    if not turned_on and ADVISED[1] not in diff:
+        return []
+    try:
+        return job_report(ControlArea(control_url), checkpoint).advice
+    except (AsyncStreamError, OSError, ValueError) as exc:
+        return [{"kind": "unavailable", "summary": f"no advice: the job's progress could not be read: {exc}"}]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.insight.read import change_advice
 from airflow_async_stream.rollout.changes import (
     changes_between,
     refusals,
@@ -76,6 +77,9 @@ class PlanItem:
     failed_before: dict[str, Any] | None = None
     #: Not tried again: the spec is the one that failed (``retry_failed`` asks to try it anyway).
     held_back: bool = False
+    #: When the change turns async progress tracking on or changes its interval: the job's report's advice
+    #: (insight/advice.py), so the figures for or against the change are read before it is made.
+    advice: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -197,6 +201,13 @@ def remember_failure(item: PlanItem, observed: ObservedJob | None, retry_failed:
     return replace(item, reason=reason, failed_before=failed, held_back=True)
 
 
+def with_advice(item: PlanItem) -> PlanItem:
+    """``item`` with its job's advice when it restarts the job with async turned on or a new interval."""
+    if item.action != "restart" or not item.control_url:
+        return item
+    return replace(item, advice=change_advice(item.control_url, item.checkpoint or "", item.diff))
+
+
 def _words(how: str) -> str:
     return "switched in place" if how == IN_PLACE else "a graceful stop and redeploy"
 
@@ -232,4 +243,4 @@ def plan_folder(
         for name, job in observed.items():
             if name not in indexed and job.spec is not None:
                 index.record_active(name, job.control_url, run_id)
-    return plan(desired, observed, retry_failed)
+    return [with_advice(item) for item in plan(desired, observed, retry_failed)]

@@ -7,6 +7,7 @@ deploy, which abandons the request, with the checkpoint untouched."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -19,8 +20,10 @@ import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import SwitchError, SwitchRefusedError
 from airflow_async_stream.insight.batches import continuity_problems
+from airflow_async_stream.insight.read import job_report
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
@@ -260,6 +263,19 @@ def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
     status = control.read_status()
     assert (status.state, status.run_id, status.switches) == ("running", run_id, 0)
     assert running_spec(control).async_progress.enabled is False
+
+    # Its report points at state checkpointing, from the state store's figures the driver recorded.
+    _await(lambda: sum("state_operators" in e for e in control.read_progress()) >= 3, "three stateful batches")
+    stop_driver(control, "test")
+    stateful = [e for e in control.read_progress() if "addBatch" in e["duration_ms"]]
+    per_task = sorted(sum(op["commit_ms"] / op["shuffle_partitions"] for op in e["state_operators"]) for e in stateful)
+    report = job_report(control, checkpoint_dir)
+    state = report.to_json()["state"]
+    assert state["commit_ms_per_task"] == per_task[math.ceil(len(per_task) / 2) - 1]
+    assert state["rows_in_state"] == sum(op["rows_total"] for op in stateful[-1]["state_operators"]) == 2  # k: 0, 1
+    assert "turn_on" not in [a["kind"] for a in report.advice]
+    (advice,) = [a for a in report.advice if a["kind"] == "state_checkpointing"]
+    assert "RocksDBStateStoreProvider" in advice["how"] and advice["figures"]["commit_share"] == state["commit_share"]
 
 
 def test_a_switch_on_an_idle_source_returns_once_the_new_query_runs(

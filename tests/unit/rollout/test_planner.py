@@ -22,7 +22,7 @@ from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment
-from tests.unit.helpers import FLEET_JOB, deployed, fleet_file, write_spec
+from tests.unit.helpers import FLEET_JOB, batch_events, configuration, deployed, fleet_file, write_spec
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
@@ -282,6 +282,7 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
             "switch": "in_place",
             "switch_reason": "the running driver switches its query in place",
             "held_back": False,
+            "advice": [],
         }
     ]
 
@@ -388,3 +389,26 @@ def test_after_an_in_place_switch_the_new_spec_is_confirmed_afresh() -> None:
     item = plan_job("job", desired(trigger={"processing_time": "2 seconds"}), replace(switched, stable=old_stable))
     assert item.action == "unchanged" and item.needs_confirmation
     assert plan_job("job", desired(trigger={"processing_time": "2 seconds"}), switched).needs_confirmation is False
+
+
+def test_a_plan_that_turns_async_on_or_changes_the_interval_carries_the_jobs_advice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "desired"
+    fleet_file(folder, tmp_path / "index")
+    spec = parse_spec(deep_merge(FLEET_JOB, {"checkpoint": str(tmp_path / "ck" / "job"),
+                                             "async_progress": {"enabled": False}})).to_mapping()  # fmt: skip
+    deployed(spec["checkpoint"], spec, folder)
+    control = ControlArea.for_checkpoint(spec["checkpoint"])
+    for event in batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False, trigger="1 second")):
+        control.append_progress(event)
+    write_spec(folder, "job.yaml", deep_merge(spec, {"async_progress": {"enabled": True}}))
+    (item,) = plan_folder(folder)
+    assert item.action == "restart" and [a["kind"] for a in item.advice] == ["turn_on"]
+    assert item.advice[0]["figures"]["expected_saving_ms"] == 120.0
+    people = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True)
+    assert "advice: turn async progress tracking on: offset management is 60% of a synchronous batch" in people.stdout
+    # a trigger change is not what the advice speaks to
+    write_spec(folder, "job.yaml", deep_merge(spec, {"trigger": {"processing_time": "2 seconds"}}))
+    assert plan_folder(folder)[0].advice == []
