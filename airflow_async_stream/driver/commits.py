@@ -18,6 +18,7 @@ from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import ACTIVE_STATES, State, Status
+from airflow_async_stream.waits import WaitLog
 
 __all__ = ["CommitCheck", "check_commits", "wait_for_commits"]
 
@@ -98,16 +99,14 @@ def wait_for_commits(
 ) -> CommitCheck:
     """Block until ``needed`` batches after ``baseline`` are committed (for steps inside one task).
 
-    Logs each change of progress; raises CommittedBatchesError when the job failed or stopped, and
+    Logs where it is (waits.py); raises CommittedBatchesError when the job failed or stopped, and
     CommittedBatchesTimeoutError (saying whether the source was idle) after ``timeout_s``.
     """
     started = time.monotonic()
-    shown = None
+    say = WaitLog(log, f"Waiting for committed batches in {checkpoint}", timeout_s, started=started)
     while True:
         check = check_commits(checkpoint, baseline, needed)
-        if check.progress() != shown:
-            shown = check.progress()
-            log.info("%s (%s)", shown, checkpoint)
+        say(check.progress() + ("; the source has no new data" if check.source_idle else ""))
         if check.done:
             return check
         if check.job_error:

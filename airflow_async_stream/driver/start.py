@@ -19,6 +19,7 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import FINAL_STATES, State, Status
+from airflow_async_stream.waits import REPORT_EVERY_S, WaitLog
 
 __all__ = ["POLL_S", "REMOTE_POLL_S", "REPORT_EVERY_S", "log_tail", "poll_interval", "status_of", "wait_until_running"]
 
@@ -27,7 +28,6 @@ _log = logging.getLogger(__name__)
 #: deploy or stop ends sooner), less often on remote storage, where each read is a request.
 POLL_S = 0.1
 REMOTE_POLL_S = 0.5
-REPORT_EVERY_S = 10.0
 
 
 def log_tail(control: ControlArea, lines: int = 30) -> str:
@@ -77,7 +77,7 @@ def wait_until_running(
     """
     launcher = launcher or LocalLauncher()
     start = time.monotonic()
-    next_report = start + REPORT_EVERY_S
+    say = WaitLog(log, "Waiting for the first micro-batch", timeout_s, started=start)
     while True:
         status = status_of(control, deployment_id)
         state = status.state if status else "submitted"
@@ -100,7 +100,5 @@ def wait_until_running(
                 f"the query did not report progress within {timeout_s:.0f} s (state: {state}); "
                 f"end of the driver log:\n{log_tail(control)}"
             )
-        if time.monotonic() >= next_report:
-            log.info("Waiting for the first micro-batch: state %s, %.0f s elapsed", state, elapsed)
-            next_report += REPORT_EVERY_S
+        say(f"state {state}")
         sleep(poll_interval(control))

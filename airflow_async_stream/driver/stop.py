@@ -13,7 +13,7 @@ from typing import Any
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.process import DriverProcess
-from airflow_async_stream.driver.start import POLL_S, REPORT_EVERY_S, poll_interval, status_of
+from airflow_async_stream.driver.start import POLL_S, poll_interval, status_of
 from airflow_async_stream.exceptions import (
     DriverFailedError,
     NotSignalledError,
@@ -22,6 +22,7 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, State, Status, now
+from airflow_async_stream.waits import WaitLog
 
 __all__ = ["StopOutcome", "stop_driver", "wait_for_driver_exit"]
 
@@ -80,7 +81,7 @@ def stop_driver(
     control.request_stop(deployment_id, reason, graceful_timeout_s)
     log.info("Requested a graceful stop of deployment %s (%s)", deployment_id, reason)
     start = time.monotonic()
-    next_report = start + REPORT_EVERY_S
+    say = WaitLog(log, f"Waiting for deployment {deployment_id} to stop", kill_after_s, started=start)
     while True:
         status = status_of(control, deployment_id) or status
         if status.state in FINAL_STATES:
@@ -95,14 +96,7 @@ def stop_driver(
         elapsed = time.monotonic() - start
         if elapsed > kill_after_s:
             return StopOutcome(True, _kill(control, status, kill_after_s, launcher))
-        if time.monotonic() >= next_report:
-            log.info(
-                "Waiting for deployment %s to stop: state %s, %.0f s elapsed",
-                deployment_id,
-                status.state,
-                elapsed,
-            )
-            next_report += REPORT_EVERY_S
+        say(f"state {status.state}")
         sleep(poll_interval(control))
 
 
@@ -207,8 +201,9 @@ def wait_for_driver_exit(
     if process.refusal is not None or not process.alive:
         return None
     deadline = time.monotonic() + timeout_s
-    log.info("Waiting for the driver process (pid %s) to exit", process.pid)
+    say = WaitLog(log, f"Waiting for the driver process (pid {process.pid}) to exit", timeout_s)
     while DriverProcess.of(driver).alive:  # /proc only: the record is read once
+        say("still running")
         if time.monotonic() >= deadline:
             log.warning("The driver process (pid %s) is still exiting after %.0f s", process.pid, timeout_s)
             return process.pid

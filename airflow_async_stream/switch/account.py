@@ -18,6 +18,7 @@ from airflow_async_stream.state.records import (
     SwitchPhase,
     SwitchRequest,
 )
+from airflow_async_stream.waits import WaitLog
 
 __all__ = ["await_account", "describe", "phases_passed"]
 
@@ -28,6 +29,7 @@ def await_account(control: ControlArea, request: SwitchRequest, timeout_s: float
     poll = 0.05 if control.is_local else 0.5
     told: set[str] = set()
     record = None
+    say = WaitLog(log, f"switch {request.request_id}: waiting for the driver's account", timeout_s)
     while True:
         current = control.read_switch_account()
         if current is not None and current.request_id == request.request_id:
@@ -53,6 +55,7 @@ def await_account(control: ControlArea, request: SwitchRequest, timeout_s: float
             )
         if time.monotonic() > deadline:
             return _timed_out(control, request, record, timeout_s)
+        say(f"phase {record.phase}" if record else "the driver has not read the request yet")
         time.sleep(poll)
 
 

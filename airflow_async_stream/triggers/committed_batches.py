@@ -11,6 +11,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_async_stream.driver.commits import check_commits
 from airflow_async_stream.exceptions import AsyncStreamError
+from airflow_async_stream.waits import WaitLog
 
 __all__ = ["CommittedBatchesTrigger"]
 
@@ -53,18 +54,17 @@ class CommittedBatchesTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        shown = None
+        say = WaitLog(self.log, f"Waiting for committed batches in {self.checkpoint}",
+                      self.deadline - self.started_at, clock=time.time, started=self.started_at)  # fmt: skip
         while True:
             try:
                 check = await asyncio.to_thread(check_commits, self.checkpoint, self.baseline, self.min_batches)
             except AsyncStreamError as exc:  # unreadable checkpoint or status: waiting longer will not help
                 yield TriggerEvent({"status": "error", "message": str(exc), "check": None})
                 return
-            if check.progress() != shown:
-                shown = check.progress()
-                self.log.info("%s (%s)", shown, self.checkpoint)
+            say(check.progress() + ("; the source has no new data" if check.source_idle else ""))
             if check.done:
-                yield TriggerEvent({"status": "success", "message": shown, "check": check.to_json()})
+                yield TriggerEvent({"status": "success", "message": check.progress(), "check": check.to_json()})
                 return
             if check.job_error:
                 yield TriggerEvent({"status": "error", "message": check.job_error, "check": check.to_json()})
