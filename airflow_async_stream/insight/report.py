@@ -129,7 +129,7 @@ def group_batches(batches: list[Batch]) -> list[Group]:
         if (
             current is None
             or current.deployment_id != batch.deployment_id
-            or configuration_key(current.configuration) != configuration_key(batch.configuration)
+            or current.configuration != batch.configuration  # dicts compare by content, in any key order
         ):
             current = Group(batch.deployment_id, batch.configuration)
             groups.append(current)
