@@ -46,13 +46,14 @@ def _share(value: float | None) -> str:
 
 
 def _print_groups(groups: list[dict[str, Any]]) -> None:
+    width = max(len(describe(g["configuration"])) for g in groups)
     print("by deployment and configuration:")
-    print(f"  {'deployment':<26} {'configuration':<36} {'batches':>7} {'rows/s':>8} {'p50':>6} {'p90':>6} {'p99':>6}"
+    print(f"  {'deployment':<26} {'configuration':<{width}} {'batches':>7} {'rows/s':>8} {'p50':>6} {'p90':>6} {'p99':>6}"
           f" {'offset mgmt':>11} {'share':>6}")  # fmt: skip
     for g in groups:
         managed = f"{_ms(g['offset_management_ms'])}{'*' if g['async'] else ''}"
         rate = "-" if g["rows_per_s"] is None else f"{g['rows_per_s']:,.0f}"
-        print(f"  {g['deployment_id']:<26} {describe(g['configuration']):<36} {g['batches']:>7} {rate:>8} "
+        print(f"  {g['deployment_id']:<26} {describe(g['configuration']):<{width}} {g['batches']:>7} {rate:>8} "
               f"{_ms(g['p50_ms']):>6} {_ms(g['p90_ms']):>6} {_ms(g['p99_ms']):>6} {managed:>11} "
               f"{_share(g['offset_management_share']):>6}")  # fmt: skip
     if any(g["async"] for g in groups):
@@ -78,7 +79,7 @@ def _print_report(data: dict[str, Any]) -> None:
         print("offset mgmt  not known: no synchronous batch in the log")
     if data["at_risk"]:
         risk = data["at_risk"]
-        print(f"re-run now   {risk['batches']} batches, {risk['rows']:,} rows since batch {risk['durable_batch']} "
+        print(f"re-run now   {risk['batches']} batch{'es' if risk['batches'] != 1 else ''}, {risk['rows']:,} rows since batch {risk['durable_batch']} "
               "reached offsets/ (what a failure would re-run)")  # fmt: skip
     if data["state"]:
         state = data["state"]

@@ -61,6 +61,11 @@ def _ineligible(spec: dict[str, Any] | None, report: Report) -> list[str]:
     return why
 
 
+def _job(report: Report) -> str:
+    """How the command line names the job: by name, or else by its checkpoint."""
+    return report.job or report.checkpoint or "JOB"
+
+
 def _interval(report: Report) -> int:
     configuration = (report.latest.configuration if report.latest else None) or {}
     return int((configuration.get("async_progress") or {}).get("checkpoint_interval_ms", DEFAULT_INTERVAL_MS))
@@ -95,7 +100,7 @@ def _turn_on(report: Report, managed: dict[str, Any], spec: dict[str, Any] | Non
         "gives_up": "exactly-once end to end (a batch's offset range can change after a failure, seed 001); "
         f"a failure re-runs the input since the last durable checkpoint: {_rerun_cost(rows_per_s, DEFAULT_INTERVAL_MS)}",
         "how": "set async_progress.enabled: true in the spec and roll it out, or run "
-        "`airflow-async-stream switch JOB --set async_progress.enabled=true`",
+        f"`airflow-async-stream switch {_job(report)} --set async_progress.enabled=true`",
     }
 
 
@@ -145,7 +150,7 @@ def _backlog(report: Report, managed: dict[str, Any] | None) -> dict[str, Any] |
         "figures": {"interval_ms": interval, "writes_per_s": round(writes_per_s, 2), "load": round(load, 3)}
         | {"async_p50_ms": figures["p50_ms"], "sync_p50_ms": managed["p50_ms"], "suggested_interval_ms": suggested},
         "gives_up": "a longer interval makes a failure re-run more input (seed 001)",
-        "how": f"`airflow-async-stream switch JOB --set async_progress.checkpoint_interval_ms={suggested}`",
+        "how": f"`airflow-async-stream switch {_job(report)} --set async_progress.checkpoint_interval_ms={suggested}`",
     }
 
 
@@ -177,7 +182,7 @@ def _rerun_limit(report: Report, limits: Limits) -> dict[str, Any] | None:
             "suggested_interval_ms": suggested,
         },
         "gives_up": "more frequent durable offset writes: part of the latency saving (seed 004)",
-        "how": f"`airflow-async-stream switch JOB --set async_progress.checkpoint_interval_ms={suggested}`",
+        "how": f"`airflow-async-stream switch {_job(report)} --set async_progress.checkpoint_interval_ms={suggested}`",
     }
 
 

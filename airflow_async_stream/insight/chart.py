@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import AsyncStreamError
-from airflow_async_stream.insight.report import configuration_key, describe
+from airflow_async_stream.insight.report import configuration_key, describe, percentile
 
 if TYPE_CHECKING:
     from airflow_async_stream.insight.report import Report
@@ -47,7 +47,15 @@ def draw(report: Report, path: str) -> None:
     ax.set_title(f"{report.job or report.checkpoint}: batch latency (line) and offset management (shaded)")
     ax.set_xlabel("batch start (UTC); dashed: switch in place, dotted: new deployment")
     ax.set_ylabel("triggerExecution, ms")
-    ax.set_ylim(bottom=0)
+    latencies = [b.latency_ms for b in report.batches]
+    top = 3 * (percentile(latencies, 90) or 0.0)  # a first batch's planning must not flatten the rest
+    above = sum(1 for v in latencies if v > top)
+    if above:
+        ax.set_ylim(0, top)
+        ax.text(0.01, 0.97, f"{above} batch{'es' if above > 1 else ''} above {top:.0f} ms, off the chart (max "
+                f"{max(latencies):.0f} ms)", transform=ax.transAxes, va="top", fontsize=8)  # fmt: skip
+    else:
+        ax.set_ylim(bottom=0)
     if report.groups:
         ax.legend(loc="upper right", fontsize=8)
     fig.autofmt_xdate()

@@ -41,8 +41,10 @@ def describe(configuration: dict[str, Any] | None) -> str:
     progress = configuration.get("async_progress") or {}
     mode = f"async {progress.get('checkpoint_interval_ms', 1000)} ms" if progress.get("enabled") else "sync"
     trigger = configuration.get("trigger") or {}
-    how = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(trigger.items())) or "default trigger"
-    return f"{mode}, {how}"
+    if trigger.get("processing_time"):
+        return f"{mode}, trigger {trigger['processing_time']}"
+    kinds = [k.replace("_", " ") + ("" if v is True else f" {v}") for k, v in sorted(trigger.items()) if v]
+    return f"{mode}, trigger {', '.join(kinds) or 'as fast as possible'}"
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,10 @@ def test_the_text_report_shows_figures_changes_and_advice(tmp_path: Path, capsys
     code, out, _ = report(capsys, job_with_a_switch(tmp_path))
     assert code == 0
     assert "job          clicks" in out
-    assert "latest       async 3000 ms, processing time 100 milliseconds: p50 80 ms, p90 80 ms, p99 80 ms" in out
+    assert "latest       async 3000 ms, trigger 100 milliseconds: p50 80 ms, p90 80 ms, p99 80 ms" in out
     assert "offset mgmt  p50 120 of 200 ms, share 60% (from 30 synchronous batches" in out
     assert "re-run now   20 batches, 2,000 rows since batch 7 reached offsets/" in out  # the async run's 30..49
-    assert "switch: sync, processing time 100 milliseconds -> async 3000 ms" in out
+    assert "switch: sync, trigger 100 milliseconds -> async 3000 ms, trigger 100 milliseconds" in out
     assert "advice: none" in out  # share high, eligible, interval long enough: keep it on
 
 
