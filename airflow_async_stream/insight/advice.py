@@ -90,7 +90,9 @@ def _turn_on(report: Report, managed: dict[str, Any], spec: dict[str, Any] | Non
             "figures": figures,
         }
     rows_per_s = report.latest.figures()["rows_per_s"] if report.latest else None
-    unknown = " (no spec recorded: check the query is stateless and its sink is Kafka)" if spec is None else ""
+    unknown = ""
+    if not (spec or {}).get("sink"):  # no spec recorded, or an application that builds its own writer
+        unknown = " (its sink is not known here: check the query is stateless and writes to Kafka)"
     return {
         "kind": "turn_on",
         "summary": f"turn async progress tracking on: offset management is {share:.0%} of a synchronous batch "

@@ -10,11 +10,14 @@ from typing import Any
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.insight.advice import Limits, advise
 from airflow_async_stream.insight.report import Report, build_report
+from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 
 __all__ = ["ADVISED", "change_advice", "job_report", "recorded_spec"]
 
+#: How many of a job's newest batches a plan's advice reads (a few segments, whatever the log's size).
+PLAN_BATCHES = 2000
 #: The spec changes the report's advice speaks to.
 ADVISED = ("async_progress.enabled", "async_progress.checkpoint_interval_ms")
 
@@ -28,11 +31,28 @@ def recorded_spec(control: ControlArea) -> dict[str, Any] | None:
     return spec if isinstance(spec, dict) else None
 
 
+def recent_events(control: ControlArea, at_least: int) -> list[dict[str, Any]]:
+    """The newest events of the progress log: whole files read newest first until ``at_least`` are in."""
+    chunks: list[list[dict[str, Any]]] = []
+    count = 0
+    for segment in reversed(progress_log.segments(control)):
+        chunks.append(progress_log.read_events(control, [segment]))
+        count += len(chunks[-1])
+        if count >= at_least:
+            break
+    return [event for chunk in reversed(chunks) for event in chunk]
+
+
 def job_report(
-    control: ControlArea, checkpoint: str, since_s: float | None = None, limits: Limits | None = None
+    control: ControlArea,
+    checkpoint: str,
+    since_s: float | None = None,
+    limits: Limits | None = None,
+    recent: int | None = None,
 ) -> Report:
-    """The report of one job, with its advice. Events written before each batch recorded its configuration
-    take the one ``deployment.json`` names for their deployment."""
+    """The report of one job, with its advice (of its newest ``recent`` batches or so, if given: a plan reads
+    no more than that of each job). Events written before each batch recorded its configuration take the one
+    ``deployment.json`` names for their deployment."""
     deployment = control.read_deployment()
     configurations = {}
     if deployment and deployment.async_progress:
@@ -43,7 +63,7 @@ def job_report(
     spec = recorded_spec(control)
     inspection = inspect_checkpoint(checkpoint)
     report = build_report(
-        control.read_progress(),
+        control.read_progress() if recent is None else recent_events(control, recent),
         job=(spec or {}).get("name") or (deployment.job if deployment else None),
         checkpoint=checkpoint,
         since_s=since_s,
@@ -63,6 +83,6 @@ def change_advice(control_url: str, checkpoint: str, diff: dict[str, dict[str, A
     if not turned_on and ADVISED[1] not in diff:
         return []
     try:
-        return job_report(ControlArea(control_url), checkpoint).advice
+        return job_report(ControlArea(control_url), checkpoint, recent=PLAN_BATCHES).advice
     except (AsyncStreamError, OSError, ValueError) as exc:
         return [{"kind": "unavailable", "summary": f"no advice: the job's progress could not be read: {exc}"}]

@@ -50,4 +50,6 @@ def test_waiting_for_commits_that_do_not_come_says_so_every_ten_seconds(
         wait_for_commits(checkpoint, 7, 2, timeout_s=35, log=logging.getLogger("w"), poll_s=0.5, sleep=clock.sleep)
     said = [r.getMessage() for r in caplog.records]
     assert [m.rsplit("(", 1)[1] for m in said] == ["0 s of 35 s)", "10 s of 35 s)", "20 s of 35 s)", "30 s of 35 s)"]
-    assert said[0] == f"Waiting for committed batches in {checkpoint}: 0/2 batches committed after batch 7 (0 s of 35 s)"
+    assert (
+        said[0] == f"Waiting for committed batches in {checkpoint}: 0/2 batches committed after batch 7 (0 s of 35 s)"
+    )

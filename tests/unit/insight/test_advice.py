@@ -37,6 +37,14 @@ def test_a_high_share_on_a_stateless_kafka_job_advises_turning_it_on_with_the_sa
     assert f"about {rate:,.0f} rows at {rate:,.0f} rows/s" in advice["gives_up"]  # the default 1 s of input
 
 
+def test_turning_it_on_for_a_job_whose_sink_is_not_known_says_what_to_check() -> None:
+    report = build_report(batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False)))
+    for spec in (None, {"application": "/jobs/own.py"}):
+        (advice,) = advise(report, spec)
+        assert advice["kind"] == "turn_on" and "check the query is stateless and writes to Kafka" in advice["summary"]
+    assert "check the query" not in advise(report, KAFKA)[0]["summary"]
+
+
 def test_a_high_share_on_a_sink_spark_refuses_says_why_it_stays_off() -> None:
     report = build_report(batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False)))
     (advice,) = advise(report, {"sink": {"format": "parquet"}})
