@@ -68,6 +68,8 @@ def _print_report(data: dict[str, Any]) -> None:
         print(f"batches      none recorded{window}")
         return
     print(f"batches      {data['batches']}, {_when(groups[0]['started'])} to {_when(groups[-1]['ended'])}")
+    if data["skipped_events"]:
+        print(f"unreadable   {data['skipped_events']} progress lines left out (no timestamp or batch id)")
     print(f"latest       {describe(data['configuration'])}: p50 {_ms(data['p50_ms'])} ms, p90 {_ms(data['p90_ms'])} ms, "
           f"p99 {_ms(data['p99_ms'])} ms over {groups[-1]['batches']} batches")  # fmt: skip
     baseline = data["baseline"]

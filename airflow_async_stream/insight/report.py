@@ -150,6 +150,8 @@ class Report:
     groups: list[Group]
     durable_offset: int | None = None
     advice: list[dict[str, Any]] = field(default_factory=list)
+    #: Events the report could not read (no timestamp, a batch id that is not a number): counted, not fatal.
+    skipped: int = 0
 
     @property
     def latest(self) -> Group | None:
@@ -243,6 +245,7 @@ class Report:
             "at_risk": self.at_risk(),
             "state": self.state(),
             "advice": self.advice,
+            "skipped_events": self.skipped,
         }
 
 
@@ -262,7 +265,14 @@ def build_report(
     releases before each batch recorded its own); ``durable_offset`` is the newest batch id in ``offsets/``.
     """
     known = configurations or {}
-    batches = [Batch.of(e, known.get(str(e.get("deployment_id")))) for e in events if ran_a_batch(e)]
+    batches, skipped = [], 0
+    for event in events:
+        if not ran_a_batch(event):
+            continue
+        try:
+            batches.append(Batch.of(event, known.get(str(event.get("deployment_id")))))
+        except (KeyError, TypeError, ValueError):  # a line this release cannot read: say so, read the rest
+            skipped += 1
     if since_s is not None and now is not None:
         batches = [b for b in batches if b.start >= now - since_s]
-    return Report(job, checkpoint, since_s, batches, group_batches(batches), durable_offset)
+    return Report(job, checkpoint, since_s, batches, group_batches(batches), durable_offset, skipped=skipped)

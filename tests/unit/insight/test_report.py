@@ -89,3 +89,11 @@ def test_state_figures_are_commit_time_per_task_against_the_batch() -> None:
     state = build_report(events).to_json()["state"]
     # per task: 10, 20, 1 ms; share of the batch: 0.02, 0.05, 0.001 -> p50 0.02
     assert state == {"batches": 3, "commit_ms_per_task": 10.0, "commit_share": 0.02, "rows_in_state": 12}
+
+
+def test_lines_it_cannot_read_are_counted_not_fatal() -> None:
+    events = batch_events([100.0] * 3, [10.0] * 3, conf=SYNC)
+    del events[1]["timestamp"]
+    events[2]["batch_id"] = "x"
+    data = build_report(events).to_json()
+    assert (data["batches"], data["skipped_events"]) == (1, 2)
