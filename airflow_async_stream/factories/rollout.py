@@ -105,6 +105,8 @@ def rollout_dag(
             items = plan_folder(folder, adopt=True, run_id=context["run_id"], retry_failed=retry)
             for item in items:
                 _log.info("%-24s %-13s %s", item.job, item.action, item.reason)
+                for advice in item.advice:  # the job's own figures on the change (report's advice)
+                    _log.info("%-24s %-13s advice: %s", "", "", advice["summary"])
             chosen = [i for i in items if only is None or i.action in only]
             _log.info("%d jobs planned, %d to apply", len(items), len(chosen))
             return [item.to_json() for item in chosen]
