@@ -45,8 +45,10 @@ def await_batches(control: ControlArea, enabled: bool, count: int, timeout_s: fl
 def test_a_report_across_a_switch_to_async_matches_the_log(
     airflow_db: None, checkpoint_dir: str, tmp_path: Path
 ) -> None:
+    # rate-micro-batch: a batch at every trigger (the rate source has new data only once a second)
+    source = {"format": "rate-micro-batch", "options": {"rowsPerBatch": 100}}
     spec = parse_spec(
-        rate_noop("report-job", checkpoint_dir, rows=1000, trigger={"processing_time": "100 milliseconds"})
+        rate_noop("report-job", checkpoint_dir, source=source, trigger={"processing_time": "100 milliseconds"})
     )
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
