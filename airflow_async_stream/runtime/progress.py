@@ -52,7 +52,7 @@ def _state_operators(progress: Any) -> list[dict[str, Any]]:
             "shuffle_partitions": int(op.numShufflePartitions),
             "rows_total": int(op.numRowsTotal),
         }
-        for op in getattr(progress, "stateOperators", None) or []  # a test double may have none
+        for op in progress.stateOperators or []
     ]
 
 

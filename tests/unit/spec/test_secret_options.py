@@ -136,7 +136,14 @@ def test_the_governor_never_writes_a_secret_into_status_or_progress(tmp_path: ob
     governor.starting(secret_options=["sink.options.kafka.sasl.jaas.config"])
     source = SimpleNamespace(description=f"Kafka[{secret}]", startOffset="1", endOffset="2", numInputRows=1)
     progress = SimpleNamespace(
-        id="q", runId="r", batchId=0, timestamp="t", numInputRows=1, durationMs={}, sources=[source]
+        id="q",
+        runId="r",
+        batchId=0,
+        timestamp="t",
+        numInputRows=1,
+        durationMs={},
+        sources=[source],
+        stateOperators=[],
     )
     governor.record_progress(progress)
     governor.fail(RuntimeError(f"SASL authentication failed with password {secret}"))

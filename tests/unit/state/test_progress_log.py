@@ -126,7 +126,14 @@ def test_a_long_running_driver_records_each_batch_once_and_remembers_only_the_ne
 
     def progress(batch: int) -> SimpleNamespace:
         return SimpleNamespace(
-            id="q", runId="r", batchId=batch, timestamp="t", numInputRows=0, durationMs={}, sources=[]
+            id="q",
+            runId="r",
+            batchId=batch,
+            timestamp="t",
+            numInputRows=0,
+            durationMs={},
+            sources=[],
+            stateOperators=[],
         )
 
     for batch in range(3000):
@@ -136,6 +143,28 @@ def test_a_long_running_driver_records_each_batch_once_and_remembers_only_the_ne
     assert len(governor._recorded) <= 1024  # memory: bounded, however long the driver runs
     assert [e["batch_id"] for e in area.read_progress()][-101:] == list(range(2899, 3000))
     assert governor._status.batches == 3000
+
+
+def test_a_stateful_batch_records_its_state_store_figures_and_a_stateless_one_none() -> None:
+    from types import SimpleNamespace
+
+    from airflow_async_stream.runtime.progress import progress_record
+
+    operator = SimpleNamespace(operatorName="stateStoreSave", commitTimeMs=640, numShufflePartitions=64, numRowsTotal=9)
+    batch = {
+        "id": "q",
+        "runId": "r",
+        "batchId": 3,
+        "timestamp": "t",
+        "numInputRows": 1,
+        "durationMs": {},
+        "sources": [],
+    }
+    stateful = progress_record(SimpleNamespace(**batch, stateOperators=[operator]), DEP_A)
+    assert stateful["state_operators"] == [
+        {"operator": "stateStoreSave", "commit_ms": 640, "shuffle_partitions": 64, "rows_total": 9}
+    ]
+    assert "state_operators" not in progress_record(SimpleNamespace(**batch, stateOperators=[]), DEP_A)
 
 
 def test_segments_are_ordered_by_number_past_a_million_and_names_parse_whatever_the_id() -> None:
