@@ -163,8 +163,8 @@ class Report:
         sync = [g for g in self.groups if g.is_async is False]
         if not sync:
             return []
-        newest = configuration_key(sync[-1].configuration)
-        return [b for g in sync if configuration_key(g.configuration) == newest for b in g.batches]
+        newest = sync[-1].configuration
+        return [b for g in sync if g.configuration == newest for b in g.batches]
 
     def offset_management(self) -> dict[str, Any] | None:
         """p50 offset management over p50 latency, of the synchronous baseline; None without one."""
