@@ -1,24 +1,28 @@
 """The safe-disable DAG as Airflow really runs it: a scheduler, a triggerer, a dag-processor and an api-server
 as separate processes (LocalExecutor, SQLite). The committed-batch sensor defers to the triggerer; the
 triggerer is SIGKILLed while it runs the trigger, a new one takes the trigger over, and the run completes
-with the checkpoint safe for a synchronous restart."""
+with the checkpoint safe for a synchronous restart.
+
+The job reads a folder the test feeds: no batch runs until the test gives it a file, so each wait for
+batches finds none at its first poke and defers, however slowly the scheduler reaches it."""
 
 from __future__ import annotations
 
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from tests.helpers import rate_noop
 from tests.integration.airflow_stack import AirflowStack
 
 pytestmark = pytest.mark.integration
 DAG_ID = "under_a_real_scheduler"
+T = TypeVar("T")
 TRIGGER = "airflow_async_stream.triggers.committed_batches.CommittedBatchesTrigger"
 
 
@@ -40,15 +44,15 @@ def stack(tmp_path: Path) -> Iterator[AirflowStack]:
         deployment.close()
 
 
-def _write_dag(stack: AirflowStack, checkpoint: str) -> None:
-    spec = rate_noop(
-        "real-scheduler-job",
-        checkpoint,
-        rows=20,
-        # Slow enough that every wait for committed batches defers: a batch every 2 s.
-        trigger={"processing_time": "2 seconds"},
-        async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
-    )
+def _write_dag(stack: AirflowStack, checkpoint: str, incoming: Path) -> None:
+    spec = {
+        "name": "real-scheduler-job",
+        "checkpoint": checkpoint,
+        "source": {"format": "json", "schema": "v INT", "options": {"path": str(incoming)}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "300 milliseconds"},
+        "async_progress": {"enabled": True, "checkpoint_interval_ms": 2000},
+    }
     body = f"""
         from airflow.sdk import dag
         from airflow_async_stream.factories import safe_disable_async_progress
@@ -71,9 +75,31 @@ def _write_dag(stack: AirflowStack, checkpoint: str) -> None:
     (stack.dags / f"{DAG_ID}.py").write_text(textwrap.dedent(body))
 
 
-def test_the_migration_survives_a_killed_triggerer(checkpoint_dir: str, stack: AirflowStack) -> None:
+class Feeder:
+    """Gives the job one single-row file at a time, the next once the job has read every row given so far."""
+
+    def __init__(self, stack: AirflowStack, checkpoint: str, incoming: Path) -> None:
+        self.stack, self.control, self.incoming, self.given = stack, ControlArea.for_checkpoint(checkpoint), incoming, 0
+
+    def feed_until(self, probe: Callable[[], T | None], what: str, timeout_s: float) -> T:
+        """Feed while awaiting ``probe``'s answer."""
+
+        def fed_probe() -> T | None:
+            answer = probe()
+            if not answer and sum(e["num_input_rows"] for e in self.control.read_progress()) >= self.given:
+                self.given += 1
+                (self.incoming / f"{self.given:05d}.json").write_text(f'{{"v": {self.given}}}\n')
+            return answer
+
+        return self.stack.await_(fed_probe, what, timeout_s)
+
+
+def test_the_migration_survives_a_killed_triggerer(checkpoint_dir: str, stack: AirflowStack, tmp_path: Path) -> None:
     started = time.monotonic()
-    _write_dag(stack, checkpoint_dir)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    feeder = Feeder(stack, checkpoint_dir, incoming)
+    _write_dag(stack, checkpoint_dir, incoming)
     stack.airflow("db", "migrate")
     for component in ("api-server", "scheduler", "dag-processor"):
         stack.start(component, component)
@@ -105,19 +131,23 @@ def test_the_migration_survives_a_killed_triggerer(checkpoint_dir: str, stack: A
     jobs = dict(stack.query("SELECT id, job_type FROM job WHERE id IN (?, ?)", first_triggerer, second_triggerer))
     assert jobs == {first_triggerer: "TriggererJob", second_triggerer: "TriggererJob"}, jobs
 
-    seen_deferred = {"async_batches"}
+    def task_state(task_id: str) -> str | None:
+        rows = stack.query("SELECT state FROM task_instance WHERE dag_id = ? AND task_id = ?", DAG_ID, task_id)
+        return rows[0][0] if rows and rows[0][0] in ("success", "failed") else None
+
+    assert feeder.feed_until(lambda: task_state("async_batches"), "the first sensor's batches", 150) == "success"
+    # Fed no more, the job runs no batch: the migration's wait for two interval-0 batches must defer, and it
+    # does so in the new triggerer.
+    wait_trigger = stack.await_(lambda: deferred_trigger("safe_disable.wait_async_batches"), "deferred wait", 150)
+    assert wait_trigger[1] == second_triggerer, (wait_trigger, second_triggerer)
 
     def finished() -> str | None:
-        deferred = stack.query("SELECT task_id FROM task_instance WHERE dag_id = ? AND state = 'deferred'", DAG_ID)
-        seen_deferred.update(task_id for (task_id,) in deferred)
         rows = stack.query("SELECT state FROM dag_run WHERE dag_id = ?", DAG_ID)
         return rows[0][0] if rows and rows[0][0] in ("success", "failed") else None
 
-    state = stack.await_(finished, "finished DAG run", 150)
+    state = feeder.feed_until(finished, "finished DAG run", 150)
     states = dict(stack.query("SELECT task_id, state FROM task_instance WHERE dag_id = ?", DAG_ID))
     assert state == "success", states
-    # The migration's wait for two interval-0 batches deferred too: it waited in the new triggerer.
-    assert "safe_disable.wait_async_batches" in seen_deferred, seen_deferred
 
     control = ControlArea.for_checkpoint(checkpoint_dir)
     assert control.read_deployment().async_progress["enabled"] is False
