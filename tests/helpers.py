@@ -1,7 +1,10 @@
-"""Builders both tiers share: the job spec most tests run, rate -> noop."""
+"""Builders both tiers share: the job spec most tests run (rate -> noop), hand-made checkpoints and their
+fingerprint."""
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.spec.load import deep_merge
@@ -21,3 +24,28 @@ def rate_noop(
     if rows is not None:
         spec["source"]["options"] = {"rowsPerSecond": rows}
     return deep_merge(spec, changes)
+
+
+OFFSETS = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"0":5}\n'
+COMMITS = 'v1\n{"nextBatchWatermarkMs":0}\n'
+
+
+def make_checkpoint(root: Path, offsets: list[int], commits: list[int], extra: dict[str, str] | None = None) -> str:
+    """A checkpoint folder laid out as Spark writes it, with these batch ids in ``offsets/`` and ``commits/``."""
+    (root / "offsets").mkdir(parents=True)
+    (root / "commits").mkdir()
+    (root / "metadata").write_text('{"id":"q"}')
+    for i in offsets:
+        (root / "offsets" / str(i)).write_text(OFFSETS)
+    for i in commits:
+        (root / "commits" / str(i)).write_text(COMMITS)
+    for name, text in (extra or {}).items():
+        (root / name).write_text(text)
+    return str(root)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under ``root`` by relative path, with its content's hash: equal snapshots, unchanged files."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
+    }

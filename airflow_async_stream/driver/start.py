@@ -30,8 +30,9 @@ POLL_S = 0.1
 REMOTE_POLL_S = 0.5
 
 
-def log_tail(control: ControlArea, lines: int = 30) -> str:
-    """The end of the driver log, for error messages (empty when there is none).
+def log_tail(control: ControlArea, lines: int = 30, files: int = 2) -> str:
+    """The end of the driver log, read on through up to ``files`` of its rotated files (empty when there is
+    none).
 
     The log is in the control area, or, for a driver of this host whose control area is remote, on
     this host where the deployment record says; a log just rotated is read on into its previous file.
@@ -40,8 +41,8 @@ def log_tail(control: ControlArea, lines: int = 30) -> str:
     driver = (deployment.driver if deployment else None) or {}
     local_log = driver.get("log") if driver.get("log_on_host") else None
     if local_log:
-        return tail_lines(_read_local, local_log, lines)
-    return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines)
+        return tail_lines(_read_local, local_log, lines, files)
+    return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines, files)
 
 
 def _read_local(path: str) -> bytes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -12,28 +11,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
-
-OFFSETS = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"0":5}\n'
-COMMITS = 'v1\n{"nextBatchWatermarkMs":0}\n'
-
-
-def make(root: Path, offsets: list[int], commits: list[int], extra: dict[str, str] | None = None) -> str:
-    (root / "offsets").mkdir(parents=True)
-    (root / "commits").mkdir()
-    (root / "metadata").write_text('{"id":"q"}')
-    for i in offsets:
-        (root / "offsets" / str(i)).write_text(OFFSETS)
-    for i in commits:
-        (root / "commits" / str(i)).write_text(COMMITS)
-    for name, text in (extra or {}).items():
-        (root / name).write_text(text)
-    return str(root)
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
-    }
+from tests.helpers import make_checkpoint as make
+from tests.helpers import snapshot
 
 
 def test_empty_checkpoint_is_safe(tmp_path: Path) -> None:
