@@ -1,6 +1,6 @@
 """``airflow-async-stream``: the parser and the commands on spec files (``validate``, ``plan``, ``schema``); the
-commands on one job are in show.py (``status``, ``inspect``), report.py (``report``) and change.py (``stop``,
-``release``, ``switch``)."""
+commands on one job are in show.py (``status``, ``inspect``), report.py (``report``), doctor.py (``doctor``) and
+change.py (``stop``, ``release``, ``switch``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_BROKEN_PIPE, EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
+from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.report import add_report
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
 from airflow_async_stream.exceptions import (
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="with --json: every batch id and gap, not the newest")
     p.set_defaults(func=cmd_inspect)
     add_report(sub, _JOB_HELP)
+    add_doctor(sub, _JOB_HELP)
     _add_stop(sub)
     p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
     p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)

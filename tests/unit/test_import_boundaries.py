@@ -127,7 +127,7 @@ def test_the_blocker_blocks(tmp_path: Path) -> None:
 
 
 def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_path: Path) -> None:
-    """validate, plan, status, inspect, report, schema, switch and stop (of a driver of this host, killed when it
+    """validate, plan, status, inspect, report, doctor, schema, switch and stop (of a driver of this host, killed when it
     does not stop) run where Airflow cannot be imported."""
     folder = tmp_path / "desired"
     folder.mkdir()
@@ -154,6 +154,7 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
             "status": _without_airflow(run, "status", str(spec)),
             "inspect": _without_airflow(run, "inspect", str(spec)),
             "report": _without_airflow(run, "report", str(spec), "--png", str(tmp_path / "chart.png")),
+            "doctor": _without_airflow(run, "doctor", str(spec)),
             "schema": _without_airflow(run, "schema"),
             "switch": _without_airflow(run, "switch", str(spec), "--set", "async_progress.enabled=false"),
             "stop": _without_airflow(run, "stop", str(spec), "--graceful-timeout", "0.1", "--kill-after", "0.3"),
@@ -164,7 +165,7 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
         driver.wait()
     assert all("Airflow is blocked" not in r.stdout + r.stderr for r in answers.values()), answers
     codes = {name: r.returncode for name, r in answers.items() if name not in ("switch", "stop", "inspect")}
-    assert codes == dict.fromkeys(("validate", "plan", "status", "report", "schema"), 0), answers
+    assert codes == dict.fromkeys(("validate", "plan", "status", "report", "doctor", "schema"), 0), answers
     assert (tmp_path / "chart.png").stat().st_size > 0
     assert "its query never started" in answers["inspect"].stderr, answers["inspect"]  # a fake driver's checkpoint
     assert "Traceback" not in answers["switch"].stderr, answers["switch"].stderr
