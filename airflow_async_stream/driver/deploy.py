@@ -17,7 +17,7 @@ from typing import Any
 from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.launcher import Launcher, Submission
 from airflow_async_stream.driver.local import LocalLauncher
-from airflow_async_stream.driver.start import wait_until_running
+from airflow_async_stream.driver.start import refuse_unsafe_sync_start, wait_until_running
 from airflow_async_stream.driver.stop import StopOutcome, stop_driver, wait_for_driver_exit
 from airflow_async_stream.exceptions import (
     DeployError,
@@ -52,6 +52,9 @@ class DeploySettings:
     stop_kill_after_s: float = 120.0
     requested_by: str = "airflow-async-stream"
     airflow: dict[str, Any] = field(default_factory=dict)  # dag_id, run_id, task_id, try_number
+    #: Deploy a synchronous spec even where the inspector says Spark cannot restart the checkpoint that way
+    #: (logged); by default such a deploy is refused before spark-submit, naming the cure.
+    allow_unsafe_sync_restart: bool = False
     #: Where drivers run, or a function that builds the launcher when a deploy or stop needs it: the Airflow
     #: side makes it from ``conn_id`` (hooks/launchers.py).
     launcher: Launcher | Callable[[], Launcher] | None = field(default=None, compare=False, repr=False)
@@ -123,6 +126,7 @@ def deploy_job(
     submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra)
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, run_state) as grant:
+        refuse_unsafe_sync_start(spec, settings.allow_unsafe_sync_restart, log)
         _make_room(control, spec, launcher, settings, log)
         record = _record(spec, launcher.master, control, submission, settings).but(hold_token=grant.token)
         record = _submit(control, launcher, submission, record, log, grant)

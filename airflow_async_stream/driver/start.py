@@ -1,5 +1,6 @@
 """Waiting for a driver to run, through its control area, and the end of its log for the errors that say why
-it did not (stop.py waits for it to stop). Airflow-free, so operators, the CLI and tests share one
+it did not (stop.py waits for it to stop); before it starts, the refusal of a synchronous start Spark would
+die on. Airflow-free, so operators, the CLI and tests share one
 implementation; every wait logs its progress.
 """
 
@@ -16,12 +17,24 @@ from airflow_async_stream.driver.log import tail_lines
 from airflow_async_stream.exceptions import (
     DriverFailedError,
     DriverStartTimeoutError,
+    UnsafeSyncRestartError,
 )
+from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import FINAL_STATES, State, Status
 from airflow_async_stream.waits import REPORT_EVERY_S, WaitLog
 
-__all__ = ["POLL_S", "REMOTE_POLL_S", "REPORT_EVERY_S", "log_tail", "poll_interval", "status_of", "wait_until_running"]
+__all__ = [
+    "POLL_S",
+    "REMOTE_POLL_S",
+    "REPORT_EVERY_S",
+    "log_tail",
+    "poll_interval",
+    "refuse_unsafe_sync_start",
+    "status_of",
+    "wait_until_running",
+]
 
 _log = logging.getLogger(__name__)
 #: How often a wait reads the status record: often on a local disk (a read costs microseconds, and a
@@ -103,3 +116,23 @@ def wait_until_running(
             )
         say(f"state {state}")
         sleep(poll_interval(control))
+
+
+def refuse_unsafe_sync_start(spec: JobSpec, allow: bool, log: logging.Logger = _log) -> None:
+    """A synchronous deploy onto a checkpoint the inspector calls unsafe dies at start (``batch N doesn't
+    exist``, after async mode left gaps): refused before anything is stopped or submitted, unless ``allow``."""
+    if spec.async_progress.enabled:
+        return
+    inspection = inspect_checkpoint(spec.checkpoint)
+    if not inspection.exists or inspection.sync_restart_safe:
+        return
+    if allow:
+        log.warning("%s: deploying synchronously as asked (allow_unsafe_sync_restart), though %s",
+                    spec.name, inspection.reason)  # fmt: skip
+        return
+    raise UnsafeSyncRestartError(
+        f"{spec.name}: a synchronous deploy is refused: {inspection.reason}. The cure is the safe-disable "
+        "migration (safe_disable_async_progress in a DAG, or a rollout with this synchronous spec): it restarts "
+        "the job with async on at interval 0 until two batches are committed, then synchronously. "
+        f"`airflow-async-stream doctor {spec.checkpoint}` explains; allow_unsafe_sync_restart=True deploys anyway"
+    )

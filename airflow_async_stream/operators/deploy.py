@@ -30,6 +30,9 @@ class DeployStreamingJobOperator(BaseOperator):
     :param startup_timeout_s: how long to wait for the first micro-batch.
     :param stop_graceful_timeout_s: on redeploy, how long the old driver may finish its batch.
     :param stop_kill_after_s: on redeploy, when an old driver that has not stopped is killed.
+    :param allow_unsafe_sync_restart: deploy a synchronous spec even onto a checkpoint Spark cannot restart
+        synchronously (logged). By default that deploy fails before spark-submit, naming the cure (the
+        safe-disable migration) instead of dying with ``batch N doesn't exist``.
 
     Returns (and pushes to XCom) the deployment record: it names the options resolved from connections
     (``secret_options``), never their values; plain spec options are not in it either.
@@ -48,9 +51,11 @@ class DeployStreamingJobOperator(BaseOperator):
         startup_timeout_s: float = 300.0,
         stop_graceful_timeout_s: float = 60.0,
         stop_kill_after_s: float = 120.0,
+        allow_unsafe_sync_restart: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.allow_unsafe_sync_restart = allow_unsafe_sync_restart
         self.spec = spec_operand(spec)
         self.overrides = overrides
         self.conn_id = conn_id
@@ -69,6 +74,7 @@ class DeployStreamingJobOperator(BaseOperator):
             startup_timeout_s=self.startup_timeout_s,
             stop_graceful_timeout_s=self.stop_graceful_timeout_s,
             stop_kill_after_s=self.stop_kill_after_s,
+            allow_unsafe_sync_restart=self.allow_unsafe_sync_restart,
             requested_by=f"{self.dag_id}.{self.task_id}",
             airflow={k: getattr(ti, k, None) for k in ("dag_id", "run_id", "task_id", "try_number")},
             launcher=partial(launcher_for, self.conn_id),  # a step that launches nothing reads no connection
