@@ -70,7 +70,8 @@ class Symptoms:
         if self.status is None:
             return ["no status record" if self.control_area else "no control area: a job this project never deployed"]
         lines = [f"status {self.status.state} (deployment {self.status.deployment_id}, {self.status.batches} batches)"]
-        return lines + ([f"status error: {self.status.error}"] if self.status.error else [])
+        error = (self.status.error or "").strip().splitlines()
+        return lines + ([f"status error: {error[0][:400]}"] if error else [])  # Spark appends the query's plan
 
     @property
     def name(self) -> str | None:

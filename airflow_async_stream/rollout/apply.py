@@ -38,8 +38,9 @@ from airflow_async_stream.rollout.actions import (
     Before,
     Step,
 )
+from airflow_async_stream.rollout.failures import spec_digest
 from airflow_async_stream.rollout.fleet import FleetIndex
-from airflow_async_stream.rollout.planner import CHANGES, PlanItem, spec_digest
+from airflow_async_stream.rollout.planner import CHANGES, PlanItem
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea

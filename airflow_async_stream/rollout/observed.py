@@ -11,6 +11,7 @@ from typing import Any
 from airflow_async_stream.driver.process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.rollout.fleet import FleetEntry, FleetIndex
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Deployment, State, Status, now
@@ -35,6 +36,9 @@ class ObservedJob:
     switchable: bool = False
     #: For a job gone from the folder: its fleet index entry (whether, and by which run, it was retired).
     entry: FleetEntry | None = None
+    #: For a job no driver runs: whether Spark could restart its checkpoint synchronously (None: not judged,
+    #: a live job or no checkpoint yet). False is a job that dies with ``batch N doesn't exist`` if restarted so.
+    sync_restart_safe: bool | None = None
 
     @property
     def stable_spec(self) -> dict[str, Any] | None:
@@ -80,6 +84,7 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
     status = control.read_status()
     deployment = control.read_deployment()
+    live = liveness(status).live or _still_starting(deployment, status)
     return ObservedJob(
         name=name,
         control_url=control.url,
@@ -87,11 +92,21 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         stable=control.read_json(ControlArea.STABLE),
         deployment=deployment,
         state=status.state if status else None,
-        live=liveness(status).live or _still_starting(deployment, status),
+        live=live,
         rollout=control.read_json(ControlArea.ROLLOUT),
         switchable=bool(status and status.configuration is not None and liveness(status).live)
         and status.state == State.RUNNING,
+        sync_restart_safe=None if live or not isinstance(spec, dict) else _sync_restart_safe(spec),
     )
+
+
+def _sync_restart_safe(spec: dict[str, Any]) -> bool | None:
+    """The inspector's verdict on the checkpoint the job was deployed on (None where there is none yet)."""
+    checkpoint = spec.get("checkpoint")
+    if not isinstance(checkpoint, str):
+        return None
+    inspection = inspect_checkpoint(checkpoint)
+    return inspection.sync_restart_safe if inspection.exists else None
 
 
 def observe(

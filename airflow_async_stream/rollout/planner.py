@@ -2,7 +2,8 @@
 
 Actions: ``unchanged``, ``deploy`` (new job), ``retire`` (gone from the folder: graceful stop, checkpoint
 kept), ``restart`` (the new spec replaces the running one), ``safe_disable`` (async turned off: the
-safe-disable migration), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as
+safe-disable migration; also for a synchronous job no driver runs whose checkpoint Spark cannot restart
+synchronously, a crash loop after async was turned off by hand), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as
 it runs). A ``restart`` or ``safe_disable`` says how its changes are made (``switch``): ``in_place`` when the
 running driver can switch its query (switch/allowed.py: async options, trigger, runtime ``spark.sql`` settings; a
 driver of this release), else ``restart`` (a graceful stop and a redeploy), with the reason.
@@ -14,10 +15,7 @@ into a file sink (or out of one to anything but Kafka), and any change to a stat
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from airflow_async_stream.rollout.changes import (
     spec_part,
 )
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder
+from airflow_async_stream.rollout.failures import failed_before, failure_words, spec_digest
 from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
 from airflow_async_stream.spec.load import parse_spec
@@ -108,6 +107,36 @@ def _async_on(spec: dict[str, Any] | None) -> bool:
     return bool(spec_part(spec or {}, "async_progress", "enabled"))
 
 
+def _safe_disable(
+    name: str,
+    desired: DesiredJob,
+    observed: ObservedJob,
+    target: dict[str, Any],
+    diff: dict[str, Any],
+    item: dict[str, Any],
+) -> PlanItem | None:
+    """The safe-disable item for a job whose async is turned off, or that runs nothing and whose checkpoint
+    a synchronous restart would die on; None for any other job."""
+    if _async_on(observed.spec) and not _async_on(target):
+        reason = "async progress tracking is turned off"
+        if desired.async_forced_off:
+            reason += (
+                " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
+            )
+        how, why = switch_for(observed, target, require_sync_safe=True)
+        return PlanItem(
+            name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(how)}", diff, **item,
+            switch=how, switch_reason=why,
+        )  # fmt: skip
+    if not _async_on(target) and observed.sync_restart_safe is False:
+        return PlanItem(
+            name, "safe_disable", f"runs nothing (state {observed.state}) and its checkpoint cannot restart "
+            "synchronously (Spark would die with 'batch N doesn't exist'): through the safe-disable migration, "
+            "by restarts", diff, **item, switch=RESTART, switch_reason=f"no driver runs (state {observed.state})",
+        )  # fmt: skip
+    return None
+
+
 def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None) -> PlanItem:
     """Classify one job (see the module docstring)."""
     if desired is None:
@@ -133,17 +162,9 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     refused = refusals(observed.spec, target)
     if refused:
         return PlanItem(name, "refuse", "; ".join(refused) + "; the job is left as it runs", diff, **item)
-    if _async_on(observed.spec) and not _async_on(target):
-        reason = "async progress tracking is turned off"
-        if desired.async_forced_off:
-            reason += (
-                " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
-            )
-        how, why = switch_for(observed, target, require_sync_safe=True)
-        return PlanItem(
-            name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(how)}", diff, **item,
-            switch=how, switch_reason=why,
-        )  # fmt: skip
+    cure = _safe_disable(name, desired, observed, target, diff, item)
+    if cure is not None:
+        return cure
     if diff:
         fields = ", ".join(sorted({key.split(".")[0] if key.startswith("spark_conf") else key for key in diff}))
         turned_on = " (async progress tracking turned on)" if _async_on(target) and not _async_on(observed.spec) else ""
@@ -167,35 +188,19 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     return PlanItem(name, "unchanged", "runs the desired spec", **item)
 
 
-def spec_digest(spec: dict[str, Any] | None) -> str:
-    """A short fingerprint of a spec mapping: a rollout records it for a change that failed."""
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def _failed_before(item: PlanItem, observed: ObservedJob | None) -> dict[str, Any] | None:
-    """The rollout record of this item's spec failing on this job, if that is the job's last rollout record."""
-    record = (observed.rollout if observed else None) or {}
-    if item.action not in CHANGES or not record.get("failed_spec"):
-        return None
-    return record if record["failed_spec"] == spec_digest(item.desired_spec) else None
-
-
-def _when(record: dict[str, Any]) -> str:
-    at = record.get("finished_at")
-    stamp = datetime.fromtimestamp(float(at), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "?"
-    return f"failed at {record.get('run_id') or 'a rollout'} {stamp}: {record.get('error')}"
-
-
 def remember_failure(item: PlanItem, observed: ObservedJob | None, retry_failed: bool) -> PlanItem:
     """Mark an item whose spec already failed on its job: held back (not tried again until the spec changes)
     unless ``retry_failed``; either way its reason says when and why it failed."""
-    failed = _failed_before(item, observed)
+    rollout = observed.rollout if observed else None
+    failed = failed_before(item.desired_spec, rollout) if item.action in CHANGES else None
     if failed is None:
         return item
     if retry_failed:
-        return replace(item, reason=f"{item.reason}; retried as asked: it {_when(failed)}", failed_before=failed)
+        return replace(
+            item, reason=f"{item.reason}; retried as asked: it {failure_words(failed)}", failed_before=failed
+        )
     reason = (
-        f"{item.reason} — {_when(failed)}; not retried until the spec changes (retry_failed=True, or a run "
+        f"{item.reason} — {failure_words(failed)}; not retried until the spec changes (retry_failed=True, or a run "
         'with conf {"retry_failed": true}, tries it again)'
     )
     return replace(item, reason=reason, failed_before=failed, held_back=True)

@@ -61,13 +61,14 @@ def test_a_checkpoint_left_with_gaps_and_no_control_area_gets_the_cure_from_its_
 
 def test_a_crash_loop_is_named_from_the_status_and_the_rotated_driver_log(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "ck", [0, 4, 5, 7], [0, 4, 5])
-    control = deployed(tmp_path / "ck", state=State.FAILED, error=CRASH)
+    control = deployed(tmp_path / "ck", state=State.FAILED, error=f"{CRASH}\n=== Streaming Query ===\nplan")
     control.write_bytes(ControlArea.DRIVER_LOG + ".1", b"WARN The offset log for batch 6 doesn't exist, which is ...\n")
     control.write_bytes(ControlArea.DRIVER_LOG, b"INFO shutting down\n")
     found = doctor(tmp_path / "ck")
     assert found.diagnosis == "batch_missing" and "a synchronous restart dies with" in found.summary
     assert "driver log: WARN The offset log for batch 6 doesn't exist, which is ..." in found.evidence
     assert f"status error: {CRASH}" in found.evidence
+    assert found.evidence[-1] == f"status error: {CRASH}"
     migration, _, delete = found.choices
     assert migration["re_run_batches"] == 1  # batch 7 was planned, not committed
     assert delete["re_run_batches"] == 2  # back to offsets/5 (4 and 5 are a pair)

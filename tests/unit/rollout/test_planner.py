@@ -22,6 +22,7 @@ from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment
+from tests.helpers import make_checkpoint
 from tests.unit.helpers import FLEET_JOB, batch_events, configuration, deployed, fleet_file, write_spec
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -65,6 +66,30 @@ def test_the_same_spec_not_yet_confirmed_is_checked_not_redeployed() -> None:
 def test_the_same_spec_not_running_is_restarted() -> None:
     item = plan_job("job", desired(), observed(live=False))
     assert item.action == "restart" and "runs nothing (state stopped)" in item.reason
+
+
+@pytest.mark.parametrize("deployed_async", [False, True], ids=["turned-off-by-hand", "stopped-async"])
+def test_a_synchronous_job_whose_checkpoint_cannot_restart_so_is_cured_never_restarted(deployed_async: bool) -> None:
+    sync = {"async_progress": {"enabled": False}}
+    was = {"async_progress": {"enabled": deployed_async}}
+    crashing = replace(observed(live=False, **was), state="failed", sync_restart_safe=False)
+    item = plan_job("job", desired(**sync), crashing)
+    assert (item.action, item.switch) == ("safe_disable", "restart"), item.reason
+    if not deployed_async:
+        assert "cannot restart synchronously (Spark would die with 'batch N doesn't exist')" in item.reason
+    # Desired async: Spark restarts an async query over gaps, so a plain restart is right.
+    assert plan_job("job", desired(), replace(crashing, spec=observed(**was).spec)).action == "restart"
+
+
+def test_the_planner_reads_a_stopped_job_s_checkpoint_verdict(tmp_path: Path) -> None:
+    folder, checkpoint = tmp_path / "desired", tmp_path / "ck" / "job"
+    spec = parse_spec({**FLEET_JOB, "checkpoint": str(checkpoint), "async_progress": {"enabled": False}})
+    deployed(str(checkpoint), spec.to_mapping(), folder, live=False)
+    fleet_file(folder, tmp_path / "index")
+    write_spec(folder, "job.yaml", spec.to_mapping())
+    make_checkpoint(checkpoint, [0, 4, 7], [0, 4])
+    [item] = plan_folder(folder)
+    assert (item.action, item.switch) == ("safe_disable", "restart")
 
 
 @pytest.mark.parametrize(

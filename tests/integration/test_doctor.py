@@ -1,0 +1,118 @@
+"""A job turned synchronous by hand over async gaps, with real Spark: the provider refuses the synchronous deploy,
+the user's override dies with ``batch N doesn't exist``, ``doctor`` names it and the cure, and the safe-disable
+migration DAG cures it without changing a file the checkpoint held."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.exceptions import DriverFailedError, UnsafeSyncRestartError
+from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
+from airflow_async_stream.operators.stop import StopStreamingJobOperator
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
+from tests.helpers import rate_noop
+from tests.integration.helpers import checkpoint_files, run_dag, task_states, write_job_dag, xcom
+
+pytestmark = pytest.mark.integration
+CLI = [sys.executable, "-m", "airflow_async_stream.cli"]
+SPARK_SAID = ("doesn't exist", "not found in offset log")
+
+
+def _doctor(checkpoint: str, *args: str) -> subprocess.CompletedProcess[str]:
+    before = checkpoint_files(checkpoint)
+    result = subprocess.run([*CLI, "doctor", checkpoint, *args], capture_output=True, text=True, timeout=60)
+    assert checkpoint_files(checkpoint) == before, "doctor changed the checkpoint"
+    return result
+
+
+def _gapped(spec: dict, checkpoint: str) -> None:
+    """Run the job with async on until its offsets have gaps under the newest batch, then stop it."""
+    DeployStreamingJobOperator(task_id="start", spec=spec, startup_timeout_s=180).execute({})
+    deadline = time.monotonic() + 120
+    while (found := inspect_checkpoint(checkpoint)).sync_restart_safe or len(found.offsets.ids) < 3:
+        assert time.monotonic() < deadline, f"no gaps in offsets/ after 120 s: {found.offsets.ids}"
+        time.sleep(0.2)
+    StopStreamingJobOperator(task_id="stop", spec=spec).execute({})
+
+
+def test_a_job_turned_off_by_hand_is_refused_diagnosed_and_cured(airflow_db: None, checkpoint_dir: str) -> None:
+    spec = rate_noop(
+        "crash-loop",
+        checkpoint_dir,
+        rows=200,
+        trigger={"processing_time": "100 milliseconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 3000},
+    )
+    _gapped(spec, checkpoint_dir)
+    stopped = inspect_checkpoint(checkpoint_dir)
+    assert not stopped.sync_restart_safe and "doesn't exist" in stopped.reason, stopped.offsets.ids
+    files_before = checkpoint_files(checkpoint_dir)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deployed_before = control.read_deployment().deployment_id
+
+    # Async turned off by hand: the provider refuses before spark-submit, naming the cure.
+    sync = {**spec, "async_progress": {"enabled": False}}
+    with pytest.raises(UnsafeSyncRestartError, match="safe-disable migration"):
+        DeployStreamingJobOperator(task_id="sync", spec=sync).execute({})
+    assert control.read_deployment().deployment_id == deployed_before, "a refused deploy submitted a driver"
+
+    # The user insists: Spark dies at start, as users report it.
+    with pytest.raises(DriverFailedError) as crashed:
+        DeployStreamingJobOperator(task_id="sync", spec=sync, allow_unsafe_sync_restart=True).execute({})
+    assert any(words in str(crashed.value) for words in SPARK_SAID), str(crashed.value)[-2000:]
+
+    text = _doctor(checkpoint_dir)
+    print(text.stdout)
+    assert text.returncode == 1, text.stderr
+    assert text.stdout.splitlines()[1].startswith("diagnosis    batch_missing: a synchronous restart dies with")
+    assert "- driver log: " in text.stdout and "safe_disable_async_progress" in text.stdout
+    diagnosis = json.loads(_doctor(checkpoint_dir, "--json").stdout)
+    assert (diagnosis["diagnosis"], diagnosis["sync_restart_safe"]) == ("batch_missing", False)
+    assert diagnosis["choices"][0]["re_run_batches"] in (0, 1)
+
+    # The cure, from the failed job and its synchronous spec, as a user's DAG runs it.
+    dag = write_job_dag("cure_crash_loop", sync, "safe_disable_async_progress(SPEC, startup_timeout_s=180, "
+                        "wait_timeout_s=120, deferrable=False)")  # fmt: skip
+    started = time.monotonic()
+    cured = run_dag(dag, "cure_crash_loop")
+    took = time.monotonic() - started
+    steps = task_states(cured)
+    assert steps.pop("safe_disable.rollback_to_async") == "skipped" and set(steps.values()) == {"success"}, steps
+    switches = xcom(cured, "safe_disable.release_job")["switches"]
+    for ti in sorted(cured.get_task_instances(), key=lambda ti: ti.start_date or ti.end_date):
+        print(f"{ti.task_id:<40} {ti.state:<8} {ti.duration or 0:6.2f} s")
+    print(f"migration {took:.1f} s; switches: {[(s['to'], s['path'], s['pause_s']) for s in switches]}")
+    assert [s["to"] for s in switches] == ["async_interval_0", "synchronous"], switches
+    assert switches[0]["path"] == "restart"  # the job was not running: redeployed with async on, interval 0
+
+    status = control.read_status()
+    assert liveness(status).live and status.configuration["async_progress"]["enabled"] is False
+    assert inspect_checkpoint(checkpoint_dir).sync_restart_safe
+    after = checkpoint_files(checkpoint_dir)
+    changed = sorted(name for name, digest in files_before.items() if after.get(name) != digest)
+    assert not changed, f"checkpoint files deleted or rewritten by the cure: {changed}"
+    healthy = _doctor(checkpoint_dir)
+    assert healthy.returncode == 0 and "diagnosis    nothing_known" in healthy.stdout, healthy.stdout
+
+
+def test_doctor_reads_a_checkpoint_spark_wrote_without_this_project(checkpoint_dir: str) -> None:
+    """A plain PySpark job's checkpoint left with gaps: no control area, the files alone speak."""
+    script = Path(__file__).resolve().parent / "spark_scripts" / "plain_rate_noop.py"
+    made = subprocess.run([sys.executable, str(script), checkpoint_dir, "gaps"], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    diagnosis = json.loads(_doctor(checkpoint_dir, "--json").stdout)
+    assert (diagnosis["diagnosis"], diagnosis["control_area"], diagnosis["sync_restart_safe"]) == (
+        "batch_missing",
+        False,
+        False,
+    )
+    assert not ControlArea.for_checkpoint(checkpoint_dir).exists()
