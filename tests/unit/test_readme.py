@@ -4,7 +4,8 @@ figures agree with each other and with the benchmark results.
 A code block is preceded by a mark saying what it is, an HTML comment the rendered README does not show:
 ``<!-- readme-test: dags ID ... -->`` (a Python DAG file defining exactly these DAG ids), ``script WHY`` (Python
 that is no DAG: checked for undefined names and imports that do not exist), ``fragment WHY`` (a part of a file:
-skipped), ``fleet-file`` (a desired folder's ``_fleet.yaml``). A YAML block without a mark is a whole job spec.
+skipped), ``fleet-file`` (a desired folder's ``_fleet.yaml``), ``doctor WHY`` (``doctor`` commands, run here on
+a checkpoint async mode left with gaps). A YAML block without a mark is a whole job spec.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import yaml
 from airflow.dag_processing.dagbag import DagBag
 
 from airflow_async_stream.cli.commands import build_parser
+from tests.helpers import make_checkpoint
 from tests.readme_blocks import BLOCKS, DAG_FOLDER, FULL_SPEC_NAME, PYTHON, README, REPO, Block, full_spec
 
 
@@ -123,6 +125,21 @@ def test_every_cli_command_the_readme_shows_exists() -> None:
             parser.parse_args(shlex.split(command))
         except SystemExit:
             pytest.fail(f"{block}: not a command this CLI takes: {line.strip()}")
+
+
+def test_the_doctor_commands_run_as_written_on_a_checkpoint_left_with_gaps(tmp_path: Path) -> None:
+    [block] = [b for b in BLOCKS if b.kind == "doctor"]
+    checkpoint = make_checkpoint(tmp_path / "ck", [0, 4, 7], [0, 4, 7])
+    answers = []
+    for line in block.body.splitlines():
+        command = shlex.split(re.sub(r"\s+#.*$", "", line).replace("/data/ck/clicks-to-alerts", checkpoint))
+        assert command[0] == "airflow-async-stream", line
+        command[0] = str(Path(sys.executable).parent / "airflow-async-stream")
+        answers.append(subprocess.run(command, capture_output=True, text=True, timeout=60))
+    text, as_json = answers
+    assert (text.returncode, as_json.returncode) == (1, 1), (text.stderr, as_json.stderr)
+    assert "diagnosis    batch_missing: a synchronous restart would die with" in text.stdout
+    assert json.loads(as_json.stdout)["diagnosis"] == "batch_missing"
 
 
 def test_every_script_and_file_the_readme_names_exists() -> None:
