@@ -1,10 +1,13 @@
-"""A job turned synchronous by hand over async gaps, with real Spark: the provider refuses the synchronous deploy,
-the user's override dies with ``batch N doesn't exist``, ``doctor`` names it and the cure, and the safe-disable
-migration DAG cures it without changing a file the checkpoint held."""
+"""``doctor`` on jobs made sick for real, with real Spark. A job turned synchronous by hand over async gaps: the
+provider refuses the synchronous deploy, the user's override dies with ``batch N doesn't exist``, ``doctor`` names
+it and the cure, and the safe-disable migration DAG cures it without changing a file the checkpoint held. A
+checkpoint a plain PySpark job left with gaps. A second writer."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -116,3 +119,27 @@ def test_doctor_reads_a_checkpoint_spark_wrote_without_this_project(checkpoint_d
         False,
     )
     assert not ControlArea.for_checkpoint(checkpoint_dir).exists()
+
+
+def test_a_second_writer_made_for_real_is_diagnosed(checkpoint_dir: str) -> None:
+    """The deployed driver hangs (SIGSTOP: an orphaned JVM as users meet it), a plain PySpark query writes the
+    same checkpoint meanwhile, and the driver resumes: Spark stops it on its next batch, and doctor names it."""
+    spec = rate_noop("two-writers", checkpoint_dir, rows=200, trigger={"processing_time": "100 milliseconds"})
+    DeployStreamingJobOperator(task_id="start", spec=spec, startup_timeout_s=180).execute({})
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    group = int(control.read_deployment().driver["launcher_pid"])  # spark-submit leads its own process group
+    os.killpg(group, signal.SIGSTOP)
+    try:
+        script = Path(__file__).resolve().parent / "spark_scripts" / "plain_rate_noop.py"
+        other = subprocess.run([sys.executable, str(script), checkpoint_dir, "second"], capture_output=True,
+                               text=True, timeout=300)  # fmt: skip
+        assert other.returncode == 0 and json.loads(other.stdout.splitlines()[-1])["error"] is None, other.stderr
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    deadline = time.monotonic() + 60
+    while (status := control.read_status()).state != "failed":
+        assert time.monotonic() < deadline, f"the resumed driver went on writing: {status.state}"
+        time.sleep(0.2)
+    diagnosis = json.loads(_doctor(checkpoint_dir, "--json").stdout)
+    assert diagnosis["diagnosis"] == "second_writer", diagnosis
+    assert any("Multiple streaming jobs detected" in line for line in diagnosis["evidence"]), diagnosis["evidence"]

@@ -3,6 +3,8 @@
     plain_rate_noop.py CHECKPOINT gaps      async on, interval 3000 ms, trigger 100 ms; stops once the
                                             newest offsets file has no predecessor (the trap is set)
     plain_rate_noop.py CHECKPOINT sync      async off; prints the error the query died with, if any
+    plain_rate_noop.py CHECKPOINT second    async off, on a checkpoint another query owns: writes three
+                                            batches past its newest offsets file, then stops
 
 Prints one JSON line: {"error": ..., "offsets": [...], "last_batch_end": ...} (the end of its last micro-batch
 that ran, epoch seconds from Spark's progress: the benchmark measures the pause to the next process from it).
@@ -42,6 +44,13 @@ if mode == "gaps":
             error = "no gap appeared"
             break
         query.awaitTermination(0.2)
+    query.stop()
+elif mode == "second":
+    target = (offsets() or [-1])[-1] + 3
+    query = writer.start()
+    while (offsets() or [-1])[-1] < target and query.isActive:
+        query.awaitTermination(0.2)
+    error = None if query.isActive else str(query.exception())
     query.stop()
 else:
     query = writer.start()
