@@ -14,15 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from airflow_async_stream.exceptions import DriverFailedError, UnsafeSyncRestartError
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.stop import StopStreamingJobOperator
+from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from tests.helpers import rate_noop
-from tests.integration.helpers import checkpoint_files, run_dag, task_states, write_job_dag, xcom
+from tests.integration.helpers import checkpoint_files, run_dag, task_states, write_dag, write_job_dag, xcom
 
 pytestmark = pytest.mark.integration
 CLI = [sys.executable, "-m", "airflow_async_stream.cli"]
@@ -46,14 +48,30 @@ def _gapped(spec: dict, checkpoint: str) -> None:
     StopStreamingJobOperator(task_id="stop", spec=spec).execute({})
 
 
-def test_a_job_turned_off_by_hand_is_refused_diagnosed_and_cured(airflow_db: None, checkpoint_dir: str) -> None:
-    spec = rate_noop(
-        "crash-loop",
-        checkpoint_dir,
+def _async_job(name: str, checkpoint: str) -> dict:
+    return rate_noop(
+        name,
+        checkpoint,
         rows=200,
         trigger={"processing_time": "100 milliseconds"},
         async_progress={"enabled": True, "checkpoint_interval_ms": 3000},
     )
+
+
+def _unchanged(checkpoint: str, before: dict[str, str]) -> None:
+    after = checkpoint_files(checkpoint)
+    changed = sorted(name for name, digest in before.items() if after.get(name) != digest)
+    assert not changed, f"checkpoint files deleted or rewritten by the cure: {changed}"
+
+
+def _runs_synchronously_on_a_safe_checkpoint(checkpoint: str) -> None:
+    status = ControlArea.for_checkpoint(checkpoint).read_status()
+    assert liveness(status).live and status.configuration["async_progress"]["enabled"] is False
+    assert inspect_checkpoint(checkpoint).sync_restart_safe
+
+
+def test_a_job_turned_off_by_hand_is_refused_diagnosed_and_cured(airflow_db: None, checkpoint_dir: str) -> None:
+    spec = _async_job("crash-loop", checkpoint_dir)
     _gapped(spec, checkpoint_dir)
     stopped = inspect_checkpoint(checkpoint_dir)
     assert not stopped.sync_restart_safe and "doesn't exist" in stopped.reason, stopped.offsets.ids
@@ -96,14 +114,34 @@ def test_a_job_turned_off_by_hand_is_refused_diagnosed_and_cured(airflow_db: Non
     assert [s["to"] for s in switches] == ["async_interval_0", "synchronous"], switches
     assert switches[0]["path"] == "restart"  # the job was not running: redeployed with async on, interval 0
 
-    status = control.read_status()
-    assert liveness(status).live and status.configuration["async_progress"]["enabled"] is False
-    assert inspect_checkpoint(checkpoint_dir).sync_restart_safe
-    after = checkpoint_files(checkpoint_dir)
-    changed = sorted(name for name, digest in files_before.items() if after.get(name) != digest)
-    assert not changed, f"checkpoint files deleted or rewritten by the cure: {changed}"
+    _runs_synchronously_on_a_safe_checkpoint(checkpoint_dir)
+    _unchanged(checkpoint_dir, files_before)
     healthy = _doctor(checkpoint_dir)
     assert healthy.returncode == 0 and "diagnosis    nothing_known" in healthy.stdout, healthy.stdout
+
+
+def test_a_rollout_cures_a_crash_looping_synchronous_job(airflow_db: None, checkpoint_dir: str, tmp_path: Path) -> None:
+    spec = _async_job("rollout-cure", checkpoint_dir)
+    _gapped(spec, checkpoint_dir)
+    files_before = checkpoint_files(checkpoint_dir)
+    sync = {**spec, "async_progress": {"enabled": False}}
+    with pytest.raises(DriverFailedError):
+        DeployStreamingJobOperator(task_id="sync", spec=sync, allow_unsafe_sync_restart=True).execute({})
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
+    (folder / "rollout-cure.yaml").write_text(yaml.safe_dump(sync))
+    [item] = plan_folder(folder)
+    assert (item.action, item.switch) == ("safe_disable", "restart"), item.reason
+
+    path = write_dag("cure_by_rollout", f"""
+        from airflow_async_stream.factories import rollout_dag
+        rollout_dag({str(folder)!r}, dag_id="cure_by_rollout", startup_timeout_s=180, wait_timeout_s=120)
+        """)  # fmt: skip
+    rolled = run_dag(path, "cure_by_rollout")
+    assert rolled.state == "success", task_states(rolled)
+    _runs_synchronously_on_a_safe_checkpoint(checkpoint_dir)
+    _unchanged(checkpoint_dir, files_before)
 
 
 def test_doctor_reads_a_checkpoint_spark_wrote_without_this_project(checkpoint_dir: str) -> None:
