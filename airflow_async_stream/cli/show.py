@@ -117,6 +117,10 @@ def _print_status(report: dict[str, Any]) -> None:
         rows.append(("source idle", _when(status["idle_at"])))
     if status.get("error"):
         rows.append(("error", status["error"]))
+    if status.get("state") == "failed":
+        rows.append(
+            ("diagnose", f"airflow-async-stream doctor {report['control_area']}  (what is wrong, and the cure)")
+        )
     rows.append(("control area", report["control_area"]))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
@@ -158,6 +162,10 @@ def _print_inspection(inspection: Inspection) -> None:
     for problem in inspection.problems:
         print(f"{'problem':<15} {problem}")
     print(f"{'sync restart':<15} {verdict}: {inspection.reason}")
+    if not inspection.sync_restart_safe:
+        print(
+            f"{'cure':<15} airflow-async-stream doctor {inspection.checkpoint}  (the cure, and what each choice costs)"
+        )
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

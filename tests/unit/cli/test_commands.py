@@ -147,6 +147,21 @@ def test_status_of_a_stale_driver_says_it_is_gone(tmp_path: Path) -> None:
     assert "the driver is gone" in cli("status", str(tmp_path / "ck")).stdout
 
 
+def test_status_of_a_failed_job_names_the_doctor_command_that_runs_as_shown(tmp_path: Path) -> None:
+    control = fake_deployment(tmp_path)
+    control.write_json("deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1"})
+    control.write_json(
+        "status.json", {**control.read_json("status.json"), "state": "failed", "error": "boom", "query_id": "q"}
+    )
+    [line] = [line for line in cli("status", str(tmp_path / "ck")).stdout.splitlines() if line.startswith("diagnose")]
+    command = line.split(None, 1)[1].split("  (")[0]
+    assert command == f"airflow-async-stream doctor {control.url}"
+    doctor = cli(*command.split()[1:])
+    assert (
+        doctor.returncode == 1 and "diagnosis    failed: the driver failed after its query ran: boom" in doctor.stdout
+    )
+
+
 def test_schema_is_json_schema() -> None:
     schema = json.loads(cli("schema").stdout)
     assert schema["title"] == "airflow-async-stream job spec"
@@ -159,6 +174,7 @@ def test_inspect_for_people(tmp_path: Path) -> None:
     assert "offsets/        3 batches, newest 0 4 7; gaps 1-3, 5-6; headers 4: v1, 7: v1" in result.stdout
     assert "skipped, not batch files: 1 .crc" in result.stdout
     assert "UNSAFE: offsets/6 is missing" in result.stdout and "batch 6 doesn't exist" in result.stdout
+    assert f"cure            airflow-async-stream doctor {tmp_path / 'ck'}  (the cure" in result.stdout
 
 
 def test_inspect_json_for_machines(tmp_path: Path) -> None:
