@@ -115,16 +115,19 @@ def _print_status(report: dict[str, Any]) -> None:
         )
     if status.get("idle_at"):
         rows.append(("source idle", _when(status["idle_at"])))
-    if status.get("error"):
-        rows.append(("error", status["error"]))
-    if status.get("state") == "failed":
-        rows.append(
-            ("diagnose", f"airflow-async-stream doctor {report['control_area']}  (what is wrong, and the cure)")
-        )
+    rows += _failure_rows(status, report["control_area"])
     rows.append(("control area", report["control_area"]))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
+
+
+def _failure_rows(status: dict[str, Any], control_area: str) -> list[tuple[str, str]]:
+    """The error, and for a failed job the command that says what is wrong and the cure."""
+    rows = [("error", status["error"])] if status.get("error") else []
+    if status.get("state") == "failed":
+        rows.append(("diagnose", f"airflow-async-stream doctor {control_area}  (what is wrong, and the cure)"))
+    return rows
 
 
 def cmd_status(args: argparse.Namespace) -> int:

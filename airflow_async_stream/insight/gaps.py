@@ -45,7 +45,12 @@ def batch_missing(symptoms: Symptoms) -> dict[str, Any] | None:
         "diagnosis": "batch_missing",
         "summary": (
             f"a synchronous restart {'dies' if crashed else 'would die'} with IllegalStateException: batch {n - 1} "
-            "doesn't exist: async progress tracking left gaps in offsets/, and it was turned off without the cure"
+            "doesn't exist: async progress tracking left gaps in offsets/, and "
+            + (
+                "the job was last run with it on (a restart with it on works)"
+                if symptoms.async_on and not crashed
+                else "it was turned off without the cure"
+            )
         ),
         "cure": f"run {MIGRATION}. It restarts the job with async on at interval 0 (Spark restarts an async "
         "query over the gaps), waits for two committed batches, checks the checkpoint and restarts it "

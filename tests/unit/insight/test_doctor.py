@@ -84,6 +84,14 @@ def test_the_rows_a_rewind_reads_again_come_from_the_progress_log(tmp_path: Path
     assert delete["rows_read_again"] == 200 and "2 batches, 200 rows" in delete["costs"]
 
 
+def test_a_job_stopped_with_async_on_is_told_a_restart_with_it_on_works(tmp_path: Path) -> None:
+    make_checkpoint(tmp_path / "ck", [0, 4, 7], [0, 4, 7])
+    deployed(tmp_path / "ck", enabled=True, state=State.STOPPED, query_id="q")
+    found = doctor(tmp_path / "ck")
+    assert found.diagnosis == "batch_missing" and "would die" in found.summary
+    assert found.summary.endswith("the job was last run with it on (a restart with it on works)")
+
+
 def test_gaps_of_a_job_running_async_are_not_a_disease(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "ck", [0, 4, 7], [0, 4, 7])
     deployed(tmp_path / "ck", enabled=True, state=State.RUNNING, query_id="q")
