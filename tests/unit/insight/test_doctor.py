@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from airflow_async_stream.insight.doctor import Diagnosis, diagnose
 from airflow_async_stream.insight.symptoms import read_symptoms
 from airflow_async_stream.state.control import ControlArea
@@ -100,23 +102,23 @@ def test_gaps_of_a_job_running_async_are_not_a_disease(tmp_path: Path) -> None:
     assert "offsets/6 is missing" in found.summary
 
 
-def test_two_runs_reporting_at_once_are_a_second_writer(tmp_path: Path) -> None:
-    make_checkpoint(tmp_path / "ck", [0, 1, 2, 3], [0, 1, 2, 3])
-    control = deployed(tmp_path / "ck", state=State.FAILED, query_id="q")
-    for batch, second, run in [(0, 1, "r1"), (1, 2, "r2"), (2, 3, "r1"), (3, 4, "r2")]:
-        control.append_progress(event(run, batch, second))
-    found = doctor(tmp_path / "ck")
-    assert found.diagnosis == "second_writer"
-    assert "query runs r1 and r2 reported batches at the same time" in found.evidence
-    assert "stop every writer but one" in found.cure
-
-
-def test_runs_that_follow_each_other_are_one_writer(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("runs", "diagnosis"),
+    [(["r1", "r2", "r1", "r2"], "second_writer"), (["r1", "r1", "r2", "r2"], "nothing_known")],
+    ids=["interleaved", "one-after-the-other"],
+)
+def test_runs_reporting_at_the_same_time_are_a_second_writer_runs_in_turn_are_one(
+    tmp_path: Path, runs: list[str], diagnosis: str
+) -> None:
     make_checkpoint(tmp_path / "ck", [0, 1, 2, 3], [0, 1, 2, 3])
     control = deployed(tmp_path / "ck", state=State.STOPPED, query_id="q")
-    for batch, second, run in [(0, 1, "r1"), (1, 2, "r1"), (2, 3, "r2"), (3, 4, "r2")]:
-        control.append_progress(event(run, batch, second))
-    assert doctor(tmp_path / "ck").diagnosis == "nothing_known"
+    for batch, run in enumerate(runs):
+        control.append_progress(event(run, batch, batch + 1))
+    found = doctor(tmp_path / "ck")
+    assert found.diagnosis == diagnosis
+    if diagnosis == "second_writer":
+        assert "query runs r1 and r2 reported batches at the same time" in found.evidence
+        assert "stop every writer but one" in found.cure
 
 
 def test_spark_s_concurrent_update_error_is_a_second_writer(tmp_path: Path) -> None:
