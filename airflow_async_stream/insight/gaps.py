@@ -22,16 +22,9 @@ MIGRATION = (
 )
 
 
-def _gap_reason(symptoms: Symptoms) -> bool:
-    """The checkpoint lacks ``offsets/N-1`` for its newest batch N (what a synchronous restart dies on)."""
-    inspection = symptoms.inspection
-    n = inspection.latest_offset
-    return bool(n) and not inspection.problems and (n - 1) not in inspection.offsets.ids[-2:]
-
-
 def batch_missing(symptoms: Symptoms) -> dict[str, Any] | None:
     logged = symptoms.log_lines("batch_missing")
-    if not _gap_reason(symptoms):
+    if symptoms.inspection.offsets.missing_previous is None or symptoms.inspection.problems:
         return None
     if symptoms.live and symptoms.async_on and not logged:
         return None  # gaps are what async mode writes: nothing is wrong while it stays on

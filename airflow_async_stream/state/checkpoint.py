@@ -146,6 +146,12 @@ class LogView:
     def latest(self) -> int | None:
         return self.ids[-1] if self.ids else None
 
+    @property
+    def missing_previous(self) -> int | None:
+        """N-1 when the newest batch N > 0 has no file for N-1: what a synchronous restart dies on."""
+        n = self.latest
+        return n - 1 if n and (n - 1) not in self.ids[-2:] else None
+
 
 def _read_log(fs: Any, root: str, log: str, ids_to_open: int) -> LogView:
     names = _list(fs, posixpath.join(root, log))
@@ -240,7 +246,7 @@ def _verdict(offsets: LogView, commits: LogView) -> tuple[bool, str]:
         return True, "no batch in offsets/: a synchronous query starts from the beginning"
     if m is not None and m > n:
         return False, f"commits/ is ahead of offsets/ (commit {m} > offset {n}): the checkpoint is inconsistent"
-    if n > 0 and (n - 1) not in set(offsets.ids[-2:]):
+    if offsets.missing_previous is not None:
         return False, (
             f"offsets/{n - 1} is missing: a synchronous restart needs the offsets of batch {n - 1} to resume "
             f"from batch {n}, and Spark would fail with IllegalStateException: batch {n - 1} doesn't exist "
