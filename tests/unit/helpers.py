@@ -14,7 +14,7 @@ import yaml
 from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
-from tests.helpers import rate_noop
+from tests.helpers import make_checkpoint, rate_noop
 
 #: A rollout's job: async on, a 1 s trigger (the planner and fleet index tests start from it).
 FLEET_JOB = rate_noop(
@@ -46,13 +46,9 @@ def fake_deployment(tmp_path: Path) -> ControlArea:
 
 
 def gapped_checkpoint(root: Path) -> Path:
-    for log, header in (
-        ("offsets", 'v1\n{"batchWatermarkMs":0}\n{"0":1}\n'),
-        ("commits", 'v1\n{"nextBatchWatermarkMs":0}\n'),
-    ):
-        (root / log).mkdir(parents=True)
-        for i in (0, 4, 7):
-            (root / log / str(i)).write_text(header)
+    """Batches 0, 4 and 7 in both logs (async mode's gaps), each log with a Hadoop ``.crc`` beside its newest."""
+    make_checkpoint(root, [0, 4, 7], [0, 4, 7])
+    for log in ("offsets", "commits"):
         (root / log / ".7.crc").write_text("x")
     return root
 
