@@ -209,14 +209,17 @@ class Report:
         }
 
     def changes(self) -> list[dict[str, Any]]:
-        """Where one group ends and the next begins: a switch in place (same deployment) or a new deployment."""
+        """Where one group ends and the next begins: a switch in place (same deployment) or a new deployment, and the
+        stream's pause across it."""
         found = []
         for before, after in zip(self.groups, self.groups[1:], strict=False):
-            first = after.batches[0]
+            first, last = after.batches[0], before.batches[-1]
             found.append(
                 {
                     "at": first.start,
                     "batch_id": first.batch_id,
+                    # idle time: the end of the last batch before to the start of the first after
+                    "pause_s": round(first.start - last.start - last.latency_ms / 1000, 3),
                     "kind": "switch" if before.deployment_id == after.deployment_id else "deployment",
                     "from": before.configuration,
                     "to": after.configuration,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["ProgressWriter", "Retention", "Segment", "segments"]
+__all__ = ["ProgressWriter", "Retention", "Segment", "segments", "tail_events"]
 
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
@@ -100,13 +100,38 @@ def read_events(area: _Area, files: list[Segment]) -> list[dict[str, Any]]:
             text = area.fs.cat_file(area.path(segment.name)).decode("utf-8", errors="replace")
         except FileNotFoundError:
             continue  # removed by the retention since it was listed
-        for line in text.splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(event, dict):
-                events.append(event)
+        events += _parsed(text.splitlines())
+    return events
+
+
+def tail_events(area: _Area, max_bytes: int) -> list[dict[str, Any]]:
+    """The newest events, from about the last ``max_bytes`` of the log (newest files first, each read from an
+    offset): a bounded read, whatever the log's size; the line cut at the start is dropped."""
+    chunks: list[list[dict[str, Any]]] = []
+    left = max_bytes
+    for segment in reversed(segments(area)):
+        if left <= 0:
+            break
+        start = max(0, segment.size - left)
+        try:
+            data = area.fs.cat_file(area.path(segment.name), start=start)
+        except FileNotFoundError:
+            continue  # removed by the retention since it was listed
+        left -= segment.size
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        chunks.append(_parsed(lines[1:] if start else lines))
+    return [event for chunk in reversed(chunks) for event in chunk]
+
+
+def _parsed(lines: list[str]) -> list[dict[str, Any]]:
+    events = []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
     return events
 
 

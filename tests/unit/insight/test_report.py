@@ -40,7 +40,10 @@ def test_a_switch_sync_to_async_splits_the_figures_and_the_share_comes_from_sync
     assert data["offset_management_share"] == round(share, 3)
     assert data["offset_management_ms"] == nearest_rank(sync_om, 50)
     assert data["groups"][1]["offset_management_share"] is None  # async: a hand-off, not a share
-    assert data["changes"] == [{"at": 1_800_000_030.0, "batch_id": 30, "kind": "switch", "from": SYNC, "to": ASYNC}]
+    pause = round(30 - 29 - sync_latency[-1] / 1000, 3)  # the last sync batch's end to the first async start
+    assert data["changes"] == [
+        {"at": 1_800_000_030.0, "batch_id": 30, "kind": "switch", "from": SYNC, "to": ASYNC, "pause_s": pause}
+    ]
     # 100 rows a batch, one batch a second: the last batch ends 39 s + its latency after the first began
     assert data["groups"][1]["rows_per_s"] == round(4000 / (39 + async_latency[-1] / 1000), 1)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.progress_log import ProgressWriter, Retention, segments
+from airflow_async_stream.state.progress_log import ProgressWriter, Retention, segments, tail_events
 
 DEP_A, DEP_B = "20261122T010000Z-aaaaaaaa", "20261122T020000Z-bbbbbbbb"
 
@@ -187,3 +187,19 @@ def test_segments_are_ordered_by_number_past_a_million_and_names_parse_whatever_
         (digits, 1795000100.0),
         (DEP_B, 1795000200.0),
     ]
+
+
+@pytest.mark.parametrize("store", ["file", "memory"])
+def test_the_tail_reads_only_about_its_bytes_newest_files_first_and_drops_the_cut_line(
+    control: ControlArea, store: str
+) -> None:
+    area = control if store == "file" else _memory_area()
+    for batch in range(300):  # past one segment's 200 lines
+        area.append_progress(_event(DEP_A if batch < 250 else DEP_B, batch))
+    line = len(json.dumps(_event(DEP_A, 100))) + 1
+    tail = tail_events(area, 20 * line)
+    ids = [e["batch_id"] for e in tail]
+    assert ids == list(range(ids[0], 300)) and 18 <= len(ids) <= 20  # the newest, in order, a cut line dropped
+    across = [e["batch_id"] for e in tail_events(area, 100 * line)]
+    assert across[-1] == 299 and across[0] <= 210  # spans DEP_B's segment and DEP_A's last
+    assert [e["batch_id"] for e in tail_events(area, 10**9)] == list(range(300))

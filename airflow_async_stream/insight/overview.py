@@ -1,0 +1,160 @@
+"""What a page of jobs shows: one row per job (state, liveness, async settings, restart verdict, last batch,
+p50, offset-management share, the hold, the last change and its pause, the DAGs that touched it), and one job's
+detail (the row, the report's advice, its latency series and changes).
+
+A row reads a bounded amount of each job (its records, its checkpoint's listings and the newest
+``TAIL_BYTES`` of its progress log), so a page of a thousand jobs stays fast whatever their logs' sizes; the
+detail reads the whole log, as ``report`` does. Read-only. A job whose files cannot be read is a row with its
+``error``, never an exception: one broken control area must not take the page down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.insight.advice import Limits
+from airflow_async_stream.insight.batches import batch_window, ran_a_batch
+from airflow_async_stream.insight.read import job_report, recorded_spec
+from airflow_async_stream.insight.report import Report, build_report, describe
+from airflow_async_stream.insight.sources import Found
+from airflow_async_stream.state import progress_log
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.records import Deployment, Status
+
+__all__ = ["SERIES", "TAIL_BYTES", "job_detail", "job_row"]
+
+_log = logging.getLogger(__name__)
+
+#: How much of a job's newest progress a row reads: about 45 batches' events.
+TAIL_BYTES = 32 * 1024
+#: The newest batches a job's latency series carries.
+SERIES = 2000
+
+#: The fields of a row whose job could not be read (so every row has the same keys).
+_BLANK: dict[str, Any] = dict.fromkeys(
+    ("state", "live", "liveness", "configuration", "async", "restart", "last_batch", "p50_ms",
+     "offset_management_share", "hold", "last_change", "switch", "dags", "stop_reason"),
+)  # fmt: skip
+
+
+def _configuration(status: Status | None, deployment: Deployment | None) -> dict[str, Any] | None:
+    """What the query runs with: the status record's (kept current by switches in place), else the deploy's."""
+    if status and status.configuration:
+        return status.configuration
+    if deployment and deployment.async_progress:
+        return {"async_progress": deployment.async_progress, "trigger": deployment.trigger}
+    return None
+
+
+def _hold(control: ControlArea, at: float) -> dict[str, Any] | None:
+    hold = control.read_hold()
+    if hold is None or hold.expires_at <= at:
+        return None
+    return {"holder": hold.holder, "purpose": hold.purpose, "dag_id": hold.dag_id, "expires_at": hold.expires_at}
+
+
+def _dags(control: ControlArea, deployment: Deployment | None, hold: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The DAGs the control area says touched the job, newest role first: who holds it, rolled it out, ran
+    its migration's failed step, deployed it."""
+    found = []
+    if hold and hold.get("dag_id"):
+        found.append({"role": "holds it now", "dag_id": hold["dag_id"]})
+    for role, record in (("rolled it out", ControlArea.ROLLOUT), ("migration failed in", ControlArea.MIGRATION)):
+        data = control.read_json(record) or {}
+        if data.get("dag_id"):
+            found.append({"role": role, "dag_id": data["dag_id"], "run_id": data.get("run_id")})
+    if deployment and (deployment.airflow or {}).get("dag_id"):
+        found.append({"role": "deployed it", "dag_id": deployment.airflow["dag_id"], "run_id": deployment.airflow.get("run_id")})  # fmt: skip
+    return found
+
+
+def _last_batch(events: list[dict[str, Any]], at: float) -> dict[str, Any] | None:
+    ran = [e for e in events if ran_a_batch(e)]
+    if not ran:
+        return None
+    ended = batch_window(ran[-1])[1]
+    return {"batch_id": ran[-1].get("batch_id"), "at": ended, "age_s": round(at - ended, 1)}
+
+
+def _last_change(report: Report) -> dict[str, Any] | None:
+    changes = report.changes()
+    if not changes:
+        return None
+    change = changes[-1]
+    return {**change, "summary": f"{change['kind']}: {describe(change['from'])} -> {describe(change['to'])}"}
+
+
+def _summary(found: Found, at: float) -> dict[str, Any]:
+    control = ControlArea(found.control_area)
+    if not control.exists():
+        raise ControlAreaError(f"no control area at {found.control_area}")
+    status, deployment, spec = control.read_status(), control.read_deployment(), recorded_spec(control)
+    configuration = _configuration(status, deployment)
+    inspection = inspect_checkpoint(found.checkpoint)
+    events = progress_log.tail_events(control, TAIL_BYTES)
+    report = build_report(events, configurations={deployment.deployment_id: configuration} if deployment and configuration else None)  # fmt: skip
+    latest, managed = report.latest, report.offset_management()
+    judged = liveness(status)
+    hold = _hold(control, at)
+    switch = control.read_switch_account()
+    return {
+        "name": (spec or {}).get("name") or (status and status.job) or (deployment and deployment.job) or found.name,
+        "state": status.state if status else ("retired" if found.retired else "never deployed"),
+        "live": judged.live,
+        "liveness": judged.reason,
+        "configuration": configuration,
+        "async": (configuration or {}).get("async_progress"),
+        "restart": {
+            "sync_restart_safe": inspection.sync_restart_safe if inspection.exists else None,
+            "reason": inspection.reason,
+        },
+        "last_batch": _last_batch(events, at),
+        "p50_ms": latest.figures()["p50_ms"] if latest else None,
+        "offset_management_share": managed["share"] if managed else None,
+        "hold": hold,
+        "last_change": _last_change(report),
+        "switch": {k: switch.to_json().get(k) for k in ("outcome", "pause_s", "started_at", "reason")}
+        if switch
+        else None,  # fmt: skip
+        "dags": _dags(control, deployment, hold),
+        "stop_reason": status.stop_reason if status else None,
+    }
+
+
+def job_row(found: Found, at: float | None = None) -> dict[str, Any]:
+    """One job's row; ``error`` says why a job's files could not be read (the rest of the row is then empty)."""
+    row = {"name": found.name, "checkpoint": found.checkpoint, "control_area": found.control_area,
+           "source": found.source, "retired": found.retired, **_BLANK, "error": found.error}  # fmt: skip
+    if found.error:
+        return row
+    try:
+        return {**row, **_summary(found, time.time() if at is None else at)}
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is this job's error, never the page's
+        _log.warning("Job %s (%s): %s", found.name, found.control_area, exc)
+        return {**row, "error": f"cannot be read: {type(exc).__name__}: {exc}"}
+
+
+def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
+    """One job's row with the report's figures and advice, its newest ``SERIES`` batches and its changes."""
+    row = job_row(found)
+    if row["error"]:
+        return {**row, "report": None, "advice": [], "series": [], "changes": []}
+    try:
+        report = job_report(ControlArea(found.control_area), found.checkpoint, limits=limits)
+    except Exception as exc:  # noqa: BLE001 - as in job_row
+        _log.warning("Job %s (%s): %s", found.name, found.control_area, exc)
+        return {**row, "error": f"its report cannot be read: {type(exc).__name__}: {exc}", "report": None,
+                "advice": [], "series": [], "changes": []}  # fmt: skip
+    data = report.to_json()
+    series = [
+        {"batch_id": b.batch_id, "start": b.start, "latency_ms": b.latency_ms, "offset_management_ms": b.offset_management_ms,
+         "async": bool((b.configuration or {}).get("async_progress", {}).get("enabled"))}
+        for b in report.batches[-SERIES:]
+    ]  # fmt: skip
+    figures = {k: data[k] for k in ("batches", "p50_ms", "p90_ms", "p99_ms", "rows_per_s", "baseline", "at_risk", "state")}  # fmt: skip
+    return {**row, "report": figures, "advice": data["advice"], "series": series, "changes": data["changes"]}
