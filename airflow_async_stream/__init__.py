@@ -13,6 +13,34 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "get_provider_info"]
 
 
+#: The provider's config section: `airflow config list` shows it; the streaming-jobs pages (plugin/) read it at
+#: every request.
+CONFIG: dict[str, Any] = {
+    "async_stream": {
+        "description": "Where the streaming-jobs pages on the api-server find jobs. Name storage the "
+        "api-server host reads (the same paths or URLs the workers use), never a host-local registry.",
+        "options": {
+            "fleet_indexes": {
+                "description": "Fleet indexes (the `index:` of a desired folder's _fleet.yaml), "
+                "comma-separated: every job a rollout deployed, active or retired.",
+                "version_added": "0.1.0",
+                "type": "string",
+                "example": "s3://bucket/streaming/fleet-index,/data/fleet-index",
+                "default": "",
+            },
+            "checkpoint_folders": {
+                "description": "Folders whose direct sub-folders are checkpoints, comma-separated: "
+                "each one with a control area beside it (<checkpoint>.async-stream) is a job.",
+                "version_added": "0.1.0",
+                "type": "string",
+                "example": "/data/ck,s3://bucket/streaming/ck",
+                "default": "",
+            },
+        },
+    }
+}
+
+
 def get_provider_info() -> dict[str, Any]:
     """What Airflow's providers manager reads through the ``apache_airflow_provider`` entry point."""
     return {
@@ -50,6 +78,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_async_stream.triggers.committed_batches"],
             }
         ],
+        "config": CONFIG,
         # Jobs use the apache-spark provider's `spark` connection type; registering it twice would clash.
         "connection-types": [],
         "integrations": [

@@ -69,6 +69,7 @@ AIRFLOW_SIDE = (
     "airflow_async_stream.sensors",
     "airflow_async_stream.triggers",
     "airflow_async_stream.factories",  # the DAG and TaskGroup factories
+    "airflow_async_stream.plugin",  # the streaming-jobs pages on the api-server
 )
 #: Run first in a fresh interpreter: any import of Airflow raises, as in a venv without it.
 BLOCK_AIRFLOW = """

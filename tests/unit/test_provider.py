@@ -45,3 +45,17 @@ def test_the_declared_airflow_floor_is_one_the_suite_runs_and_has_what_the_senso
     installed = tuple(int(part) for part in version("apache-airflow").split(".")[:2])
     assert tuple(int(part) for part in floor.split(".")) == (3, 3) <= installed
     assert _airflow_keeps_task_state()
+
+
+def test_the_pages_settings_are_in_airflows_config_with_empty_defaults() -> None:
+    """`airflow config list` shows them: Airflow knows them from get_provider_info() (plugin/ reads them)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    airflow = str(Path(sys.executable).parent / "airflow")
+    shown = subprocess.run([airflow, "config", "list", "--section", "async_stream", "--include-descriptions"],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "[async_stream]" in shown and "# fleet_indexes = \n" in shown and "# checkpoint_folders = \n" in shown
+    assert "Fleet indexes (the `index:` of a desired folder's _fleet.yaml)" in shown
+    assert get_provider_info()["config"]["async_stream"]["options"].keys() == {"fleet_indexes", "checkpoint_folders"}

@@ -1,0 +1,92 @@
+"""The streaming-jobs app: two pages and their JSON, every route behind Airflow's auth manager.
+
+Airflow mounts a plugin's app outside its own routers, so nothing here is protected unless the app asks: every
+route depends on a logged-in user allowed Airflow's Jobs view (401 without a token, 403 with a bad one or
+without the permission). Jobs come from the ``[async_stream]`` settings, read at every request so a change
+needs no restart; the pages are read-only.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi.responses import HTMLResponse
+
+from airflow_async_stream.insight.overview import job_detail, job_row
+from airflow_async_stream.insight.sources import Found, find_jobs, split_setting
+
+__all__ = ["SECTION", "create_app", "sources"]
+
+#: The provider's config section (get_provider_info() documents its options).
+SECTION = "async_stream"
+_PAGES = Path(__file__).parent
+
+
+def sources() -> dict[str, list[str]]:
+    """The configured fleet indexes and checkpoint folders; a config that cannot be read raises, never
+    falls back to nothing."""
+    from airflow.configuration import conf
+
+    return {
+        option: split_setting(conf.get(SECTION, option, fallback=""))
+        for option in ("fleet_indexes", "checkpoint_folders")
+    }
+
+
+def _found() -> tuple[dict[str, list[str]], list[Found]]:
+    configured = sources()
+    return configured, find_jobs(configured["fleet_indexes"], configured["checkpoint_folders"])
+
+
+def _page(name: str) -> HTMLResponse:
+    return HTMLResponse((_PAGES / name).read_text(encoding="utf-8"), headers={"Cache-Control": "no-store"})
+
+
+def jobs_page() -> HTMLResponse:
+    return _page("jobs.html")
+
+
+def job_page(name: str) -> HTMLResponse:
+    return _page("job.html")  # the page reads its job's name from its own address
+
+
+def list_jobs() -> dict[str, Any]:
+    started = time.perf_counter()
+    configured, found = _found()
+    rows = [job_row(job) for job in found]
+    return {"jobs": rows, "sources": configured, "read_at": time.time(), "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
+
+
+def one_job(name: str, checkpoint: Annotated[str | None, Query(description="which one, when two jobs share the name")] = None) -> dict[str, Any]:  # fmt: skip
+    configured, found = _found()
+    named = [job for job in found if job.name == name and not job.error] or [
+        job for job in found if not job.error and job_row(job)["name"] == name
+    ]
+    if checkpoint is not None:
+        named = [job for job in named if job.checkpoint == checkpoint]
+    if not named:
+        where = ", ".join(configured["fleet_indexes"] + configured["checkpoint_folders"]) or "no source configured"
+        raise HTTPException(404, f"no job named {name!r} in the configured sources ({where})")
+    if len(named) > 1:
+        raise HTTPException(409, f"{len(named)} jobs are named {name!r}; choose one with ?checkpoint= one of " + ", ".join(j.checkpoint for j in named))  # fmt: skip
+    return job_detail(named[0])
+
+
+def create_app() -> FastAPI:
+    """The app the plugin mounts; Airflow's security module is imported here, on the api-server only."""
+    from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
+    from airflow.api_fastapi.core_api.security import requires_access_view
+
+    app = FastAPI(
+        title="Streaming jobs (airflow-async-stream)",
+        description="Read-only: the jobs of the fleet indexes and checkpoint folders in [async_stream].",
+        dependencies=[Depends(requires_access_view(AccessView.JOBS))],
+    )
+    app.get("/", response_class=HTMLResponse, summary="the jobs page")(jobs_page)
+    app.get("/jobs/{name}", response_class=HTMLResponse, summary="one job's page")(job_page)
+    app.get("/api/jobs", summary="every job's row")(list_jobs)
+    app.get("/api/jobs/{name}", summary="one job: its row, advice, latency series and changes")(one_job)
+    return app

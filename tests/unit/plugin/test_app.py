@@ -1,0 +1,68 @@
+"""The streaming-jobs app: built only where it is read, every route behind the auth manager, the settings read
+at each request, a name that is not there or not unique answered as such. (The real api-server, tokens and a
+browser: tests/integration/test_jobs_page.py.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi import HTTPException
+
+from airflow_async_stream.plugin import PREFIX, AsyncStreamPlugin
+from airflow_async_stream.plugin.app import list_jobs, one_job, sources
+from airflow_async_stream.state.control import ControlArea
+from tests.helpers import make_checkpoint
+
+
+def test_loading_the_plugin_imports_neither_fastapi_nor_airflows_security_module() -> None:
+    """Every Airflow process loads plugins; only the api-server reads ``fastapi_apps``."""
+    code = (
+        "import sys; from airflow_async_stream.plugin import AsyncStreamPlugin; "
+        "print(sorted(m for m in sys.modules if m.startswith(('fastapi', 'airflow.api_fastapi'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_route_of_the_mounted_app_requires_the_jobs_view() -> None:
+    (mounted,) = AsyncStreamPlugin.fastapi_apps
+    assert mounted["url_prefix"] == PREFIX == AsyncStreamPlugin.external_views[0]["href"].rstrip("/")
+    app = mounted["app"]
+    assert AsyncStreamPlugin.fastapi_apps[0]["app"] is app  # built once
+    paths = {route.path for route in app.routes if hasattr(route, "dependant")}
+    assert {"/", "/jobs/{name}", "/api/jobs", "/api/jobs/{name}"} <= paths
+    (guard,) = app.router.dependencies
+    assert guard.dependency.__qualname__.startswith("requires_access_view")
+
+
+def _job(folder: Path, name: str) -> None:
+    ControlArea.for_checkpoint(make_checkpoint(folder / name, [0], [0])).ensure()
+
+
+def test_the_settings_are_read_at_each_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _job(tmp_path / "a", "clicks")
+    _job(tmp_path / "b", "views")
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS", f"{tmp_path / 'a'}")
+    assert [r["name"] for r in list_jobs()["jobs"]] == ["clicks"]
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS", f"{tmp_path / 'a'}, {tmp_path / 'b'}")
+    assert [r["name"] for r in list_jobs()["jobs"]] == ["clicks", "views"]
+    assert sources() == {"fleet_indexes": [], "checkpoint_folders": [str(tmp_path / "a"), str(tmp_path / "b")]}
+
+
+def test_a_name_not_found_is_404_and_a_shared_name_409_until_a_checkpoint_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _job(tmp_path / "a", "clicks")
+    _job(tmp_path / "b", "clicks")
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS", f"{tmp_path / 'a'},{tmp_path / 'b'}")
+    with pytest.raises(HTTPException) as missing:
+        one_job("views")
+    assert missing.value.status_code == 404 and str(tmp_path / "a") in missing.value.detail
+    with pytest.raises(HTTPException) as shared:
+        one_job("clicks")
+    assert shared.value.status_code == 409 and str(tmp_path / "b" / "clicks") in shared.value.detail
+    detail = one_job("clicks", checkpoint=str(tmp_path / "b" / "clicks"))
+    assert detail["checkpoint"] == str(tmp_path / "b" / "clicks") and detail["series"] == []
