@@ -19,3 +19,4 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e ".[test,chart]"
   touch "$stamp"
 fi
+

@@ -14,5 +14,6 @@ if [ "${1:-}" = "--quick" ]; then
   tier=(-m quick --durations=5)
 fi
 bash scripts/setup.sh
+bash scripts/browser.sh
 .venv/bin/ruff check airflow_async_stream dags tests
 exec .venv/bin/pytest "${tier[@]}" "$@"

@@ -1,16 +1,19 @@
-"""What integration tests share: job specs, DAG files and runs, checkpoint snapshots, a driver watch."""
+"""What integration tests share: job specs, DAG files and runs, checkpoint snapshots, a driver watch, a browser."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import shutil
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.spec.load import deep_merge, parse_spec
-from tests.session import DAGS_FOLDER
+from tests.session import DAGS_FOLDER, REPO
 
 USER_CODE = Path(__file__).resolve().parent / "user_code"
 
@@ -158,3 +161,31 @@ class DriverWatch:
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+
+
+#: Chromium's flags on a machine with no network beyond loopback (no background fetches, no first-run, as root).
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+@contextlib.contextmanager
+def browser() -> Iterator[Any]:
+    """Debian's headless chromium driven by Playwright; fails naming the install command when it is missing."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is missing: run `bash scripts/browser.sh` (apt-get install -y chromium)"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def output_folder(name: str) -> Path:
+    """A folder for what a test leaves to look at (screenshots): ``test-output/<name>`` in the repository, or
+    under ``$ASYNC_STREAM_TEST_OUTPUT``."""
+    folder = Path(os.environ.get("ASYNC_STREAM_TEST_OUTPUT") or REPO / "test-output") / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
