@@ -58,18 +58,24 @@ def _hold(control: ControlArea, at: float) -> dict[str, Any] | None:
     return {"holder": hold.holder, "purpose": hold.purpose, "dag_id": hold.dag_id, "expires_at": hold.expires_at}
 
 
+#: What a kind of change (a hold's purpose's first word) says of its DAG on the page.
+_ROLES = {"deploy": "deploys it", "stop": "stops it", "safe-disable": "migrates it", "rollout": "rolls it out"}
+
+
 def _dags(control: ControlArea, deployment: Deployment | None, hold: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The DAGs the control area says touched the job, newest role first: who holds it, rolled it out, ran
-    its migration's failed step, deployed it."""
-    found = []
-    if hold and hold.get("dag_id"):
-        found.append({"role": "holds it now", "dag_id": hold["dag_id"]})
-    for role, record in (("rolled it out", ControlArea.ROLLOUT), ("migration failed in", ControlArea.MIGRATION)):
-        data = control.read_json(record) or {}
-        if data.get("dag_id"):
-            found.append({"role": role, "dag_id": data["dag_id"], "run_id": data.get("run_id")})
-    if deployment and (deployment.airflow or {}).get("dag_id"):
-        found.append({"role": "deployed it", "dag_id": deployment.airflow["dag_id"], "run_id": deployment.airflow.get("run_id")})  # fmt: skip
+    """The DAGs the control area says change the job: who holds it now, then the DAG run that last took its
+    hold for each kind of change (``dag-runs.json``), then what records of earlier releases name."""
+    found = [{"role": "holds it now", "dag_id": hold["dag_id"], "run_id": None}] if hold and hold.get("dag_id") else []
+    runs = control.read_json(ControlArea.DAG_RUNS) or {}
+    for kind, run in sorted(runs.items(), key=lambda item: -float(item[1].get("at") or 0)):
+        found.append(
+            {"role": _ROLES.get(kind, f"{kind}s it"), "dag_id": run.get("dag_id"), "run_id": run.get("run_id")}
+        )
+    rollout, migration = control.read_json(ControlArea.ROLLOUT) or {}, control.read_json(ControlArea.MIGRATION) or {}
+    airflow = deployment.airflow if deployment else {}
+    for role, record in (("rolls it out", rollout), ("migrates it", migration), ("deploys it", airflow)):
+        if record.get("dag_id") and not any(f["dag_id"] == record["dag_id"] for f in found):
+            found.append({"role": role, "dag_id": record["dag_id"], "run_id": record.get("run_id")})
     return found
 
 

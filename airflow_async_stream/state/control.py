@@ -105,6 +105,7 @@ class ControlArea:
     MIGRATION = "safe-disable.json"
     HOLD = "lease.json"  # the hold's file keeps its first name: a hold taken before an upgrade still holds
     REVOKED_HOLDS = "revoked-holds.json"
+    DAG_RUNS = "dag-runs.json"  # the DAG run that last took the hold, per kind of change (hold.py)
     FENCE = "fence.json"
     HOLD_GUARD = ".lease.lock"  # likewise: both releases must serialise on the same file
     PROGRESS = "progress"

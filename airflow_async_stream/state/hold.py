@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
+from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
 from airflow_async_stream.state import fence
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import guard
@@ -49,6 +49,8 @@ __all__ = [
 ]
 
 MAX_REVOKED = 32
+#: How many kinds of change ``dag-runs.json`` remembers.
+KINDS_KEPT = 8
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,21 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
                 token=token,
             )
         )
+        if not renewing and holder.dag_id:
+            _remember(control, holder)
         return Grant(control, holder.name, token, not renewing)
+
+
+def _remember(control: ControlArea, holder: Holder) -> None:
+    """Note the DAG run that took the hold, per kind of change (the purpose's first word: deploy, stop,
+    safe-disable, rollout): the jobs page links to the DAGs that change the job. At most ``KINDS_KEPT``."""
+    kind = (holder.purpose or "change").split()[0]
+    try:
+        runs = control.read_json(ControlArea.DAG_RUNS) or {}
+    except ControlAreaError:
+        runs = {}  # a torn note is only a note: the hold must not fail for it
+    runs = {k: v for k, v in runs.items() if k != kind} | {kind: {"dag_id": holder.dag_id, "run_id": holder.run_id, "at": now()}}  # fmt: skip
+    control.write_json(ControlArea.DAG_RUNS, dict(list(runs.items())[-KINDS_KEPT:]))
 
 
 def revoked_error(control: ControlArea, holder: Holder) -> HoldRevokedError | None:

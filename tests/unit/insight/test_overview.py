@@ -37,6 +37,7 @@ def _job(tmp_path: Path, events: list[dict], name: str = "clicks") -> Found:
                        "expires_at": time.time() + 600})  # fmt: skip
     control.write_json(ControlArea.SWITCH_ACCOUNT, {"request_id": "q1", "deployment_id": "d1", "phase": "done",
                        "outcome": "switched", "pause_s": 0.42, "started_at": time.time()})  # fmt: skip
+    control.write_json(ControlArea.DAG_RUNS, {"stop": {"dag_id": "stop_clicks", "run_id": "s1", "at": time.time()}})
     for event in events:
         control.append_progress(event)
     return Found(name, checkpoint, control.url, "checkpoint folder x")
@@ -69,7 +70,8 @@ def test_a_row_sums_the_job_up_from_its_records_its_checkpoint_and_its_newest_ba
     assert row["switch"]["outcome"] == "switched" and row["switch"]["pause_s"] == 0.42
     assert [(d["role"], d["dag_id"]) for d in row["dags"]] == [
         ("holds it now", "safe_disable"),
-        ("deployed it", "deploy_clicks"),
+        ("stops it", "stop_clicks"),  # dag-runs.json, which the hold writes
+        ("deploys it", "deploy_clicks"),  # deployment.json's, as earlier releases recorded it
     ]
 
 

@@ -14,6 +14,7 @@ import pytest
 from airflow_async_stream.exceptions import HoldRevokedError, JobHeldError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import (
+    KINDS_KEPT,
     MAX_REVOKED,
     Holder,
     held,
@@ -197,3 +198,28 @@ def test_the_hold_task_asks_its_task_instance_for_the_holders_run_state(tmp_path
     failed = _TaskInstanceAsking("migrate", "run-b", {("migrate", "run-a"): "failed"})
     assert hold.execute({"ti": failed})["holder"] == "DAG run migrate/run-b"  # type: ignore[arg-type]
     assert control.read_hold().holder == "DAG run migrate/run-b"
+
+
+def test_the_dag_run_that_takes_the_hold_is_remembered_per_kind_of_change(control: ControlArea) -> None:
+    """dag-runs.json: the jobs page links to the DAGs that deploy, stop or migrate the job."""
+    deploy = Holder("DAG run deploy_clicks/r1", "deploy clicks", dag_id="deploy_clicks", run_id="r1")
+    stop = Holder("DAG run stop_clicks/r2", "stop clicks", dag_id="stop_clicks", run_id="r2")
+    with held(control, deploy, 60):
+        pass
+    with held(control, stop, 60):
+        pass
+    with held(control, Holder.this_process("stop clicks"), 60):  # not a DAG run: nothing to link
+        pass
+    runs = control.read_json(ControlArea.DAG_RUNS)
+    assert {kind: (r["dag_id"], r["run_id"]) for kind, r in runs.items()} == {
+        "deploy": ("deploy_clicks", "r1"),
+        "stop": ("stop_clicks", "r2"),
+    }
+    Path(control.path(ControlArea.DAG_RUNS)).write_text("{torn")  # a torn note never fails a take
+    with held(control, Holder("DAG run again/r3", "deploy clicks", dag_id="again", run_id="r3"), 60):
+        pass
+    assert control.read_json(ControlArea.DAG_RUNS)["deploy"]["dag_id"] == "again"
+    for i in range(12):
+        with held(control, Holder(f"DAG run d/{i}", f"kind{i} clicks", dag_id="d", run_id=str(i)), 60):
+            pass
+    assert len(control.read_json(ControlArea.DAG_RUNS)) == KINDS_KEPT
