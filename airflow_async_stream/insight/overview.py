@@ -24,7 +24,7 @@ from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import Deployment, Status
+from airflow_async_stream.state.records import Deployment, Status, SwitchAccount, SwitchOutcome
 
 __all__ = ["SERIES", "TAIL_BYTES", "job_detail", "job_row"]
 
@@ -87,11 +87,17 @@ def _last_batch(events: list[dict[str, Any]], at: float) -> dict[str, Any] | Non
     return {"batch_id": ran[-1].get("batch_id"), "at": ended, "age_s": round(at - ended, 1)}
 
 
-def _last_change(report: Report) -> dict[str, Any] | None:
+def _last_change(report: Report, switch: SwitchAccount | None) -> dict[str, Any] | None:
+    """The newest change among the batches read, else the last switch in place the driver accounted for (older
+    than those batches)."""
     changes = report.changes()
-    if not changes:
+    if changes:
+        change = changes[-1]
+    elif switch and switch.outcome == SwitchOutcome.SWITCHED and switch.after:
+        change = {"at": switch.started_at, "batch_id": switch.first_batch_after, "kind": "switch",
+                  "from": switch.before, "to": switch.after, "pause_s": switch.pause_s}  # fmt: skip
+    else:
         return None
-    change = changes[-1]
     return {**change, "summary": f"{change['kind']}: {describe(change['from'])} -> {describe(change['to'])}"}
 
 
@@ -123,7 +129,7 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
         "p50_ms": latest.figures()["p50_ms"] if latest else None,
         "offset_management_share": managed["share"] if managed else None,
         "hold": hold,
-        "last_change": _last_change(report),
+        "last_change": _last_change(report, switch),
         "switch": {k: switch.to_json().get(k) for k in ("outcome", "pause_s", "started_at", "reason")}
         if switch
         else None,  # fmt: skip

@@ -82,7 +82,14 @@ def test_a_row_reads_only_the_newest_part_of_a_long_log(tmp_path: Path) -> None:
     )
     found = _job(tmp_path, events)
     assert sum(len(json.dumps(e)) for e in events) > 15 * TAIL_BYTES
-    assert job_row(found)["p50_ms"] == 100.0
+    row = job_row(found)
+    assert row["p50_ms"] == 100.0
+    assert row["last_change"] is None  # the new deployment is further back than the row reads
+    ControlArea(found.control_area).write_json(ControlArea.SWITCH_ACCOUNT, {"request_id": "q2", "deployment_id": "d2",
+        "outcome": "switched", "before": SYNC, "after": ASYNC, "first_batch_after": 2950, "pause_s": 0.31,
+        "started_at": 1_800_002_950.0})  # fmt: skip
+    change = job_row(found)["last_change"]  # a switch in place the driver accounted for: that one
+    assert (change["kind"], change["batch_id"], change["pause_s"]) == ("switch", 2950, 0.31)
     detail = job_detail(found)
     assert detail["report"]["batches"] == 3000 and len(detail["series"]) == 2000
     assert detail["series"][-1] == {"batch_id": 2999, "start": 1_800_002_999.0, "latency_ms": 100.0,
