@@ -137,6 +137,10 @@ def test_the_pages_show_a_real_job_to_a_logged_in_user_only(stack: tuple[Airflow
         assert code == 403 and b"clicks" not in body, (path, code, body)
 
     token = _token(airflow)
+    code, body = _request(airflow, "/api/v2/plugins/importErrors", token)
+    assert code == 200 and json.loads(body)["import_errors"] == [], body
+    code, body = _request(airflow, "/api/v2/plugins", token)  # a plugin Airflow's UI cannot read is skipped
+    assert code == 200 and "async_stream" in [p["name"] for p in json.loads(body)["plugins"]], body
     code, body = _request(airflow, "/async-stream/api/jobs", token)
     assert code == 200, body
     rows = {row["name"]: row for row in json.loads(body)["jobs"]}
