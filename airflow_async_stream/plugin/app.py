@@ -84,6 +84,9 @@ def create_app() -> FastAPI:
         title="Streaming jobs (airflow-async-stream)",
         description="Read-only: the jobs of the fleet indexes and checkpoint folders in [async_stream].",
         dependencies=[Depends(requires_access_view(AccessView.JOBS))],
+        docs_url=None,  # FastAPI's own pages (docs, redoc, the schema) would skip the dependency above: none
+        redoc_url=None,
+        openapi_url=None,
     )
     app.get("/", response_class=HTMLResponse, summary="the jobs page")(jobs_page)
     app.get("/jobs/{name}", response_class=HTMLResponse, summary="one job's page")(job_page)

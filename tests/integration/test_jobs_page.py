@@ -125,6 +125,8 @@ def test_the_pages_show_a_real_job_to_a_logged_in_user_only(stack: tuple[Airflow
     assert ours["fastapi_apps"][0]["url_prefix"] == "/async-stream" and ours["external_views"][0]["url_route"]
     assert "Failed to import plugin" not in airflow.log("api-server")
 
+    for path in ("/async-stream/docs", "/async-stream/openapi.json"):  # FastAPI's own pages would be unguarded
+        assert _status(airflow, path) == 404
     for path in (
         "/async-stream/api/jobs",
         "/async-stream/api/jobs/clicks",

@@ -51,3 +51,19 @@ def test_a_source_that_cannot_be_read_is_a_row_saying_so_and_the_others_still_co
     assert "no fleet index at" in errors[str(tmp_path / "no-index")]
     assert "no folder at" in errors[str(tmp_path / "nothing")]
     assert sorted(f.name for f in found if not f.error) == ["clicks", "good"]
+
+
+def test_indexes_and_folders_on_object_storage_are_read_through_fsspec() -> None:
+    """memory:// stands in for s3:// or gs://: an index URL and a folder URL, as a platform team names them."""
+    import uuid
+
+    root = f"memory://fleet-{uuid.uuid4().hex[:8]}"
+    clicks = ControlArea(f"{root}/ck/clicks.async-stream")
+    clicks.ensure()
+    clicks.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "running"})
+    FleetIndex(f"{root}/index").record_active("orders", f"{root}/other/orders.async-stream", "r")
+    found = find_jobs([f"{root}/index"], [f"{root}/ck"])
+    assert [(f.name, f.checkpoint, f.error) for f in found] == [
+        ("orders", f"{root}/other/orders", None),
+        ("clicks", f"{root}/ck/clicks", None),
+    ]
