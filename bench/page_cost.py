@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.insight.overview import job_row
+from airflow_async_stream.insight.overview import job_rows
 from airflow_async_stream.insight.sources import find_jobs
 from airflow_async_stream.state.control import ControlArea
 from bench.report_cost import _event
@@ -49,7 +49,7 @@ def _fleet(folder: Path) -> None:
 
 
 def _page(folder: Path) -> bytes:
-    return json.dumps({"jobs": [job_row(found) for found in find_jobs([], [str(folder)])]}).encode()
+    return json.dumps({"jobs": job_rows(find_jobs([], [str(folder)]))}).encode()
 
 
 def _over_http(folder: Path) -> list[float]:
@@ -96,8 +96,8 @@ def run(log: Any = print) -> dict[str, Any]:
         "http_s_max": max(http),
         "body_bytes": len(body),
     }
-    log(f"page of {JOBS} jobs: {result['page_s']:.2f} s in process, {result['http_s']:.2f} s over HTTP "
-        f"(median of {REPEAT}; {len(body) / 1024:.0f} KiB of JSON)")  # fmt: skip
+    log(f"page of {JOBS} jobs: {result['page_s']:.2f} s in process, "
+        f"{result['http_s']:.2f} s over HTTP (median of {REPEAT}; {len(body) / 1024:.0f} KiB of JSON)")  # fmt: skip
     return result
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse
 
-from airflow_async_stream.insight.overview import job_detail, job_row
+from airflow_async_stream.insight.overview import job_detail, job_row, job_rows
 from airflow_async_stream.insight.sources import Found, find_jobs, split_setting
 
 __all__ = ["SECTION", "create_app", "sources"]
@@ -56,7 +56,7 @@ def job_page(name: str) -> HTMLResponse:
 def list_jobs() -> dict[str, Any]:
     started = time.perf_counter()
     configured, found = _found()
-    rows = [job_row(job) for job in found]
+    rows = job_rows(found)
     return {"jobs": rows, "sources": configured, "read_at": time.time(), "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
 
 

@@ -117,3 +117,23 @@ def test_an_unreadable_control_area_is_its_jobs_error_row_with_every_key(tmp_pat
     assert "no control area at" in gone["error"]
     source = job_row(Found("s3://x", "", "", "fleet index s3://x", error="the fleet index cannot be read: boom"))
     assert source["error"] == "the fleet index cannot be read: boom" and source.keys() == good.keys()
+
+
+def test_rows_keep_their_order_local_ones_read_in_turn_remote_ones_in_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from airflow_async_stream.insight import overview
+
+    read_by: dict[str, str] = {}
+
+    def row(found: Found) -> dict:
+        read_by[found.name] = threading.current_thread().name
+        return {"name": found.name}
+
+    monkeypatch.setattr(overview, "job_row", row)
+    names = ["a", "s3", "b", "gs", "c"]
+    found = [Found(n, "", f"{n}://bucket/{n}.async-stream" if len(n) == 2 else f"/ck/{n}.async-stream", "x") for n in names]  # fmt: skip
+    assert [r["name"] for r in overview.job_rows(found)] == names
+    assert {n for n, thread in read_by.items() if thread.startswith("job-row")} == {"s3", "gs"}
