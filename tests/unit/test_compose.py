@@ -100,3 +100,14 @@ def test_kafka_runs_in_kraft_mode(compose: dict[str, Any]) -> None:
     assert "zookeeper" not in yaml.safe_dump(compose).lower()
     kafka_conn = _env(compose["services"]["airflow-scheduler"])["AIRFLOW_CONN_KAFKA_DEFAULT"]
     assert '"host": "kafka", "port": 9092' in kafka_conn and "password" not in kafka_conn
+
+
+def test_the_api_server_shows_the_jobs_on_the_shared_volume(compose: dict[str, Any]) -> None:
+    """The Streaming jobs page reads the same volume and fleet index the workers write."""
+    api = compose["services"]["airflow-apiserver"]
+    env = _env(api)
+    fleet = yaml.safe_load((REPO / "dags" / "desired" / "_fleet.yaml").read_text())["index"]
+    index = fleet.replace("${ASYNC_STREAM_DEMO_ROOT:-/tmp/airflow-async-stream-demo}", env["ASYNC_STREAM_DEMO_ROOT"])
+    assert env["AIRFLOW__ASYNC_STREAM__FLEET_INDEXES"] == index
+    assert env["AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS"] == env["ASYNC_STREAM_DEMO_ROOT"]
+    assert any(v.endswith(":" + env["ASYNC_STREAM_DEMO_ROOT"]) for v in api["volumes"])

@@ -68,3 +68,21 @@ def test_a_name_not_found_is_404_and_a_shared_name_409_until_a_checkpoint_is_giv
     assert shared.value.status_code == 409 and str(tmp_path / "b" / "clicks") in shared.value.detail
     detail = one_job("clicks", checkpoint=str(tmp_path / "b" / "clicks"))
     assert detail["checkpoint"] == str(tmp_path / "b" / "clicks") and detail["series"] == []
+
+
+def test_the_pages_and_the_plugin_entry_point_are_in_the_package() -> None:
+    """A wheel carries only the data files pyproject.toml names, and Airflow finds the plugin by its entry point."""
+    import fnmatch
+    import json
+    import re
+    from importlib.metadata import entry_points
+
+    import airflow_async_stream.plugin as plugin
+
+    pyproject = (Path(__file__).resolve().parents[3] / "pyproject.toml").read_text()
+    (listed,) = re.findall(r'^"airflow_async_stream\.plugin" = (\[.*\])$', pyproject, re.MULTILINE)
+    patterns = json.loads(listed)
+    assets = [p.name for p in Path(plugin.__file__).parent.iterdir() if p.is_file() and p.suffix != ".py"]
+    assert assets and all(any(fnmatch.fnmatch(a, pattern) for pattern in patterns) for a in assets), assets
+    (found,) = [ep for ep in entry_points(group="airflow.plugins") if ep.value.startswith("airflow_async_stream")]
+    assert found.load() is AsyncStreamPlugin
