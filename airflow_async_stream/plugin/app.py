@@ -62,11 +62,9 @@ def list_jobs() -> dict[str, Any]:
 
 def one_job(name: str, checkpoint: Annotated[str | None, Query(description="which one, when two jobs share the name")] = None) -> dict[str, Any]:  # fmt: skip
     configured, found = _found()
-    named = [job for job in found if job.name == name and not job.error] or [
-        job for job in found if not job.error and job_row(job)["name"] == name
-    ]
-    if checkpoint is not None:
-        named = [job for job in named if job.checkpoint == checkpoint]
+    readable = [job for job in found if not job.error and checkpoint in (None, job.checkpoint)]
+    # a folder names a job by its checkpoint's folder; its spec may name it otherwise (read only if need be)
+    named = [job for job in readable if job.name == name] or [j for j in readable if job_row(j)["name"] == name]
     if not named:
         where = ", ".join(configured["fleet_indexes"] + configured["checkpoint_folders"]) or "no source configured"
         raise HTTPException(404, f"no job named {name!r} in the configured sources ({where})")

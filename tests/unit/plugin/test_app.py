@@ -86,3 +86,25 @@ def test_the_pages_and_the_plugin_entry_point_are_in_the_package() -> None:
     assert assets and all(any(fnmatch.fnmatch(a, pattern) for pattern in patterns) for a in assets), assets
     (found,) = [ep for ep in entry_points(group="airflow.plugins") if ep.value.startswith("airflow_async_stream")]
     assert found.load() is AsyncStreamPlugin
+
+
+def test_a_job_named_by_its_spec_not_its_folder_is_found_and_the_checkpoint_narrows_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from airflow_async_stream.plugin import app
+
+    checkpoint = make_checkpoint(tmp_path / "cks" / "ck-2026", [0], [0])
+    control = ControlArea.for_checkpoint(checkpoint)
+    control.ensure()
+    control.write_bytes(ControlArea.SPEC, json.dumps({"name": "orders"}).encode())
+    for other in range(3):
+        _job(tmp_path / "cks", f"other-{other}")
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS", str(tmp_path / "cks"))
+    assert one_job("orders")["checkpoint"] == checkpoint  # by the spec's name
+    rows_read: list[str] = []
+    monkeypatch.setattr(app, "job_row", lambda job: rows_read.append(job.name) or {"name": "orders"})
+    monkeypatch.setattr(app, "job_detail", lambda job: {"checkpoint": job.checkpoint})
+    assert one_job("orders", checkpoint=checkpoint) == {"checkpoint": checkpoint}
+    assert rows_read == ["ck-2026"]  # the link's ?checkpoint= spared reading the other jobs
