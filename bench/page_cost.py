@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.insight.overview import job_rows
-from airflow_async_stream.insight.sources import find_jobs
+from airflow_async_stream.rollout.sources import find_jobs
 from airflow_async_stream.state.control import ControlArea
 from bench.report_cost import _event
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError
@@ -20,14 +21,13 @@ from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
 from airflow_async_stream.insight.read import job_report, recorded_spec
 from airflow_async_stream.insight.report import Report, build_report, describe
-from airflow_async_stream.insight.sources import Found
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Deployment, Status, SwitchAccount, SwitchOutcome
 
-__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "job_detail", "job_row", "job_rows"]
+__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "job_detail", "job_row", "job_rows"]
 
 _log = logging.getLogger(__name__)
 
@@ -43,6 +43,18 @@ _BLANK: dict[str, Any] = dict.fromkeys(
     ("state", "live", "liveness", "configuration", "async", "restart", "last_batch", "p50_ms",
      "offset_management_share", "hold", "last_change", "switch", "dags", "stop_reason"),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Found:
+    """One job where a source names it, or (``error`` set) a source that could not be read."""
+
+    name: str
+    checkpoint: str
+    control_area: str
+    source: str
+    retired: bool = False
+    error: str | None = None
 
 
 def _configuration(status: Status | None, deployment: Deployment | None) -> dict[str, Any] | None:

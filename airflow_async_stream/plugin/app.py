@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse
 
-from airflow_async_stream.insight.overview import job_detail, job_row, job_rows
-from airflow_async_stream.insight.sources import Found, find_jobs, split_setting
+from airflow_async_stream.insight.overview import Found, job_detail, job_row, job_rows
+from airflow_async_stream.rollout.sources import find_jobs, split_setting
 
 __all__ = ["SECTION", "create_app", "sources"]
 

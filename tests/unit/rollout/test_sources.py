@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_async_stream.insight.sources import find_jobs, split_setting
 from airflow_async_stream.rollout.fleet import FleetIndex
+from airflow_async_stream.rollout.sources import find_jobs, split_setting
 from airflow_async_stream.state.control import ControlArea
 
 

@@ -8,27 +8,15 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass
 
 import fsspec
 
 from airflow_async_stream.exceptions import AsyncStreamError
+from airflow_async_stream.insight.overview import Found
 from airflow_async_stream.rollout.fleet import RETIRED, FleetIndex
 from airflow_async_stream.state.records import SUFFIX
 
-__all__ = ["Found", "find_jobs", "split_setting"]
-
-
-@dataclass(frozen=True)
-class Found:
-    """One job where a source names it, or (``error`` set) a source that could not be read."""
-
-    name: str
-    checkpoint: str
-    control_area: str
-    source: str
-    retired: bool = False
-    error: str | None = None
+__all__ = ["find_jobs", "split_setting"]
 
 
 def split_setting(value: str | None) -> list[str]:
