@@ -19,13 +19,14 @@ from typing import Any
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
+from airflow_async_stream.insight.history import dags, last_change, last_migration
 from airflow_async_stream.insight.read import job_report, recorded_spec
-from airflow_async_stream.insight.report import Report, build_report, describe
+from airflow_async_stream.insight.report import build_report
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import Deployment, Status, SwitchAccount, SwitchOutcome
+from airflow_async_stream.state.records import Deployment, Status
 
 __all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "job_detail", "job_row", "job_rows"]
 
@@ -41,7 +42,7 @@ WORKERS = 16
 #: The fields of a row whose job could not be read (so every row has the same keys).
 _BLANK: dict[str, Any] = dict.fromkeys(
     ("state", "live", "liveness", "configuration", "async", "restart", "last_batch", "p50_ms",
-     "offset_management_share", "hold", "last_change", "switch", "dags", "stop_reason"),
+     "offset_management_share", "hold", "last_change", "migration", "switch", "dags", "stop_reason"),
 )  # fmt: skip
 
 
@@ -73,47 +74,12 @@ def _hold(control: ControlArea, at: float) -> dict[str, Any] | None:
     return {"holder": hold.holder, "purpose": hold.purpose, "dag_id": hold.dag_id, "expires_at": hold.expires_at}
 
 
-#: What a kind of change (a hold's purpose's first word) says of its DAG on the page.
-_ROLES = {"deploy": "deploys it", "stop": "stops it", "safe-disable": "migrates it", "rollout": "rolls it out"}
-
-
-def _dags(control: ControlArea, deployment: Deployment | None, hold: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The DAGs the control area says change the job: who holds it now, then the DAG run that last took its
-    hold for each kind of change (``dag-runs.json``), then what records of earlier releases name."""
-    found = [{"role": "holds it now", "dag_id": hold["dag_id"], "run_id": None}] if hold and hold.get("dag_id") else []
-    runs = control.read_json(ControlArea.DAG_RUNS) or {}
-    for kind, run in sorted(runs.items(), key=lambda item: -float(item[1].get("at") or 0)):
-        found.append(
-            {"role": _ROLES.get(kind, f"{kind}s it"), "dag_id": run.get("dag_id"), "run_id": run.get("run_id")}
-        )
-    rollout, migration = control.read_json(ControlArea.ROLLOUT) or {}, control.read_json(ControlArea.MIGRATION) or {}
-    airflow = deployment.airflow if deployment else {}
-    for role, record in (("rolls it out", rollout), ("migrates it", migration), ("deploys it", airflow)):
-        if record.get("dag_id") and not any(f["dag_id"] == record["dag_id"] for f in found):
-            found.append({"role": role, "dag_id": record["dag_id"], "run_id": record.get("run_id")})
-    return found
-
-
 def _last_batch(events: list[dict[str, Any]], at: float) -> dict[str, Any] | None:
     ran = [e for e in events if ran_a_batch(e)]
     if not ran:
         return None
     ended = batch_window(ran[-1])[1]
     return {"batch_id": ran[-1].get("batch_id"), "at": ended, "age_s": round(at - ended, 1)}
-
-
-def _last_change(report: Report, switch: SwitchAccount | None) -> dict[str, Any] | None:
-    """The newest change among the batches read, else the last switch in place the driver accounted for (older
-    than those batches)."""
-    changes = report.changes()
-    if changes:
-        change = changes[-1]
-    elif switch and switch.outcome == SwitchOutcome.SWITCHED and switch.after:
-        change = {"at": switch.started_at, "batch_id": switch.first_batch_after, "kind": "switch",
-                  "from": switch.before, "to": switch.after, "pause_s": switch.pause_s}  # fmt: skip
-    else:
-        return None
-    return {**change, "summary": f"{change['kind']}: {describe(change['from'])} -> {describe(change['to'])}"}
 
 
 def _summary(found: Found, at: float) -> dict[str, Any]:
@@ -129,6 +95,7 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
     judged = liveness(status)
     hold = _hold(control, at)
     switch = control.read_switch_account()
+    runs = control.read_json(ControlArea.DAG_RUNS) or {}
     return {
         "name": (spec or {}).get("name") or (status and status.job) or (deployment and deployment.job) or found.name,
         "state": status.state if status else ("retired" if found.retired else "never deployed"),
@@ -144,11 +111,12 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
         "p50_ms": latest.figures()["p50_ms"] if latest else None,
         "offset_management_share": managed["share"] if managed else None,
         "hold": hold,
-        "last_change": _last_change(report, switch),
+        "last_change": last_change(report, switch),
+        "migration": last_migration(control, runs, report),
         "switch": {k: switch.to_json().get(k) for k in ("outcome", "pause_s", "started_at", "reason")}
         if switch
         else None,  # fmt: skip
-        "dags": _dags(control, deployment, hold),
+        "dags": dags(control, runs, deployment, hold),
         "stop_reason": status.stop_reason if status else None,
     }
 

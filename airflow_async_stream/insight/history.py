@@ -1,0 +1,69 @@
+"""What changed a job, and who: its last change and the stream's pause across it, its last safe-disable
+migration and the pauses of its changes, and the DAGs that change it (the hold's ``dag-runs.json``, and the
+records of earlier releases). Read-only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_async_stream.insight.report import Report, describe
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Deployment, SwitchAccount, SwitchOutcome
+
+__all__ = ["dags", "last_change", "last_migration"]
+
+#: What a kind of change (a hold's purpose's first word) says of its DAG on the page.
+_ROLES = {"deploy": "deploys it", "stop": "stops it", "safe-disable": "migrates it", "rollout": "rolls it out"}
+
+
+def dags(
+    control: ControlArea, runs: dict[str, Any], deployment: Deployment | None, hold: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The DAGs the control area says change the job: who holds it now, then the DAG run that last took its
+    hold for each kind of change (``dag-runs.json``), then what records of earlier releases name."""
+    found = [{"role": "holds it now", "dag_id": hold["dag_id"], "run_id": None}] if hold and hold.get("dag_id") else []
+    for kind, run in sorted(runs.items(), key=lambda item: -float(item[1].get("at") or 0)):
+        found.append(
+            {"role": _ROLES.get(kind, f"{kind}s it"), "dag_id": run.get("dag_id"), "run_id": run.get("run_id")}
+        )
+    rollout, migration = control.read_json(ControlArea.ROLLOUT) or {}, control.read_json(ControlArea.MIGRATION) or {}
+    airflow = deployment.airflow if deployment else {}
+    for role, record in (("rolls it out", rollout), ("migrates it", migration), ("deploys it", airflow)):
+        if record.get("dag_id") and not any(f["dag_id"] == record["dag_id"] for f in found):
+            found.append({"role": role, "dag_id": record["dag_id"], "run_id": record.get("run_id")})
+    return found
+
+
+def last_change(report: Report, switch: SwitchAccount | None) -> dict[str, Any] | None:
+    """The newest change among the batches read, else the last switch in place the driver accounted for (older
+    than those batches)."""
+    changes = report.changes()
+    if changes:
+        change = changes[-1]
+    elif switch and switch.outcome == SwitchOutcome.SWITCHED and switch.after:
+        change = {"at": switch.started_at, "batch_id": switch.first_batch_after, "kind": "switch",
+                  "from": switch.before, "to": switch.after, "pause_s": switch.pause_s}  # fmt: skip
+    else:
+        return None
+    return {**change, "summary": f"{change['kind']}: {describe(change['from'])} -> {describe(change['to'])}"}
+
+
+def last_migration(control: ControlArea, runs: dict[str, Any], report: Report) -> dict[str, Any] | None:
+    """The DAG run that last took the hold for the safe-disable migration, the changes since it started among
+    the batches read, and their pauses in all (None when its start is older than those batches), and its
+    failed step if it noted one."""
+    run = runs.get("safe-disable")
+    if not run:
+        return None
+    since = float(run.get("at") or 0)
+    changes = [c for c in report.changes() if c["at"] >= since]
+    covered = bool(report.batches) and report.batches[0].start <= since
+    failed = control.read_json(ControlArea.MIGRATION) or {}
+    return {
+        "dag_id": run.get("dag_id"),
+        "run_id": run.get("run_id"),
+        "at": since,
+        "changes": len(changes) if covered else None,
+        "pause_s": round(sum(c["pause_s"] for c in changes), 3) if covered and changes else None,
+        "failed_step": failed.get("failed_step") if failed.get("run_id") == run.get("run_id") else None,
+    }
