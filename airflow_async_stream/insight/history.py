@@ -10,7 +10,7 @@ from airflow_async_stream.insight.report import Report, describe
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, SwitchAccount, SwitchOutcome
 
-__all__ = ["dags", "last_change", "last_migration"]
+__all__ = ["dags", "last_change", "last_migration", "summarized"]
 
 #: What a kind of change (a hold's purpose's first word) says of its DAG on the page.
 _ROLES = {"deploy": "deploys it", "stop": "stops it", "safe-disable": "migrates it", "rollout": "rolls it out"}
@@ -45,6 +45,11 @@ def last_change(report: Report, switch: SwitchAccount | None) -> dict[str, Any] 
                   "from": switch.before, "to": switch.after, "pause_s": switch.pause_s}  # fmt: skip
     else:
         return None
+    return summarized(change)
+
+
+def summarized(change: dict[str, Any]) -> dict[str, Any]:
+    """A change with its ``summary`` in words (``switch: sync, ... -> async 0 ms, ...``), as the pages show it."""
     return {**change, "summary": f"{change['kind']}: {describe(change['from'])} -> {describe(change['to'])}"}
 
 

@@ -19,9 +19,9 @@ from typing import Any
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
-from airflow_async_stream.insight.history import dags, last_change, last_migration
+from airflow_async_stream.insight.history import dags, last_change, last_migration, summarized
 from airflow_async_stream.insight.read import job_report, recorded_spec
-from airflow_async_stream.insight.report import build_report
+from airflow_async_stream.insight.report import build_report, describe
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
@@ -41,7 +41,7 @@ WORKERS = 16
 
 #: The fields of a row whose job could not be read (so every row has the same keys).
 _BLANK: dict[str, Any] = dict.fromkeys(
-    ("state", "live", "liveness", "configuration", "async", "restart", "last_batch", "p50_ms",
+    ("state", "live", "liveness", "configuration", "runs_with", "async", "restart", "last_batch", "p50_ms",
      "offset_management_share", "hold", "last_change", "migration", "switch", "dags", "stop_reason"),
 )  # fmt: skip
 
@@ -102,6 +102,7 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
         "live": judged.live,
         "liveness": judged.reason,
         "configuration": configuration,
+        "runs_with": describe(configuration) if configuration else None,
         "async": (configuration or {}).get("async_progress"),
         "restart": {
             "sync_restart_safe": inspection.sync_restart_safe if inspection.exists else None,
@@ -166,4 +167,10 @@ def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
         for b in report.batches[-SERIES:]
     ]  # fmt: skip
     figures = {k: data[k] for k in ("batches", "p50_ms", "p90_ms", "p99_ms", "rows_per_s", "baseline", "at_risk", "state")}  # fmt: skip
-    return {**row, "report": figures, "advice": data["advice"], "series": series, "changes": data["changes"]}
+    return {
+        **row,
+        "report": figures,
+        "advice": data["advice"],
+        "series": series,
+        "changes": [summarized(change) for change in data["changes"]],
+    }

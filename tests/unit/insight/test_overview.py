@@ -57,6 +57,7 @@ def test_a_row_sums_the_job_up_from_its_records_its_checkpoint_and_its_newest_ba
     assert snapshot(tmp_path) == before  # read-only
     assert row["error"] is None and row["name"] == "clicks" and row["state"] == "running" and row["live"] is True
     assert row["async"] == {"enabled": True, "checkpoint_interval_ms": 0}  # the running query's, not the deploy's
+    assert row["runs_with"] == "async 0 ms, trigger 100 milliseconds"  # the page shows the words, not JSON
     assert row["restart"]["sync_restart_safe"] is False and "offsets/6" in row["restart"]["reason"]
     assert row["last_batch"]["batch_id"] == 49 and row["last_batch"]["age_s"] == pytest.approx(60 - 49 - 0.08, abs=0.1)
     assert row["p50_ms"] == 80.0 and row["offset_management_share"] == 0.6  # of the sync batches before
@@ -99,7 +100,9 @@ def test_the_detail_adds_the_reports_advice_and_changes(tmp_path: Path) -> None:
     found = _job(tmp_path, _switched(sync=30, fast=30, om=10.0))  # offset management was 5 %: async buys little
     detail = job_detail(found)
     assert detail["error"] is None and detail["report"]["p50_ms"] == 80.0
-    assert [c["kind"] for c in detail["changes"]] == ["switch"]
+    assert [c["summary"] for c in detail["changes"]] == [
+        "switch: sync, trigger 100 milliseconds -> async 0 ms, trigger 100 milliseconds"
+    ]
     assert [s["async"] for s in detail["series"]] == [False] * 30 + [True] * 30
     assert [a["kind"] for a in detail["advice"]] == ["turn_off"]
 
