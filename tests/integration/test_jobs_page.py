@@ -196,6 +196,10 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         assert page.locator("#chart line.change").count() == 1
         assert page.locator("#chart polyline.latency").count() == 2  # no line across the switch's pause
         assert "sync restart" in page.locator("dl").inner_text().lower()
+        assert (
+            page.locator("ol.changes li").inner_text().count("switch: sync, trigger 100 milliseconds -> async 0 ms")
+            == 1
+        )
         page.screenshot(path=str(out / "job.png"), full_page=True)
 
         page.goto(f"{base}/plugin/async-stream")  # the page in Airflow's own UI, under its navigation
