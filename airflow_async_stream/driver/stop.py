@@ -77,9 +77,22 @@ def stop_driver(
         log.info("Nothing to stop for %s: %s", control.url, judged.reason)
         return StopOutcome(False, status)
     assert status is not None
+    control.request_stop(status.deployment_id, reason, graceful_timeout_s)
+    log.info("Requested a graceful stop of deployment %s (%s)", status.deployment_id, reason)
+    return _await_stopped(control, status, kill_after_s, log, sleep, launcher)
+
+
+def _await_stopped(
+    control: ControlArea,
+    status: Status,
+    kill_after_s: float,
+    log: logging.Logger,
+    sleep: Callable[[float], None],
+    launcher: Launcher,
+) -> StopOutcome:
+    """Wait for a driver that was live when its stop was requested to reach a final status (then for its
+    process's exit), killing it at ``kill_after_s``; it counts as live even if it ends before the first look."""
     deployment_id = status.deployment_id
-    control.request_stop(deployment_id, reason, graceful_timeout_s)
-    log.info("Requested a graceful stop of deployment %s (%s)", deployment_id, reason)
     start = time.monotonic()
     say = WaitLog(log, f"Waiting for deployment {deployment_id} to stop", kill_after_s, started=start)
     while True:
@@ -144,9 +157,9 @@ def _stop_launching(
         if status is not None and status.state in FINAL_STATES:
             left_s = max(0.0, deadline - time.monotonic())
             return StopOutcome(True, status, wait_for_driver_exit(control, left_s, log, sleep, deployment_id))
-        if status is not None and liveness(status).live:  # it reports: the usual stop (its request stands)
+        if status is not None and liveness(status).live:  # it reports: awaited like any stop (its request stands)
             left_s = max(0.0, deadline - time.monotonic())
-            return stop_driver(control, reason, graceful_timeout_s, left_s, log, sleep, launcher)
+            return _await_stopped(control, status, left_s, log, sleep, launcher)
         if _launching(control, status, launcher) is None:
             log.info(
                 "Deployment %s ended without reporting (its deploy gave up, or its launcher exited)", deployment_id

@@ -251,6 +251,37 @@ def test_a_stop_names_a_launching_driver_and_leaves_its_request_when_it_never_re
     assert control.stop_request_for(deployment_id) is not None  # read by that driver before its query starts
 
 
+def test_a_launching_driver_that_reports_and_stops_at_once_is_stopped_not_was_not_running(
+    control: ControlArea, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver reads the stop request at its start: its first report (live) and its final one (stopped) can
+    land between two looks of the stop; it was launching when asked, so the stop says it stopped it."""
+    from airflow_async_stream.driver import stop as stop_module
+    from airflow_async_stream.state.records import Status, now
+
+    deployment_id = _launching(control, None)
+    judge = stop_module.liveness
+
+    def the_driver_ends_right_after(status: Any, *args: Any) -> Any:
+        judged = judge(status, *args)
+        if judged.live and status.deployment_id == deployment_id:  # injected: its stop lands before the next look
+            control.write_status(status.but(state="stopped", stop_reason="stop requested", finished_at=now()))
+        return judged
+
+    def the_driver_reports_once_asked(*args: Any) -> None:
+        request(*args)  # injected: the driver's first report lands right after the stop request naming it
+        control.write_status(Status(deployment_id=deployment_id, state="starting", heartbeat_at=now()))
+
+    request = control.request_stop
+    monkeypatch.setattr(control, "request_stop", the_driver_reports_once_asked)
+    monkeypatch.setattr(stop_module, "liveness", the_driver_ends_right_after)
+
+    outcome = _stop(control)
+
+    assert outcome.was_live and outcome.status.state == "stopped", outcome
+    assert outcome.status.deployment_id == deployment_id
+
+
 def test_a_launch_whose_spark_submit_exited_or_that_is_long_past_is_not_launching(control: ControlArea) -> None:
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
     driver = {"kind": "local-process", **identify(exited.pid)}
