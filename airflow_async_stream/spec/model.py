@@ -14,6 +14,7 @@ from pydantic import (
     Field,
     StrictBool,
     StrictInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -28,11 +29,14 @@ from airflow_async_stream.spec.endpoints import (
     refuse_secret_keys,
     stringify,
 )
+from airflow_async_stream.spec.intervals import interval_ms
 from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
 from airflow_async_stream.state import progress_log
 
 __all__ = ["AsyncProgress", "JobSpec", "Logs", "Trigger"]
 
+#: The trigger kinds a spec may give (one at most); none means Spark's default trigger.
+TRIGGER_KINDS = ("processing_time", "once", "available_now", "continuous", "real_time")
 _NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -44,20 +48,36 @@ class Trigger(StrictModel):
     once: Literal[True] | None = Field(default=None, description="Run one batch and stop.")
     available_now: Literal[True] | None = Field(default=None, description="Drain what is there and stop.")
     continuous: str | None = Field(default=None, min_length=1, description="Continuous processing interval.")
+    real_time: str | None = Field(
+        default=None, min_length=1, description="Real-time mode (Spark 4.1+): its batch duration, e.g. '5 seconds'."
+    )
+
+    @field_validator("processing_time", "continuous", "real_time")
+    @classmethod
+    def _spark_interval(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            interval_ms(value, positive=info.field_name == "real_time")
+        return value
 
     @model_validator(mode="after")
     def _at_most_one(self) -> Trigger:
-        chosen = [k for k in ("processing_time", "once", "available_now", "continuous") if getattr(self, k)]
+        chosen = [k for k in TRIGGER_KINDS if getattr(self, k)]
         if len(chosen) > 1:
             raise ValueError(f"give one trigger kind, not {' and '.join(chosen)}")
         return self
 
     @property
     def kind(self) -> str:
-        for k in ("once", "available_now", "continuous"):
+        for k in TRIGGER_KINDS[1:]:
             if getattr(self, k):
                 return k
         return "processing_time"
+
+    def interval_ms(self) -> int | None:
+        """The interval (processing time, continuous) or batch duration (real time) in ms, as Spark reads it."""
+        text = {"processing_time": self.processing_time, "continuous": self.continuous,
+                "real_time": self.real_time}.get(self.kind)  # fmt: skip
+        return interval_ms(text, positive=self.kind == "real_time") if text else None
 
     def spark_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for PySpark's ``DataStreamWriter.trigger``; empty means the default trigger."""
@@ -67,6 +87,8 @@ class Trigger(StrictModel):
             return {"availableNow": True}
         if self.continuous:
             return {"continuous": self.continuous}
+        if self.real_time:
+            return {"realTime": self.real_time}
         if self.processing_time:
             return {"processingTime": self.processing_time}
         return {}

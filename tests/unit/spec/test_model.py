@@ -290,3 +290,30 @@ def test_an_unset_or_malformed_variable_names_the_field(
     with pytest.raises(SpecError) as info:
         load_spec(path)
     assert needle in str(info.value) and str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("trigger", "needle"),
+    [
+        ({"processing_time": "soon"}, "INVALID_INTERVAL_FORMAT.UNRECOGNIZED_NUMBER"),
+        ({"continuous": "soon"}, "INVALID_INTERVAL_FORMAT.UNRECOGNIZED_NUMBER"),
+        ({"processing_time": "-5 seconds"}, "must not be negative"),
+        ({"processing_time": "2s"}, "Spark wants '2 seconds'"),
+        ({"processing_time": "500 ms"}, "Spark wants '500 milliseconds'"),
+        ({"processing_time": "1 month"}, "may not use months or years"),
+        ({"real_time": "0 seconds"}, "must be above 0 ms"),
+    ],
+)
+def test_trigger_intervals_spark_would_refuse_are_refused_at_parse_naming_the_field(
+    trigger: dict[str, str], needle: str
+) -> None:
+    found = problems(good(trigger=trigger, async_progress={"enabled": False}))
+    field = f"trigger.{next(iter(trigger))}"
+    assert needle in found[field], found
+    assert repr(next(iter(trigger.values()))) in found[field]  # the value is shown: an interval is no secret
+
+
+@pytest.mark.parametrize("text", ["interval 2 seconds", "1 minute 30 seconds", "+5 seconds", ".5 seconds", "1 HOUR"])
+def test_every_form_spark_parses_is_accepted(text: str) -> None:
+    spec = parse_spec(good(trigger={"processing_time": text}))
+    assert spec.trigger.spark_kwargs() == {"processingTime": text} and spec.trigger.interval_ms() > 0

@@ -1,0 +1,73 @@
+"""The interval checker agrees with PySpark's own parser (a JVM) on every string: what Spark accepts is
+accepted with the same milliseconds, what Spark refuses is refused, for each trigger kind."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.spec.intervals import SPARK_INTERVALS_READ_FROM, IntervalError, interval_ms
+
+pytestmark = pytest.mark.integration
+
+SCRIPT = Path(__file__).parent / "spark_scripts" / "trigger_intervals.py"
+
+#: Forms users write, Spark's corners (signs, fractions, prefixes, overflow, whitespace, case, non-ASCII).
+WRITTEN = [
+    "5 seconds", "500 milliseconds", "1 second", "1 Second", "INTERVAL 1 HOUR", "interval 2 seconds",
+    "1 minute 30 seconds", "2 weeks 1 day", "1 hour 1 minute 1 second 1 millisecond 1 microsecond", "0 seconds",
+    "2s", "500 ms", "5 sec", "3 mins", "1 millis", "1 nanosecond", "soon", "", "   ", "-5 seconds", "- 5 seconds",
+    "+5 seconds", "-0 seconds", "5 secondss", "5 hours,", "5seconds", "1 month", "1 year -12 months",
+    "0 months 5 seconds", "interval", "interval ", "intervalx 5 seconds", "interval5 seconds", ".5 seconds",
+    ". seconds", "5. seconds", "1.5 minutes", "0.000001 seconds", "0.0000001 seconds", "0.0005 seconds",
+    "-0.0005 seconds", "1.0000000001 seconds", "1 minute -59.9995 seconds", "5\tseconds", "5\nseconds",
+    "\u00a05 seconds", "5\u00a0seconds", "\u2003 5 seconds", "\x1c5 seconds", "5 seconds\x1f", "\x855 seconds",
+    "\u0130nterval 1 second", "1 \u212aseconds", "9223372036854775807 microseconds",
+    "9223372036854775808 microseconds", "2147483647 days", "2147483648 days", "106751991 days", "106752 days",
+    "1 second -", "1 second +", "5", "seconds", "1 1 seconds", "1 hour 2",
+]  # fmt: skip
+_TOKENS = ["1", "5", "-2", "+3", "0", ".5", "2.25", "7.", "interval", "second", "seconds", "minute", "hours",
+           "day", "days", "week", "month", "year", "millisecond", "microseconds", "ms", "s", " ", "  ", "\t", "x",
+           "-", ","]  # fmt: skip
+
+
+def _generated(count: int) -> list[str]:
+    """Strings put together from interval tokens, mostly near-valid (a fixed seed: the same list each run)."""
+    rng = random.Random(44)
+    return ["".join(rng.choice(_TOKENS) + rng.choice(["", " ", " "]) for _ in range(rng.randint(1, 6)))
+            for _ in range(count)]  # fmt: skip
+
+
+def _checker(text: str, positive: bool) -> int | None:
+    try:
+        return interval_ms(text, positive=positive)
+    except IntervalError:
+        return None
+
+
+def test_the_checker_follows_the_pyspark_release_the_runtime_carries() -> None:
+    assert version("pyspark") == SPARK_INTERVALS_READ_FROM, "re-read Spark's interval parser for this release"
+
+
+def test_the_checker_and_pysparks_parser_agree_on_every_string(tmp_path: Path) -> None:
+    strings = WRITTEN + _generated(600)
+    (tmp_path / "strings.json").write_text(json.dumps(strings))
+    subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "strings.json"), str(tmp_path / "answers.json")],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    spark = json.loads((tmp_path / "answers.json").read_text())
+
+    disagree = [
+        (kind, text, spark[kind][i], _checker(text, positive=kind == "realTime"))
+        for kind in ("processingTime", "continuous", "realTime")
+        for i, text in enumerate(strings)
+        if spark[kind][i] != _checker(text, positive=kind == "realTime")
+    ]
+    assert disagree == [], disagree[:20]
+    accepted = sum(ms is not None for ms in spark["processingTime"])
+    assert 40 < accepted < len(strings) - 40, "the list must hold many of both kinds"
