@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from airflow_async_stream.spec.realtime import REAL_TIME_RULES_READ_FROM, real_time_violations
+
 if TYPE_CHECKING:
     from airflow_async_stream.spec.model import JobSpec
 
@@ -31,9 +33,19 @@ def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
                 problems.append((field, "is required unless `application` names your own PySpark file"))
     elif spec.source is not None or spec.transform is not None:
         problems.append(("application", "builds its own query: drop `source` and `transform`"))
+    problems += real_time_violations(spec)
     if not spec.async_progress.enabled:
         return problems
     kind = spec.trigger.kind
+    if kind == "real_time":
+        problems.append(
+            (
+                "trigger.real_time",
+                f"Spark {REAL_TIME_RULES_READ_FROM} refuses async progress tracking in real-time mode "
+                "(STREAMING_REAL_TIME_MODE.ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED, at start): turn "
+                "async_progress.enabled off; a job running with it on moves by the safe-disable migration first",
+            )
+        )
     if kind in ("once", "available_now"):
         problems.append(
             (

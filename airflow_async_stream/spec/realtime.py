@@ -1,0 +1,113 @@
+"""Spark's real-time mode (``trigger: {real_time: "5 seconds"}``, Spark 4.1+): what the pinned Spark refuses,
+refused at DAG parse, before submit and in the driver, each reason naming the Spark error it saves the job from.
+
+Read from PySpark 4.2.0's jars (SPARK_FACTS.md): ``StreamingQueryManager`` refuses a batch duration below
+``spark.sql.streaming.realTimeMode.minBatchDuration`` (5000 ms) and async progress tracking;
+``UnsupportedOperationChecker`` every output mode but update; ``RealTimeModeAllowlist`` sinks other than Kafka
+and the console (noop and memory included) and physical operators outside its list (no aggregation, sort,
+shuffle, window or limit: projections, filters, unions, generators and broadcast joins pass), both unless
+``spark.sql.streaming.realTimeMode.allowlistCheck`` is false; ``MicroBatchExecution`` a source without
+real-time reads (only Kafka has them) at the first batch.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airflow_async_stream.spec.model import JobSpec
+
+__all__ = [
+    "MIN_BATCH_CONF",
+    "REAL_TIME_RULES_READ_FROM",
+    "REAL_TIME_SINKS",
+    "REAL_TIME_SOURCES",
+    "real_time_violations",
+]
+
+#: The PySpark release these rules were read from; a test fails when the runtime carries another.
+REAL_TIME_RULES_READ_FROM = "4.2.0"
+REAL_TIME_SOURCES = frozenset({"kafka"})
+REAL_TIME_SINKS = frozenset({"kafka", "console"})
+MIN_BATCH_CONF = "spark.sql.streaming.realTimeMode.minBatchDuration"
+ALLOWLIST_CONF = "spark.sql.streaming.realTimeMode.allowlistCheck"
+_MIN_BATCH_DEFAULT_MS = 5000
+_SPARK = f"Spark {REAL_TIME_RULES_READ_FROM}"
+
+#: SQL that always plans an operator outside the allow-list, whatever the tables (keyword -> operator).
+_REFUSED_SQL = {
+    r"\bgroup\s+by\b": "GROUP BY (aggregation)",
+    r"\bdistinct\b": "DISTINCT (aggregation)",
+    r"\b(?:order|sort)\s+by\b": "ORDER/SORT BY (sort)",
+    r"\b(?:cluster|distribute)\s+by\b": "CLUSTER/DISTRIBUTE BY (shuffle)",
+    r"\bover\s*\(": "a window function (OVER)",
+    r"\blimit\b": "LIMIT",
+    r"\b(?:count|sum|avg|mean|min|max|collect_list|collect_set|approx_count_distinct|percentile_approx)\s*\(":
+        "an aggregate function",
+}  # fmt: skip
+_NOT_CODE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.S)
+_TIME_CONF = re.compile(r"^(-?\d+)(us|ms|s|m|min|h|d)?$")
+_CONF_MS = {"us": 0.001, "ms": 1, None: 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _conf(spec: JobSpec, key: str) -> str | None:
+    value = spec.spark_conf.get(key)
+    return None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+
+
+def _min_batch_ms(spec: JobSpec) -> tuple[int | None, str]:
+    """Spark's minimum batch duration for this job: the spec's ``spark_conf`` (a Spark time string) or the default."""
+    given = _conf(spec, MIN_BATCH_CONF)
+    if given is None:
+        return _MIN_BATCH_DEFAULT_MS, f"{_SPARK}'s default for {MIN_BATCH_CONF}"
+    match = _TIME_CONF.match(given.strip().lower())
+    if not match:
+        return None, f"spark_conf.{MIN_BATCH_CONF}"
+    return int(int(match.group(1)) * _CONF_MS[match.group(2)]), f"spark_conf.{MIN_BATCH_CONF}"
+
+
+def sql_operators_refused(sql: str) -> list[str]:
+    """The operators outside real-time mode's allow-list that ``sql`` plans whatever its tables hold (strings,
+    quoted names and comments are not read)."""
+    code = _NOT_CODE.sub(" ", sql).lower()
+    return [what for pattern, what in _REFUSED_SQL.items() if re.search(pattern, code)]
+
+
+def real_time_violations(spec: JobSpec) -> list[tuple[str, str]]:
+    """``(field, reason)`` for each real-time rule ``spec`` breaks; empty for another trigger. (Async progress
+    tracking with real time is refused among the async rules, spec/rules.py.)"""
+    if spec.trigger.kind != "real_time":
+        return []
+    problems: list[tuple[str, str]] = []
+    duration_ms = spec.trigger.interval_ms() or 0
+    minimum, where = _min_batch_ms(spec)
+    if minimum is None:
+        problems.append((where, "is not a Spark time such as '5s' or '5000ms'"))
+    elif duration_ms < minimum:
+        problems.append(("trigger.real_time", f"{duration_ms} ms is below the minimum batch duration of real-time "
+                         f"mode, {minimum} ms ({where}; {_SPARK}: INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL)"))  # fmt: skip
+    if spec.stateful:
+        problems.append(("stateful", f"real-time mode runs only stateless queries in {_SPARK} (its operator "
+                         "allow-list has no aggregation, deduplication or state)"))  # fmt: skip
+    if spec.application is not None:
+        return problems  # its own file builds source, operators and sink: Spark checks those
+    allowlist = _conf(spec, ALLOWLIST_CONF) != "false"
+    if spec.source is not None and spec.source.format.lower() not in REAL_TIME_SOURCES:
+        problems.append(("source.format", f"source {spec.source.format!r} has no real-time reads in {_SPARK}, only "
+                         "Kafka does (STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED, at the first batch)"))  # fmt: skip
+    if spec.sink is not None:
+        if (spec.sink.output_mode or "append") != "update":
+            problems.append(("sink.output_mode", f"real-time mode needs output mode update, not "
+                             f"{spec.sink.output_mode or 'append (the default)'} ({_SPARK}: "
+                             "STREAMING_REAL_TIME_MODE.OUTPUT_MODE_NOT_SUPPORTED)"))  # fmt: skip
+        if allowlist and spec.sink.format.lower() not in REAL_TIME_SINKS:
+            problems.append(("sink.format", f"sink {spec.sink.format!r} is not in real-time mode's allow-list in "
+                             f"{_SPARK} (only {', '.join(sorted(REAL_TIME_SINKS))}: "
+                             "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST)"))  # fmt: skip
+    sql = spec.transform.sql if spec.transform else None
+    refused = sql_operators_refused(sql) if sql and allowlist else []
+    if refused:
+        problems.append(("transform.sql", f"uses {', '.join(refused)}, outside real-time mode's operator "
+                         f"allow-list in {_SPARK} (STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST)"))  # fmt: skip
+    return problems
