@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 
@@ -21,7 +22,11 @@ def at_interval_0(spec: JobSpec | dict[str, Any]) -> JobSpec:
 
 
 def synchronous(spec: JobSpec | dict[str, Any], overrides: dict[str, Any] | None = None) -> JobSpec:
-    """The spec with async progress tracking off, and ``overrides`` (e.g. new ``spark_conf``) applied."""
+    """The spec with async progress tracking off, and ``overrides`` (e.g. new ``spark_conf``) applied; never
+    real-time mode (the migration's steps run micro-batches; a deploy moves the job on afterwards)."""
+    if ((overrides or {}).get("trigger") or {}).get("real_time"):
+        raise SpecError([("sync_overrides.trigger.real_time", "the migration ends in synchronous micro-batches; "
+                          "move the job to real-time mode afterwards, by a deploy (a restart) with that trigger")])  # fmt: skip
     return parse_spec(deep_merge(_mapping(spec), deep_merge(SYNCHRONOUS, overrides or {})))
 
 

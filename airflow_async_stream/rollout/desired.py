@@ -16,7 +16,7 @@ __all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "load_folder", "sp
 
 #: Fields whose rules refuse async progress tracking: a file breaking only these wants async off.
 ASYNC_RULE_FIELDS = frozenset(
-    {"trigger.once", "trigger.available_now", "trigger.continuous", "sink.format", "stateful"}
+    {"trigger.once", "trigger.available_now", "trigger.continuous", "trigger.real_time", "sink.format", "stateful"}
 )
 
 

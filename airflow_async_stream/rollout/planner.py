@@ -6,7 +6,9 @@ safe-disable migration; also for a synchronous job no driver runs whose checkpoi
 synchronously, a crash loop after async was turned off by hand), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as
 it runs). A ``restart`` or ``safe_disable`` says how its changes are made (``switch``): ``in_place`` when the
 running driver can switch its query (switch/allowed.py: async options, trigger, runtime ``spark.sql`` settings; a
-driver of this release), else ``restart`` (a graceful stop and a redeploy), with the reason.
+driver of this release), else ``restart`` (a graceful stop and a redeploy), with the reason. A job with async on
+that the folder moves to real-time mode changes twice: a ``safe_disable`` to synchronous micro-batches now (its
+``follow_up`` says so), and a ``restart`` into real-time mode at the next run.
 
 What counts as ``refuse`` follows Spark's "Recovery Semantics after Changes in a Streaming Query": a
 different source, a source's subscription or path, a changed checkpoint, a file sink's directory, a change
@@ -15,7 +17,7 @@ into a file sink (or out of one to anything but Kafka), and any change to a stat
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from airflow_async_stream.rollout.changes import (
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder
 from airflow_async_stream.rollout.failures import failed_before, failure_words, spec_digest
 from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
+from airflow_async_stream.rollout.item import ACTIONS, CHANGES, IN_PLACE, REAL_TIME_FOLLOW_UP, RESTART, PlanItem
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
@@ -46,46 +49,6 @@ __all__ = [
     "plan_job",
     "spec_digest",
 ]
-
-ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse")
-#: The actions that bring a new spec to a job: one that failed is not tried again while the spec stays.
-CHANGES = frozenset({"deploy", "restart", "safe_disable"})
-#: How a ``restart`` or ``safe_disable`` item makes its changes.
-IN_PLACE, RESTART = "in_place", "restart"
-
-
-@dataclass(frozen=True)
-class PlanItem:
-    """One job's action, why, and what changed (``field -> {"from": old, "to": new}``)."""
-
-    job: str
-    action: str
-    reason: str
-    diff: dict[str, dict[str, Any]] = field(default_factory=dict)
-    checkpoint: str | None = None
-    control_url: str | None = None
-    desired_spec: dict[str, Any] | None = None
-    needs_confirmation: bool = False
-    #: For ``restart`` and ``safe_disable``: ``in_place`` or ``restart``, and why.
-    switch: str | None = None
-    switch_reason: str | None = None
-    #: A job gone from the folder with nothing left to stop: once a rollout applies this item, its fleet
-    #: index entry moves to ``gone/`` and later plans no longer list it.
-    leaves_plan: bool = False
-    #: This very spec failed in an earlier rollout (its record: ``run_id``, ``finished_at``, ``error``).
-    failed_before: dict[str, Any] | None = None
-    #: Not tried again: the spec is the one that failed (``retry_failed`` asks to try it anyway).
-    held_back: bool = False
-    #: When the change turns async progress tracking on or changes its interval: the job's report's advice
-    #: (insight/advice.py), so the figures for or against the change are read before it is made.
-    advice: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PlanItem:
-        return cls(**data)
 
 
 def switch_for(observed: ObservedJob, target: dict[str, Any], require_sync_safe: bool) -> tuple[str, str]:
@@ -123,10 +86,17 @@ def _safe_disable(
             reason += (
                 " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
             )
+        follow_up = None
+        if spec_part(target, "trigger", "real_time"):
+            # The cure runs micro-batches (async at interval 0, then synchronous); real time comes after it.
+            target = {**target, "trigger": spec_part(observed.spec, "trigger") or {}}
+            diff, item = changes_between(observed.spec or {}, target), {**item, "desired_spec": target}
+            follow_up = REAL_TIME_FOLLOW_UP
+            reason += ", in micro-batches first"
         how, why = switch_for(observed, target, require_sync_safe=True)
         return PlanItem(
-            name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(how)}", diff, **item,
-            switch=how, switch_reason=why,
+            name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(how)}"
+            + (f"; {follow_up}" if follow_up else ""), diff, **item, switch=how, switch_reason=why, follow_up=follow_up,
         )  # fmt: skip
     if not _async_on(target) and observed.sync_restart_safe is False:
         return PlanItem(

@@ -2,7 +2,8 @@
 
 Stopping a query between micro-batches and starting the next one in a warm session pauses the stream for
 about a second, where a new driver pauses it for 8 s here and far longer where executors must be allocated.
-What a query is started with may change that way: the async progress options, the trigger, and the
+What a query is started with may change that way: the async progress options, the trigger (but not into or
+out of real-time mode, which takes a restart), and the
 ``spark.sql.*`` settings Spark lets a session change at runtime (the driver asks Spark, before it stops
 anything). What the JVM or the driver was started with may not: other ``spark_conf`` (memory, packages,
 the master), the application file, the source, transform and sink, the logs' settings. Such a change is
@@ -38,6 +39,7 @@ _WHY = {
     "sink": "the query's sink is built once per driver: redeploy",
     "logs": "log settings are applied when the driver starts: redeploy",
     "stateful": "the stateful declaration is checked when the driver starts: redeploy",
+    "real_time": "a query moves between micro-batches and real-time mode only by a restart: redeploy",
 }
 
 
@@ -55,6 +57,8 @@ def in_place_refusals(current: JobSpec, new: JobSpec, require_sync_safe: bool = 
                 "--require-sync-safe): a checkpoint with gaps cannot run synchronously yet",
             )
         )
+    if (current.trigger.kind == "real_time") != (new.trigger.kind == "real_time"):
+        problems.append(("trigger.real_time", _WHY["real_time"]))
     for key in sorted(set(before) | set(after)):
         if before.get(key) == after.get(key):
             continue

@@ -68,6 +68,8 @@ def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -
         _group(async_batches=1)
     with pytest.raises(SpecError, match="trigger"):
         _group(sync_overrides={"trigger": {"once": True}})  # two trigger kinds
+    with pytest.raises(SpecError, match=r"sync_overrides\.trigger\.real_time: .*afterwards, by a deploy"):
+        _group(sync_overrides={"trigger": {"processing_time": None, "real_time": "5 seconds"}})
 
 
 def test_a_wait_ended_by_a_forced_stop_says_who_stopped_the_job(tmp_path: Any) -> None:

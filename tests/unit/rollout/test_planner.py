@@ -437,3 +437,39 @@ def test_a_plan_that_turns_async_on_or_changes_the_interval_carries_the_jobs_adv
     # a trigger change is not what the advice speaks to
     write_spec(folder, "job.yaml", deep_merge(spec, {"trigger": {"processing_time": "2 seconds"}}))
     assert plan_folder(folder)[0].advice == []
+
+
+KAFKA = {
+    "source": {"format": "kafka", "options": {"subscribe": "clicks"}},
+    "transform": {"sql": "SELECT key, value FROM source"},
+    "sink": {"format": "kafka", "options": {"topic": "alerts"}, "output_mode": "update"},
+}
+REAL_TIME = {**KAFKA, "trigger": {"processing_time": None, "real_time": "5 seconds"}}  # None: not merged in
+
+
+def test_a_job_with_async_on_moves_to_real_time_mode_in_two_changes(tmp_path: Path) -> None:
+    """No Spark here: real-time mode reads only Kafka, whose connector jar this machine cannot reach."""
+    folder = tmp_path / "desired"
+    write_spec(folder, "job.yaml", deep_merge(FLEET_JOB, {**REAL_TIME, "name": "job"}))  # async on, as before
+    job = load_desired(folder)["job"]
+    assert job.spec.trigger.real_time and not job.spec.async_progress.enabled
+    assert job.async_forced_off[0].startswith("trigger.real_time")
+
+    first = plan_job("job", job, replace(observed(**KAFKA), switchable=True))
+    assert first.action == "safe_disable" and first.follow_up and "next rollout run" in first.reason
+    assert first.desired_spec["trigger"] == {"processing_time": "1 second"}  # the cure runs micro-batches
+    assert first.desired_spec["async_progress"]["enabled"] is False
+    assert "trigger.real_time" not in first.diff and first.switch == "in_place"  # the cure itself switches in place
+
+    after_the_cure = replace(observed(**KAFKA, async_progress={"enabled": False}), switchable=True)
+    second = plan_job("job", job, after_the_cure)
+    assert second.action == "restart" and second.desired_spec["trigger"] == {"real_time": "5 seconds"}
+    assert second.switch == "restart" and "trigger.real_time" in second.switch_reason
+    assert second.follow_up is None
+
+
+def test_a_synchronous_job_enters_real_time_mode_by_a_restart_never_in_place() -> None:
+    item = plan_job("job", desired(**REAL_TIME, async_progress={"enabled": False}),
+                    replace(observed(**KAFKA, async_progress={"enabled": False}), switchable=True))  # fmt: skip
+    assert item.action == "restart" and item.switch == "restart"
+    assert "only by a restart" in item.switch_reason

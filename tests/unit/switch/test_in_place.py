@@ -232,3 +232,12 @@ def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_p
     heavier = path(_running(), sync_overrides={"spark_conf": {"spark.executor.memory": "4g"}})
     assert heavier[0] == RESTART and "spark_conf.spark.executor.memory" in heavier[1]
     assert path(_running(), sync_overrides={"spark_conf": {"spark.sql.shuffle.partitions": 9}})[0] == IN_PLACE
+
+
+def test_a_query_moves_into_or_out_of_real_time_mode_only_by_a_restart() -> None:
+    kafka = {"source": {"format": "kafka", "options": {"subscribe": "t"}},
+             "sink": {"format": "kafka", "output_mode": "update"}, "async_progress": {"enabled": False}}  # fmt: skip
+    micro, real = spec(**kafka), spec(**kafka, trigger={"processing_time": None, "real_time": "5 seconds"})
+    for current, new in ((micro, real), (real, micro)):
+        assert dict(in_place_refusals(current, new))["trigger.real_time"].endswith("only by a restart: redeploy")
+    assert in_place_refusals(real, spec(**kafka, trigger={"processing_time": None, "real_time": "10 seconds"})) == []
