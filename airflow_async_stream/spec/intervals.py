@@ -8,7 +8,9 @@ result. tests/integration/test_interval_agreement.py runs this and Spark's own p
 
 from __future__ import annotations
 
-__all__ = ["SPARK_INTERVALS_READ_FROM", "IntervalError", "interval_ms"]
+import re
+
+__all__ = ["SPARK_INTERVALS_READ_FROM", "IntervalError", "interval_ms", "time_string_ms"]
 
 #: The PySpark release whose parser this module follows (the agreement test fails on another one).
 SPARK_INTERVALS_READ_FROM = "4.2.0"
@@ -208,3 +210,19 @@ def interval_ms(text: str, positive: bool = False) -> int:
     if positive and ms == 0:
         raise IntervalError(f"{text!r} must be above 0 ms (Spark: the batch duration should not be negative)")
     return ms
+
+
+#: Spark's time strings (``JavaUtils.timeStringAs``: ``5s``, ``500ms``, ``2min``) for settings and options.
+_TIME_STRING = re.compile(r"(-?[0-9]+)([a-z]+)?")
+_TIME_SUFFIX_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_JAVA_TRIM = "".join(chr(c) for c in range(33))
+
+
+def time_string_ms(text: str, default_unit: str) -> int | None:
+    """A Spark time string in ms (a bare number is in ``default_unit``); None where Spark would refuse it."""
+    match = _TIME_STRING.fullmatch(str(text).lower().strip(_JAVA_TRIM))
+    if not match or (match.group(2) and match.group(2) not in _TIME_SUFFIX_MS):
+        return None
+    if not -_LONG_MAX - 1 <= int(match.group(1)) <= _LONG_MAX:  # Long.parseLong
+        return None
+    return int(int(match.group(1)) * _TIME_SUFFIX_MS[match.group(2) or default_unit])

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from airflow_async_stream.spec.intervals import time_string_ms
+
 if TYPE_CHECKING:
     from airflow_async_stream.spec.model import JobSpec
 
@@ -47,8 +49,6 @@ _REFUSED_SQL = {
         "an aggregate function",
 }  # fmt: skip
 _NOT_CODE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.S)
-_TIME_CONF = re.compile(r"^(-?\d+)(us|ms|s|m|min|h|d)?$")
-_CONF_MS = {"us": 0.001, "ms": 1, None: 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 def _conf(spec: JobSpec, key: str) -> str | None:
@@ -61,10 +61,7 @@ def _min_batch_ms(spec: JobSpec) -> tuple[int | None, str]:
     given = _conf(spec, MIN_BATCH_CONF)
     if given is None:
         return _MIN_BATCH_DEFAULT_MS, f"{_SPARK}'s default for {MIN_BATCH_CONF}"
-    match = _TIME_CONF.match(given.strip().lower())
-    if not match:
-        return None, f"spark_conf.{MIN_BATCH_CONF}"
-    return int(int(match.group(1)) * _CONF_MS[match.group(2)]), f"spark_conf.{MIN_BATCH_CONF}"
+    return time_string_ms(given, "ms"), f"spark_conf.{MIN_BATCH_CONF}"
 
 
 def sql_operators_refused(sql: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from airflow_async_stream.spec.options import option_violations
 from airflow_async_stream.spec.realtime import REAL_TIME_RULES_READ_FROM, real_time_violations
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
                 problems.append((field, "is required unless `application` names your own PySpark file"))
     elif spec.source is not None or spec.transform is not None:
         problems.append(("application", "builds its own query: drop `source` and `transform`"))
+    problems += option_violations(spec.source, spec.sink)
     problems += real_time_violations(spec)
     if not spec.async_progress.enabled:
         return problems

@@ -1,5 +1,6 @@
-"""The interval checker agrees with PySpark's own parser (a JVM) on every string: what Spark accepts is
-accepted with the same milliseconds, what Spark refuses is refused, for each trigger kind."""
+"""The spec's checks agree with PySpark itself (a JVM): on every interval string (what Spark accepts is
+accepted with the same milliseconds, what it refuses is refused, for each trigger kind) and on every option
+value of the rate sources."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from airflow_async_stream.spec.endpoints import Source
 from airflow_async_stream.spec.intervals import SPARK_INTERVALS_READ_FROM, IntervalError, interval_ms
+from airflow_async_stream.spec.options import option_violations
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Path(__file__).parent / "spark_scripts" / "trigger_intervals.py"
+SCRIPT = Path(__file__).parent / "spark_scripts" / "spark_accepts.py"
 
 #: Forms users write, Spark's corners (signs, fractions, prefixes, overflow, whitespace, case, non-ASCII).
 WRITTEN = [
@@ -55,13 +58,55 @@ def test_the_checker_follows_the_pyspark_release_the_runtime_carries() -> None:
     assert version("pyspark") == SPARK_INTERVALS_READ_FROM, "re-read Spark's interval parser for this release"
 
 
-def test_the_checker_and_pysparks_parser_agree_on_every_string(tmp_path: Path) -> None:
-    strings = WRITTEN + _generated(600)
-    (tmp_path / "strings.json").write_text(json.dumps(strings))
-    subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "strings.json"), str(tmp_path / "answers.json")],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
-    spark = json.loads((tmp_path / "answers.json").read_text())
+_RATE_VALUES = [
+    "1",
+    "0",
+    "-3",
+    "+5",
+    "007",
+    "1.5",
+    "fast",
+    "",
+    " 5",
+    "true",
+    "2147483647",
+    "2147483648",
+    "9223372036854775808",
+    "5s",
+    "-1s",
+    "2min",
+    "2MIN",
+    "10 s",
+    "1h",
+    "3us",
+    "1d",
+    "5 seconds",
+    "\u0663",
+]
+_RATE_OPTIONS = {
+    "rate": ("rowsPerSecond", "numPartitions", "rampUpTime"),
+    "rate-micro-batch": ("rowsPerBatch", "numPartitions", "startTimestamp", "advanceMillisPerBatch"),
+}
 
+
+def _sources() -> list[tuple[str, dict[str, str]]]:
+    base = {"rate": {}, "rate-micro-batch": {"rowsPerBatch": "5"}}
+    return [(fmt, {**base[fmt], option: value}) for fmt, options in _RATE_OPTIONS.items() for option in options
+            for value in _RATE_VALUES] + [("rate-micro-batch", {})]  # fmt: skip
+
+
+def _ask_spark(tmp_path: Path, strings: list[str], sources: list[tuple[str, dict[str, str]]]) -> dict:
+    (tmp_path / "questions.json").write_text(json.dumps({"intervals": strings, "sources": sources}))
+    subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "questions.json"), str(tmp_path / "answers.json")],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    return json.loads((tmp_path / "answers.json").read_text())
+
+
+def test_the_checks_and_pyspark_agree_on_every_interval_and_rate_option(tmp_path: Path) -> None:
+    strings, sources = WRITTEN + _generated(400), _sources()
+    answers = _ask_spark(tmp_path, strings, sources)
+
+    spark = answers["intervals"]
     disagree = [
         (kind, text, spark[kind][i], _checker(text, positive=kind == "realTime"))
         for kind in ("processingTime", "continuous", "realTime")
@@ -71,3 +116,7 @@ def test_the_checker_and_pysparks_parser_agree_on_every_string(tmp_path: Path) -
     assert disagree == [], disagree[:20]
     accepted = sum(ms is not None for ms in spark["processingTime"])
     assert 40 < accepted < len(strings) - 40, "the list must hold many of both kinds"
+
+    ours = [not option_violations(Source(format=fmt, options=options), None) for fmt, options in sources]
+    assert [(s, a) for s, a, o in zip(sources, answers["sources"], ours, strict=True) if a != o] == []
+    assert 20 < sum(ours) < len(sources) - 20, "the list must hold many of both kinds"

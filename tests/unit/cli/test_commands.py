@@ -25,7 +25,7 @@ async_progress: {enabled: true, checkpoint_interval_ms: 0}
 BAD = """name: bad-job
 checkpoint: /tmp/ck/bad-job
 source: {format: rate}
-sink: {format: parquet}
+sink: {format: parquet, options: {path: /data/out}}
 trigger: {available_now: true}
 async_progress: {enabled: true, checkpoint_interval_ms: -5}
 """

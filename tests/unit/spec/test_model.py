@@ -163,7 +163,9 @@ def test_application_replaces_source_and_transform() -> None:
 
 
 def test_every_problem_is_reported_at_once() -> None:
-    found = problems(good(trigger={"once": True}, sink={"format": "parquet"}, stateful=True))
+    found = problems(
+        good(trigger={"once": True}, sink={"format": "parquet", "options": {"path": "/out"}}, stateful=True)
+    )
     assert set(found) == {"trigger.once", "sink.format", "stateful"}
 
 
