@@ -107,3 +107,33 @@ def test_example_dags_do_not_import_pyspark() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_intervals_real_time_mode_and_option_values_spark_refuses_break_the_dag_import(tmp_path: Path) -> None:
+    dag_file = textwrap.dedent(
+        """
+        from airflow.sdk import dag
+        from airflow_async_stream.operators import DeployStreamingJobOperator
+
+        @dag(schedule=None)
+        def bad_{0}():
+            DeployStreamingJobOperator(task_id="deploy", spec={{"name": "{0}", "checkpoint": "/ck/{0}", {1}}})
+
+        bad_{0}()
+        """
+    )
+    interval = tmp_path / "interval_dag.py"
+    interval.write_text(dag_file.format("interval", '"source": {"format": "rate"}, "sink": {"format": "noop"}, '
+                                        '"trigger": {"processing_time": "2s"}'))  # fmt: skip
+    real_time = tmp_path / "real_time_dag.py"
+    real_time.write_text(dag_file.format("real_time", '"source": {"format": "rate", "options": {"rowsPerSecond": -3}}, '
+                                         '"sink": {"format": "noop"}, "trigger": {"real_time": "5 seconds"}, '
+                                         '"async_progress": {"enabled": True}'))  # fmt: skip
+    errors = _import_errors(interval)
+    assert "trigger.processing_time: '2s' has a number glued" in errors[str(interval)]
+    assert "Spark wants '2 seconds'" in errors[str(interval)]
+    error = _import_errors(real_time)[str(real_time)]
+    for field in ("source.options.rowsPerSecond: must be above 0", "trigger.real_time: Spark 4.2.0 refuses async",
+                  "source.format: source 'rate' has no real-time reads", "sink.output_mode: real-time mode needs",
+                  "sink.format: sink 'noop' is not in real-time mode's allow-list"):  # fmt: skip
+        assert field in error, (field, error)

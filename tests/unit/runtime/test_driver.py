@@ -47,3 +47,19 @@ def test_a_spec_breaking_the_rules_is_refused_in_the_driver(tmp_path: Path) -> N
     assert result.returncode == 2
     assert "trigger.available_now" in result.stderr
     assert "trigger.available_now" in control.read_json("status.json")["error"]
+
+
+def test_real_time_mode_and_intervals_spark_refuses_are_refused_in_the_driver_before_spark_starts(
+    tmp_path: Path,
+) -> None:
+    for name, trigger in (("interval", {"processing_time": "500 ms"}), ("real-time", {"real_time": "5 seconds"})):
+        bad = {**GOOD, "trigger": trigger}
+        raw = json.dumps(bad).encode()
+        control, args = _submit(tmp_path / name, raw, GOOD)
+        args[args.index("--spec-sha256") + 1] = hashlib.sha256(raw).hexdigest()
+        result = _run_driver(control, args)
+        error = control.read_json("status.json")["error"]
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert (
+            "Spark wants '500 milliseconds'" if name == "interval" else "ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED"
+        ) in error
