@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from airflow_async_stream.spec.intervals import IntervalError
 from airflow_async_stream.spec.options import option_violations
 from airflow_async_stream.spec.realtime import REAL_TIME_RULES_READ_FROM, real_time_violations
 
@@ -34,10 +35,24 @@ def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
                 problems.append((field, "is required unless `application` names your own PySpark file"))
     elif spec.source is not None or spec.transform is not None:
         problems.append(("application", "builds its own query: drop `source` and `transform`"))
-    problems += option_violations(spec.source, spec.sink)
-    problems += real_time_violations(spec)
-    if not spec.async_progress.enabled:
-        return problems
+    problems += option_violations(spec.source, spec.sink) + _trigger_violations(spec)
+    if spec.async_progress.enabled:
+        problems += _async_violations(spec)
+    return problems
+
+
+def _trigger_violations(spec: JobSpec) -> list[tuple[str, str]]:
+    """The trigger's interval as Spark parses it, then (when it parses) real-time mode's rules."""
+    try:
+        spec.trigger.interval_ms()
+    except IntervalError as exc:
+        return [(f"trigger.{spec.trigger.kind}", str(exc))]
+    return real_time_violations(spec)
+
+
+def _async_violations(spec: JobSpec) -> list[tuple[str, str]]:
+    """What Spark refuses, or silently ignores, with async progress tracking on."""
+    problems: list[tuple[str, str]] = []
     kind = spec.trigger.kind
     if kind == "real_time":
         problems.append(

@@ -167,6 +167,10 @@ def test_every_problem_is_reported_at_once() -> None:
         good(trigger={"once": True}, sink={"format": "parquet", "options": {"path": "/out"}}, stateful=True)
     )
     assert set(found) == {"trigger.once", "sink.format", "stateful"}
+    found = problems(
+        good(trigger={"processing_time": "2s"}, source={"format": "rate", "options": {"rowsPerSecond": 0}})
+    )
+    assert set(found) == {"trigger.processing_time", "source.options.rowsPerSecond"}
 
 
 def test_error_message_names_the_file(tmp_path: Path) -> None:
