@@ -65,10 +65,13 @@ def _min_batch_ms(spec: JobSpec) -> tuple[int | None, str]:
 
 
 def sql_operators_refused(sql: str) -> list[str]:
-    """The operators outside real-time mode's allow-list that ``sql`` plans whatever its tables hold (strings,
-    quoted names and comments are not read)."""
+    """The operators outside real-time mode's allow-list that ``sql`` plans whatever its tables hold, and a
+    second read of the stream (strings, quoted names and comments are not read)."""
     code = _NOT_CODE.sub(" ", sql).lower()
-    return [what for pattern, what in _REFUSED_SQL.items() if re.search(pattern, code)]
+    found = [what for pattern, what in _REFUSED_SQL.items() if re.search(pattern, code)]
+    if len(re.findall(r"\b(?:from|join)\s+source\b", code)) > 1:
+        found.append("the view `source` twice (STREAMING_REAL_TIME_MODE.IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED)")
+    return found
 
 
 def real_time_violations(spec: JobSpec) -> list[tuple[str, str]]:

@@ -100,7 +100,9 @@ def test_a_users_own_application_is_checked_for_what_the_spec_says() -> None:
     ("sql", "refused"),
     [
         ("SELECT key, value FROM source WHERE value > 0", []),
-        ("SELECT key FROM source UNION ALL SELECT key FROM source", []),
+        ("SELECT key FROM source WHERE key > 1 UNION ALL SELECT key FROM dim", []),
+        ("SELECT key FROM source UNION ALL SELECT key FROM source",
+         ["the view `source` twice (STREAMING_REAL_TIME_MODE.IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED)"]),
         ("SELECT explode(split(value, ',')) AS word FROM source", []),
         ("SELECT 'group by', `count(` FROM source -- ORDER BY key\n WHERE key <> \"limit\" /* distinct */", []),
         ("SELECT DISTINCT key FROM source", ["DISTINCT (aggregation)"]),
@@ -126,7 +128,7 @@ def test_every_spark_error_the_rules_cite_is_one_of_the_pinned_releases() -> Non
         conditions = json.loads(jar.read("error/error-conditions.json"))
     real_time_errors = set(conditions["STREAMING_REAL_TIME_MODE"]["subClass"])
     assert {"ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED", "OUTPUT_MODE_NOT_SUPPORTED", "INPUT_STREAM_NOT_SUPPORTED",
-            "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"} <= real_time_errors  # fmt: skip
+            "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST", "IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED"} <= real_time_errors  # fmt: skip
     assert "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL" in conditions
     assert "UNRECOGNIZED_NUMBER" in conditions["INVALID_INTERVAL_FORMAT"]["subClass"]
 
