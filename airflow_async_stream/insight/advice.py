@@ -55,7 +55,7 @@ def _ineligible(spec: dict[str, Any] | None, report: Report) -> list[str]:
     if (spec or {}).get("stateful") or report.state() is not None:
         why.append("it is stateful (async progress tracking works only on stateless queries)")
     trigger = ((report.latest.configuration if report.latest else None) or {}).get("trigger") or {}
-    for kind in ("once", "available_now", "continuous"):
+    for kind in ("once", "available_now", "continuous", "real_time"):
         if trigger.get(kind):
             why.append(f"its trigger is {kind.replace('_', ' ')}")
     return why

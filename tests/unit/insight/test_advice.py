@@ -108,3 +108,10 @@ def test_a_stateful_query_is_pointed_at_state_checkpointing() -> None:
     light = batch_events([500.0] * 5, [50.0] * 5, conf=configuration(False), state=[(640, 64, 10)] * 5)
     (advice,) = advise(build_report(light), KAFKA)
     assert advice["figures"]["worth"] is False and "little to gain" in advice["summary"]
+
+
+def test_a_job_in_real_time_mode_is_told_async_cannot_run_there() -> None:
+    real_time = {**configuration(False), "trigger": {"real_time": "5 seconds"}}
+    report = build_report(batch_events([200.0] * 20, [120.0] * 20, conf=real_time))
+    (advice,) = advise(report, KAFKA)
+    assert advice["kind"] == "keep_off" and "its trigger is real time" in advice["summary"]
