@@ -52,8 +52,10 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     assert str(run.state) == "success", task_states(run)
     before = control.read_json("status.json")
 
-    # A trigger Spark cannot parse: the validator passes it, the driver's switch is where Spark says no.
-    v2 = fleet_job(root, "job-a", trigger={"processing_time": "soon"})
+    # A runtime setting's value Spark refuses: the validator passes it (a trigger Spark cannot parse no longer
+    # gets this far), the driver's switch is where Spark says no.
+    v2 = fleet_job(root, "job-a", trigger={"processing_time": "300 milliseconds"},
+                   spark_conf={"spark.sql.shuffle.partitions": "not-a-number"})  # fmt: skip
     _write(folder, v2)
     [item] = plan_folder(folder)
     assert (item.action, item.switch, item.held_back) == ("restart", "in_place", False)
@@ -63,7 +65,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     assert str(failed.state) == "failed" and states["apply"] == "failed" and states["summary"] == "failed", states
     record = control.read_json("rollout.json")
     assert (record["outcome"], record.get("not_taken")) == ("failed", True), record
-    assert "Spark rejects the new configuration" in record["error"] and "soon" in record["error"], record
+    assert "Spark rejects the new configuration" in record["error"] and "not-a-number" in record["error"], record
     assert "its query runs on as it was, never stopped" in record["error"]
     status = control.read_json("status.json")
     assert liveness(status).live and status["state"] == "running"
