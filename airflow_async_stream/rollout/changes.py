@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_async_stream.spec.options import FILE_SINKS
+
 __all__ = ["FILE_SINKS", "SOURCE_IDENTITY_OPTIONS", "changes_between", "refusals", "spec_part"]
 
 
 #: Source options that say *what* is read: changing them leaves the checkpoint's offsets meaningless.
 SOURCE_IDENTITY_OPTIONS = frozenset({"subscribe", "subscribepattern", "assign", "path", "kafka.bootstrap.servers"})
-
-
-#: Spark's file sinks: they keep their own log of written files in the output directory.
-FILE_SINKS = frozenset({"parquet", "json", "csv", "orc", "text"})
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

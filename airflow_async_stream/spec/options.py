@@ -17,12 +17,13 @@ from airflow_async_stream.spec.intervals import time_string_ms
 if TYPE_CHECKING:
     from airflow_async_stream.spec.endpoints import Sink, Source
 
-__all__ = ["option_violations"]
+__all__ = ["FILE_SINKS", "option_violations"]
 
 _LONG, _INT = 2**63 - 1, 2**31 - 1
 _NUMBER = re.compile(r"[+-]?\d+")  # Java's Long.parseLong / Integer.parseInt: a sign, digits, nothing else
 _KAFKA_STRATEGIES = ("assign", "subscribe", "subscribepattern")
-_FILE_SINKS = frozenset({"parquet", "json", "csv", "orc", "text"})
+#: Spark's file sinks: they write to a directory and keep their own log of written files in it.
+FILE_SINKS = frozenset({"parquet", "json", "csv", "orc", "text"})
 #: Kafka client settings Spark's Kafka source refuses (it manages offsets and (de)serialization itself).
 _KAFKA_SOURCE_REFUSED = ("auto.offset.reset", "key.deserializer", "value.deserializer", "enable.auto.commit",
                          "interceptor.classes")  # fmt: skip
@@ -40,7 +41,9 @@ def _number_rule(limit: int, least: int, words: str) -> Callable[[str], str | No
     def check(value: str) -> str | None:
         number = _whole(value, limit)
         if number is None:
-            return f"must be a whole number ({'a Java long' if limit == _LONG else 'a Java int'}), {words}"
+            return (
+                f"must be a whole number ({'a Java long' if limit == _LONG else 'a Java int'}){words and ', ' + words}"
+            )
         return None if number >= least else f"must be {words}"
 
     return check
@@ -80,14 +83,14 @@ def _starting_offsets(value: str) -> str | None:
     return 'must be latest, earliest, or JSON such as {"topicA": {"0": 23, "1": -1}} (-2: earliest, -1: latest)'
 
 
-#: Per format: option (lower case) -> its check; ``None`` options are the format's required ones.
+#: Per format: option (lower case) -> its check (a reason, or None when Spark accepts the value).
 _SOURCE_RULES: dict[str, dict[str, Callable[[str], str | None]]] = {
     "rate": {"rowspersecond": _POSITIVE_LONG, "numpartitions": _POSITIVE_INT, "rampuptime": _ramp_up},
     "rate-micro-batch": {"rowsperbatch": _POSITIVE_LONG, "numpartitions": _POSITIVE_INT,
                          "starttimestamp": _NON_NEGATIVE_LONG, "advancemillisperbatch": _NON_NEGATIVE_INT},
     "kafka": {"startingoffsets": _starting_offsets, "maxoffsetspertrigger": _ANY_LONG,
               "minoffsetspertrigger": _ANY_LONG, "minpartitions": _POSITIVE_INT,
-              "maxrecordsperpartition": _POSITIVE_LONG, "startingtimestamp": _ANY_LONG,
+              "maxrecordsperpartition": _POSITIVE_LONG, "startingtimestamp": lambda v: _ANY_LONG(v.strip()),
               "failondataloss": _boolean, "includeheaders": _boolean},
 }  # fmt: skip
 
@@ -104,7 +107,7 @@ def _checked(
     found = []
     for lower, check in rules.items():
         if lower in names:
-            reason = check(options[names[lower]].strip() if lower == "startingtimestamp" else options[names[lower]])
+            reason = check(options[names[lower]])
             if reason:
                 found.append((f"{where}.options.{names[lower]}", reason))
     return found
@@ -145,7 +148,7 @@ def option_violations(source: Source | None, sink: Sink | None) -> list[tuple[st
             found += _kafka_source(source, options)
     if sink is not None:
         fmt, names = sink.format.lower(), _named({**sink.spark_options(), **sink.secret_options})
-        if fmt in _FILE_SINKS and "path" not in names:
+        if fmt in FILE_SINKS and "path" not in names:
             found.append(("sink.options.path", f"the {fmt} sink writes to a directory: give its path"))
         if fmt == "kafka":
             found += [(f"sink.options.{names[f'kafka.{s}']}", "is not supported by Spark's Kafka sink")

@@ -52,14 +52,9 @@ _TWICE = "the view `source` twice"
 _NOT_CODE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.S)
 
 
-def _conf(spec: JobSpec, key: str) -> str | None:
-    value = spec.spark_conf.get(key)
-    return None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
-
-
 def _min_batch_ms(spec: JobSpec) -> tuple[int | None, str]:
     """Spark's minimum batch duration for this job: the spec's ``spark_conf`` (a Spark time string) or the default."""
-    given = _conf(spec, MIN_BATCH_CONF)
+    given = spec.spark_conf_strings().get(MIN_BATCH_CONF)
     if given is None:
         return _MIN_BATCH_DEFAULT_MS, f"{_SPARK}'s default for {MIN_BATCH_CONF}"
     return time_string_ms(given, "ms"), f"spark_conf.{MIN_BATCH_CONF}"
@@ -93,7 +88,7 @@ def real_time_violations(spec: JobSpec) -> list[tuple[str, str]]:
                          "allow-list has no aggregation, deduplication or state)"))  # fmt: skip
     if spec.application is not None:
         return problems  # its own file builds source, operators and sink: Spark checks those
-    allowlist = _conf(spec, ALLOWLIST_CONF) != "false"
+    allowlist = spec.spark_conf_strings().get(ALLOWLIST_CONF, "true").strip().lower() != "false"
     if spec.source is not None and spec.source.format.lower() not in REAL_TIME_SOURCES:
         problems.append(("source.format", f"source {spec.source.format!r} has no real-time reads in {_SPARK}, only "
                          "Kafka does (STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED, at the first batch)"))  # fmt: skip

@@ -85,6 +85,8 @@ def test_the_specs_own_spark_settings_move_the_minimum_and_lift_the_allow_list()
     spec = parse_spec(real_time(trigger={"real_time": "1 second"}, sink={"format": "noop", "output_mode": "update"},
                                 spark_conf=conf))  # fmt: skip
     assert spec.trigger.interval_ms() == 1000
+    as_text = {**conf, "spark.sql.streaming.realTimeMode.allowlistCheck": " FALSE "}  # Spark trims, any case
+    assert parse_spec(real_time(sink={"format": "noop", "output_mode": "update"}, spark_conf=as_text))
     # Not lifted by the allow-list setting: the source, the output mode and async (Spark checks them elsewhere).
     still = problems(real_time(source={"format": "rate"}, sink={"format": "noop"}, spark_conf=conf))
     assert set(still) == {"source.format", "sink.output_mode"}
