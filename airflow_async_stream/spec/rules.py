@@ -1,5 +1,6 @@
-"""The rules that span fields: what Spark accepts with async progress tracking, refused before Spark would
-refuse it late (SPARK_FACTS.md has the behaviour behind each rule)."""
+"""The rules that span fields, refused before Spark would refuse them late: what Spark accepts with async
+progress tracking here, the trigger's interval (intervals.py), the options Spark checks (options.py) and
+real-time mode (realtime.py). SPARK_FACTS.md has the behaviour behind each rule."""
 
 from __future__ import annotations
 
