@@ -1,5 +1,5 @@
-"""``airflow-async-stream``: the parser and the commands on spec files (``validate``, ``plan``, ``schema``); the
-commands on one job are in show.py (``status``, ``inspect``), report.py (``report``), doctor.py (``doctor``) and
+"""``airflow-async-stream``: the parser and the commands on a folder of specs (``plan``, ``schema``); ``validate``
+is in validate.py; the commands on one job are in show.py (``status``, ``inspect``), report.py (``report``), doctor.py (``doctor``) and
 change.py (``stop``, ``release``, ``switch``)."""
 
 from __future__ import annotations
@@ -16,49 +16,14 @@ from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.report import add_report
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
+from airflow_async_stream.cli.validate import add_validate
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
     DesiredStateError,
-    SpecError,
 )
-from airflow_async_stream.spec.folder import spec_files
-from airflow_async_stream.spec.load import load_spec, spec_json_schema
+from airflow_async_stream.spec.load import spec_json_schema
 
 __all__ = ["build_parser", "main"]
-
-
-def _spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
-    """The files named, with each folder replaced by its job spec files (as a rollout reads a desired folder:
-    YAML or JSON, not hidden, not ``_fleet.yaml``); and the folders that hold none."""
-    paths, empty = [], []
-    for name in names:
-        if not Path(name).is_dir():
-            paths.append(name)
-            continue
-        found = [str(p) for p in spec_files(Path(name))]
-        paths += found
-        if not found:
-            empty.append(name)
-    return paths, empty
-
-
-def _cmd_validate(args: argparse.Namespace) -> int:
-    paths, empty = _spec_paths(args.files)
-    for folder in empty:
-        print(f"{folder}: (folder): holds no job spec file (.yaml, .yml, .json)")
-    failed = len(empty)
-    for name in paths:
-        try:
-            spec = load_spec(name)
-        except SpecError as exc:
-            failed += 1
-            for field, reason in exc.problems:
-                print(f"{name}: {field}: {reason}")
-            continue
-        if not args.quiet:
-            state = "on" if spec.async_progress.enabled else "off"
-            print(f"{name}: ok ({spec.name}, async progress {state})")
-    return EXIT_INVALID if failed else EXIT_OK
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -134,10 +99,7 @@ def _add_stop(sub: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="airflow-async-stream", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("validate", help="validate job spec files (exit 1 and one line per error if any is bad)")
-    p.add_argument("files", nargs="+", metavar="FILE_OR_DIR", help="spec files, or folders of them")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
-    p.set_defaults(func=_cmd_validate)
+    add_validate(sub)
     p = sub.add_parser("plan", help="compare a folder of job specs with what runs, and say what a rollout would do")
     p.add_argument("folder", metavar="DIR", help="desired state: one job spec file (.yaml, .yml, .json) per job")
     p.add_argument("--json", action="store_true", help="machine-readable output: job, action, reason, diff")

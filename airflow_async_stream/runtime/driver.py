@@ -28,6 +28,7 @@ from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.governor import Governor
+from airflow_async_stream.runtime.query import SQL_REDACTION_REGEX
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import Redactor, SecretOptions, take_from_environment
@@ -48,10 +49,6 @@ def load_submitted_spec(control: ControlArea, args: argparse.Namespace) -> JobSp
     if submitted != (spec.async_progress.enabled, spec.async_progress.checkpoint_interval_ms):
         raise SpecError([("async_progress", f"submitted as {submitted}, spec.json says otherwise")])
     return spec
-
-
-#: Spark redacts option values whose names match this in plans and its UI (its default matches only `url`).
-SQL_REDACTION_REGEX = "(?i)url|password|secret|token|jaas|sasl"
 
 
 def run(spec: JobSpec, governor: Governor, secrets: SecretOptions) -> None:

@@ -15,17 +15,36 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import DataStreamWriter
 
-__all__ = ["apply_spec_to_writer", "build_dataframe", "refuse_stateful_with_async"]
+__all__ = [
+    "apply_spec_to_writer",
+    "apply_transform",
+    "build_dataframe",
+    "read_source",
+    "refuse_stateful_with_async",
+    "stateful_operators",
+]
+
+#: Spark redacts option values whose names match this in plans and its UI (its default matches only `url`).
+SQL_REDACTION_REGEX = "(?i)url|password|secret|token|jaas|sasl"
 
 
 def build_dataframe(spark: SparkSession, spec: JobSpec, secret_options: dict[str, str] | None = None) -> DataFrame:
     """source -> optional transform, as a streaming DataFrame (``secret_options``: resolved from connections)."""
+    return apply_transform(spark, spec, read_source(spark, spec, secret_options))
+
+
+def read_source(spark: SparkSession, spec: JobSpec, secret_options: dict[str, str] | None = None) -> DataFrame:
+    """The spec's source as a streaming DataFrame: Spark checks its format, options and schema here."""
     assert spec.source is not None  # guaranteed by the spec rules when no application is given
     options = {**spec.source.spark_options(), **(secret_options or {})}
     reader = spark.readStream.format(spec.source.format).options(**options)
     if spec.source.schema_ddl:
         reader = reader.schema(spec.source.schema_ddl)
-    df = reader.load()
+    return reader.load()
+
+
+def apply_transform(spark: SparkSession, spec: JobSpec, df: DataFrame) -> DataFrame:
+    """The spec's transform over ``df`` (SQL over the view ``source``, or the entrypoint), or ``df`` itself."""
     if spec.transform is None:
         return df
     if spec.transform.sql is not None:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from airflow_async_stream.driver.analyze import analyze_specs
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import local_pid_alive
@@ -101,6 +103,9 @@ def test_driver_refuses_stateful_query_with_async_before_start(airflow_db: None,
     status = ControlArea.for_checkpoint(checkpoint_dir).read_json("status.json")
     assert status["state"] == "failed" and "Aggregate" in status["error"]
     assert batch_ids(checkpoint_dir, "offsets") == [], "Spark started the query anyway"
+    # `validate --analyze` refuses the same spec before any deploy, in the driver's own words.
+    [(field, reason)] = analyze_specs([("stateful.yaml", parse_spec(spec))]).analyses[0].problems
+    assert f"{field}: {reason}" in status["error"]
 
 
 def test_entrypoint_transform_runs_in_the_driver(

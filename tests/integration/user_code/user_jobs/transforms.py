@@ -5,3 +5,8 @@ from pyspark.sql import functions as F
 
 def evens(spark, source_df):
     return source_df.where("value % 2 = 0").withColumn("tag", F.lit("from-entrypoint"))
+
+
+def misnamed(spark, source_df):
+    """A transform with a mistake `validate --analyze` finds: a column the rate source does not have."""
+    return source_df.select("valeu")

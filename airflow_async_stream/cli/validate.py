@@ -1,0 +1,149 @@
+"""``validate``: check spec files (the rules that need no JVM), and with ``--analyze`` build each valid spec's
+query on one local Spark, as the driver would, without starting it (driver/analyze.py).
+
+One line per problem, ``FILE: FIELD: REASON``; ``FILE: not checked: ...`` for what this host cannot reach. Exit
+0 when every spec is right, 1 when one is wrong, 2 when the analysis could not run (no Java, no pyspark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from airflow_async_stream.cli import EXIT_INVALID, EXIT_OK
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.spec.folder import spec_files
+from airflow_async_stream.spec.load import load_spec
+from airflow_async_stream.spec.model import JobSpec
+
+__all__ = ["add_validate", "spec_paths"]
+
+
+def spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
+    """The files named, with each folder replaced by its job spec files (as a rollout reads a desired folder:
+    YAML or JSON, not hidden, not ``_fleet.yaml``); and the folders that hold none."""
+    paths, empty = [], []
+    for name in names:
+        if not Path(name).is_dir():
+            paths.append(name)
+            continue
+        found = [str(p) for p in spec_files(Path(name))]
+        paths += found
+        if not found:
+            empty.append(name)
+    return paths, empty
+
+
+def _load(paths: list[str], empty: list[str]) -> tuple[list[tuple[str, JobSpec]], dict[str, dict[str, Any]]]:
+    """The specs that load, and a verdict for each name that does not (or each folder without specs)."""
+    loaded: list[tuple[str, JobSpec]] = []
+    verdicts: dict[str, dict[str, Any]] = {}
+    for folder in empty:
+        verdicts[folder] = _verdict(folder, None, [("(folder)", "holds no job spec file (.yaml, .yml, .json)")])
+    for name in paths:
+        try:
+            loaded.append((name, load_spec(name)))
+        except SpecError as exc:
+            verdicts[name] = _verdict(name, None, exc.problems)
+    return loaded, verdicts
+
+
+def _verdict(
+    file: str, job: str | None, problems: list[tuple[str, str]], spec: JobSpec | None = None, **more: Any
+) -> dict[str, Any]:
+    async_on = spec.async_progress.enabled if spec else None
+    return {
+        "file": file,
+        "job": job,
+        "ok": not problems,
+        "problems": [{"field": f, "reason": r} for f, r in problems],
+        "async_progress": async_on,
+        **more,
+    }
+
+
+def _print(verdict: dict[str, Any], quiet: bool) -> None:
+    file = verdict["file"]
+    for problem in verdict["problems"]:
+        print(f"{file}: {problem['field']}: {problem['reason']}")
+    if quiet:
+        return
+    for note in verdict.get("not_checked", []):
+        print(f"{file}: not checked: {note}")
+    if verdict["ok"]:
+        state = "on" if verdict["async_progress"] else "off"
+        how = f"; analyzed in {verdict['seconds']:.2f} s" if "seconds" in verdict else ""
+        print(f"{file}: ok ({verdict['job']}, async progress {state}{how})", flush=True)
+
+
+def _analyze(loaded: list[tuple[str, JobSpec]], args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], Any]:
+    from airflow_async_stream.driver.analyze import Analysis, analyze_specs
+
+    specs = dict(loaded)
+    verdicts: dict[str, dict[str, Any]] = {}
+
+    def seen(analysis: Analysis) -> None:
+        verdicts[analysis.file] = _verdict(
+            analysis.file,
+            analysis.job,
+            analysis.problems,
+            specs[analysis.file],
+            not_checked=analysis.not_checked,
+            seconds=analysis.seconds,
+        )
+        if not args.json:
+            _print(verdicts[analysis.file], args.quiet)
+
+    count = f"{len(loaded)} spec{'' if len(loaded) == 1 else 's'}"
+    print(f"analyzing {count} on a local Spark (one JVM start) ...", file=sys.stderr, flush=True)
+    run = analyze_specs(loaded, on_analysis=seen)
+    return verdicts, run
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    paths, empty = spec_paths(args.files)
+    loaded, verdicts = _load(paths, empty)
+    if not args.json:
+        for verdict in verdicts.values():
+            _print(verdict, args.quiet)
+    run = None
+    if args.analyze and loaded:
+        analyzed, run = _analyze(loaded, args)
+        verdicts.update(analyzed)
+    else:
+        for name, spec in loaded:
+            verdicts[name] = _verdict(name, spec.name, [], spec)
+            if not args.json:
+                _print(verdicts[name], args.quiet)
+    ordered = [verdicts[name] for name in [*empty, *paths]]
+    wrong = sum(1 for v in ordered if not v["ok"])
+    if args.json:
+        spark = {"version": run.spark_version, "start_seconds": run.spark_start_seconds} if run else None
+        seconds = run.seconds if run else None
+        print(json.dumps({"ok": not wrong, "files": ordered, "spark": spark, "seconds": seconds}, indent=2))
+    elif run and not args.quiet:
+        print(
+            f"{len(loaded)} analyzed in {run.seconds:.1f} s (Spark {run.spark_version} started in "
+            f"{run.spark_start_seconds:.1f} s): {len(ordered) - wrong} ok, {wrong} wrong"
+        )
+    return EXIT_INVALID if wrong else EXIT_OK
+
+
+def add_validate(sub: Any) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="validate job spec files (exit 1 and one line per error if any is bad; --analyze asks a local Spark)",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE_OR_DIR", help="spec files, or folders of them")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    p.add_argument(
+        "--analyze",
+        action="store_true",
+        help="also build each query on a local Spark without starting it (SQL, columns, types, stateful operators "
+        "with async on, source options, output mode); one JVM for all files; needs Java 17+",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output: every file's verdict")
+    p.set_defaults(func=cmd_validate)

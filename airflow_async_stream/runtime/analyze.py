@@ -1,0 +1,234 @@
+"""``validate --analyze``'s Spark side: build each spec's query on one local Spark, as the driver would, and
+never start it.
+
+    python -m airflow_async_stream.runtime.analyze < {"specs": [{"file": F, "spec": {...}}, ...]}
+
+It prints a line ``@analysis {"ready": seconds, "spark": version}`` once Spark is up, then one
+``@analysis {"file", "problems": [[field, reason]], "not_checked": [...], "seconds"}`` per spec, in the order
+given (other lines on stdout, an application's prints, are not ours). Each spec gets its own session
+(``newSession``: its own SQL conf and temporary views) over one SparkContext: a folder costs one JVM start.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.runtime import context
+from airflow_async_stream.runtime.query import (
+    SQL_REDACTION_REGEX,
+    apply_transform,
+    read_source,
+    refuse_stateful_with_async,
+)
+from airflow_async_stream.runtime.reach import format_reach, source_reach
+from airflow_async_stream.runtime.spark_errors import error_class, spark_reason
+from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.secret_options import SecretOptions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["MARK", "Verdict", "analyze", "main"]
+
+#: What starts each line of ours on stdout.
+MARK = "@analysis "
+#: A secret option's stand-in value: its connection is not read here, so only its presence is checked.
+PLACEHOLDER = "<secret not read by analyze>"
+_OPTION_NAMED = re.compile(r"option\W{0,2}[\"'`]([A-Za-z][\w.]*)[\"'`]")
+
+
+@dataclass
+class Verdict:
+    """What Spark said of one spec: problems (field, reason), and what this host could not check."""
+
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    not_checked: list[str] = field(default_factory=list)
+
+
+class _Capture:
+    """Stands in for the governor under an application file: keeps what ``govern(writer)`` hands over."""
+
+    df: DataFrame | None = None
+
+    def run(self, writer: Any, spark: Any, spec: JobSpec, df: DataFrame | None) -> None:
+        self.df = df
+
+
+def analyze(root: SparkSession, spec: JobSpec) -> Verdict:
+    """Build ``spec``'s query in a new session of ``root`` and check it as ``start()`` would, without starting it."""
+    session = root.newSession()
+    verdict = Verdict()
+    _apply_conf(session, spec, verdict)
+    if spec.application:
+        df = _run_application(session, spec, verdict)
+    else:
+        df = _build(session, spec, verdict)
+        if df is not None:
+            _attempt(verdict, lambda exc: "async_progress.enabled", lambda: refuse_stateful_with_async(df, spec))
+    if df is not None and not verdict.problems:
+        _check_output_mode(session, df, spec, verdict)
+    if spec.sink is not None and not spec.application:
+        reach = format_reach(session, "sink", spec.sink.format)
+        verdict.problems += reach.problems
+        verdict.not_checked += reach.not_checked
+    return verdict
+
+
+def _attempt(verdict: Verdict, field_of: Any, step: Any) -> Any:
+    """Run ``step``; a refusal becomes a problem on the field ``field_of(exc)`` names."""
+    try:
+        result = step()
+    except SpecError as exc:
+        verdict.problems += exc.problems
+        return None
+    except Exception as exc:  # Spark's refusals arrive as many types; each becomes its field's line
+        verdict.problems.append((field_of(exc), spark_reason(exc)))
+        return None
+    return True if result is None else result
+
+
+def _apply_conf(session: SparkSession, spec: JobSpec, verdict: Verdict) -> None:
+    """The spec's SQL settings, in its own session: Spark checks each value's type as it is set."""
+    for key, value in spec.spark_conf_strings().items():
+        if key.startswith("spark.sql.") and session.conf.isModifiable(key):
+            _attempt(verdict, lambda exc, key=key: f"spark_conf.{key}", lambda k=key, v=value: session.conf.set(k, v))
+
+
+def _build(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame | None:
+    assert spec.source is not None  # the spec rules require it without an application
+    reach = source_reach(session, spec.source)
+    verdict.problems += reach.problems
+    verdict.not_checked += reach.not_checked
+    if reach.problems:
+        return None
+    if reach.standin_ddl is None and reach.not_checked:
+        return None
+    if reach.standin_ddl is not None:
+        df = _attempt(verdict, lambda exc: "source.schema", lambda: reach.standin(session))
+    else:
+        secrets = dict.fromkeys(spec.source.secret_options, PLACEHOLDER)
+        df = _attempt(verdict, lambda exc: _source_field(spec, exc), lambda: read_source(session, spec, secrets))
+    if df is None:
+        return None
+    where = "transform.sql" if spec.transform and spec.transform.sql else "transform.entrypoint"
+    return _attempt(verdict, lambda exc: where, lambda: apply_transform(session, spec, df))
+
+
+def _source_field(spec: JobSpec, exc: BaseException) -> str:
+    """Which part of ``source`` Spark refused: its schema, format, path, a named option, or the source."""
+    assert spec.source is not None
+    condition = error_class(exc) or ""
+    if type(exc).__name__ == "ParseException":
+        return "source.schema"
+    if condition == "DATA_SOURCE_NOT_FOUND":
+        return "source.format"
+    if condition == "PATH_NOT_FOUND":
+        return "source.options.path"
+    said = spark_reason(exc)
+    named = [key for key in spec.source.options if any(f"{q}{key.lower()}{q}" in said.lower() for q in "'`\"")]
+    if named:
+        return f"source.options.{named[0]}"
+    missing = _OPTION_NAMED.search(said)  # an option the spec lacks: `Set a port ... with option("port", ...)`
+    return f"source.options.{missing[1]}" if missing else "source"
+
+
+def _run_application(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame | None:
+    """Run the application file as the driver does, up to ``govern(writer)``, which keeps its query unstarted."""
+    assert spec.application is not None
+    if not Path(spec.application).is_file():
+        verdict.not_checked.append(f"application: {spec.application} is not on this host, so its query was not built")
+        return None
+    capture = _Capture()
+    with context.governed(spec, capture, session, SecretOptions()):  # type: ignore[arg-type]
+        ran = _attempt(
+            verdict, lambda exc: "application", lambda: runpy.run_path(spec.application, run_name="__main__")
+        )
+        governed = context.was_governed()
+    if ran and not governed:
+        verdict.problems.append(
+            ("application", "finished without handing its writer to airflow_async_stream.runtime.govern(writer)")
+        )
+    return capture.df
+
+
+def _check_output_mode(session: SparkSession, df: DataFrame, spec: JobSpec, verdict: Verdict) -> None:
+    """Spark's checks of a streaming plan against its output mode (and continuous processing), as at ``start()``."""
+    mode = (spec.sink.output_mode if spec.sink else None) or "append"
+    jvm = session._jvm  # type: ignore[attr-defined]
+    checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
+    output_mode = jvm.org.apache.spark.sql.catalyst.streaming.InternalOutputModes.apply(mode)
+    plan = df._jdf.queryExecution().analyzed()
+    transform = "transform.sql" if spec.transform and spec.transform.sql else "transform"
+
+    def field_of(exc: BaseException) -> str:
+        said = (error_class(exc) or "") + spark_reason(exc)
+        return (
+            "sink.output_mode"
+            if said.startswith(("STREAMING_OUTPUT_MODE", "Invalid streaming output mode"))
+            else transform
+        )
+
+    if _attempt(verdict, field_of, lambda: checker.checkForStreaming(plan, output_mode)) is None:
+        return
+    if spec.trigger.kind == "continuous":
+        _attempt(verdict, lambda exc: "trigger.continuous", lambda: checker.checkForContinuous(plan, output_mode))
+
+
+def start_spark() -> SparkSession:
+    """One local Spark for every spec: one core, no UI, Spark's own lines only when they are errors."""
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master("local[1]")
+        .appName("async-stream-analyze")
+        .config("spark.ui.enabled", "false")
+        .config("spark.log.level", "ERROR")
+        .config("spark.sql.redaction.options.regex", SQL_REDACTION_REGEX)
+        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="async-stream-analyze-"))
+        .getOrCreate()
+    )
+
+
+def _emit(record: dict[str, Any]) -> None:
+    sys.stdout.write(MARK + json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    started = time.monotonic()
+    spark = start_spark()
+    _emit({"ready": round(time.monotonic() - started, 3), "spark": spark.version})
+    try:
+        for entry in request["specs"]:
+            began = time.monotonic()
+            spec = parse_spec(entry["spec"], source=entry["file"])
+            try:
+                verdict = analyze(spark, spec)
+            except Exception as exc:  # a fault of ours must not cost the other specs their verdicts
+                verdict = Verdict(not_checked=[f"the analysis itself failed ({type(exc).__name__}: {exc})"])
+            _emit(
+                {
+                    "file": entry["file"],
+                    "problems": verdict.problems,
+                    "not_checked": verdict.not_checked,
+                    "seconds": round(time.monotonic() - began, 3),
+                }
+            )
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
