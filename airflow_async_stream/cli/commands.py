@@ -26,25 +26,12 @@ from airflow_async_stream.spec.load import spec_json_schema
 __all__ = ["build_parser", "main"]
 
 
-def _cmd_plan(args: argparse.Namespace) -> int:
-    from airflow_async_stream.rollout.planner import plan_folder
+#: What ``plan --json`` says of each job.
+_PLAN_FIELDS = ("job", "action", "reason", "diff", "switch", "switch_reason", "held_back", "advice", "analysis")
 
-    try:
-        items = plan_folder(args.folder, retry_failed=args.retry_failed)
-    except DesiredStateError as exc:
-        for file, field, reason in exc.problems:
-            print(f"{Path(args.folder) / file if file != '(folder)' else args.folder}: {field}: {reason}")
-        return EXIT_INVALID
-    if args.json:
-        rows = [
-            {
-                k: i.to_json()[k]
-                for k in ("job", "action", "reason", "diff", "switch", "switch_reason", "held_back", "advice")
-            }
-            for i in items
-        ]
-        print(json.dumps(rows, indent=2, sort_keys=True, default=str))
-        return EXIT_OK
+
+def _print_plan(items: list[Any]) -> None:
+    """One line per job, then what changes, how, the advice and the analysis, and the counts."""
     for item in items:
         print(f"{item.job:<24} {item.action:<13} {item.reason}")
         if item.switch:
@@ -54,12 +41,36 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                 print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")
         for advice in item.advice:
             print(f"{'':<24}   advice: {advice['summary']}")
+        for problem in (item.analysis or {}).get("problems", []):
+            print(f"{'':<24}   analysis: {problem['field']}: {problem['reason']}")
+        for note in (item.analysis or {}).get("not_checked", []):
+            print(f"{'':<24}   not checked: {note}")
     counts = {a: sum(1 for i in items if i.action == a) for a in dict.fromkeys(i.action for i in items)}
     total = f"{len(items)} job{'' if len(items) == 1 else 's'}"
     held = sum(1 for i in items if i.held_back)
     held_back = f" ({held} not retried: failed before)" if held else ""
     print(f"{total}: " + ", ".join(f"{n} {a}" for a, n in counts.items()) + held_back if items else "no jobs")
-    return EXIT_OK
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from airflow_async_stream.rollout.analysis import refused_by_analysis
+    from airflow_async_stream.rollout.planner import plan_folder
+
+    try:
+        items = plan_folder(args.folder, retry_failed=args.retry_failed, analyze=args.analyze)
+    except DesiredStateError as exc:
+        for file, field, reason in exc.problems:
+            print(f"{Path(args.folder) / file if file != '(folder)' else args.folder}: {field}: {reason}")
+        return EXIT_INVALID
+    if args.json:
+        rows = [{k: i.to_json()[k] for k in _PLAN_FIELDS} for i in items]
+        print(json.dumps(rows, indent=2, sort_keys=True, default=str))
+        return EXIT_INVALID if refused_by_analysis(items) else EXIT_OK
+    _print_plan(items)
+    refused = refused_by_analysis(items)
+    if refused:
+        print(f"{len(refused)} problem(s) found by analysis: a rollout with analyze=True would change no job")
+    return EXIT_INVALID if refused else EXIT_OK
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -108,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="plan a change whose spec already failed on its job as if it had not (a rollout run asks for this "
         'with conf {"retry_failed": true})',
+    )
+    p.add_argument(
+        "--analyze",
+        action="store_true",
+        help="build each changed job's query on a local Spark first (as validate --analyze); exit 1 if one is wrong",
     )
     p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("status", help="a job's status record and latest progress")

@@ -25,6 +25,7 @@ from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.rollout.analysis import refused_by_analysis
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
 from airflow_async_stream.rollout.desired import load_folder
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder
@@ -69,6 +70,31 @@ def report(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _plan_step(
+    folder: str, context: Any, retry_failed: bool, analyze: bool, only: frozenset[str] | None
+) -> list[dict[str, Any]]:
+    """The plan task: plan the folder (and analyze its changes when asked), log it, and hand the chosen
+    items on; a spec the analysis refuses fails it before any job is touched."""
+    conf = context["dag_run"].conf or {}
+    retry = retry_failed or conf.get("retry_failed") is True
+    check = analyze or conf.get("analyze") is True
+    items = plan_folder(folder, adopt=True, run_id=context["run_id"], retry_failed=retry, analyze=check)
+    for item in items:
+        _log.info("%-24s %-13s %s", item.job, item.action, item.reason)
+        for advice in item.advice:  # the job's own figures on the change (report's advice)
+            _log.info("%-24s %-13s advice: %s", "", "", advice["summary"])
+        for note in (item.analysis or {}).get("not_checked", []):
+            _log.info("%-24s %-13s not checked: %s", "", "", note)
+    chosen = [i for i in items if only is None or i.action in only]
+    refused = refused_by_analysis(chosen)
+    if refused:  # before any job is touched: no apply step runs
+        raise RolloutError(
+            f"{len(refused)} problem(s) found by analysis, so no job was changed:\n" + "\n".join(refused)
+        )
+    _log.info("%d jobs planned, %d to apply", len(items), len(chosen))
+    return [item.to_json() for item in chosen]
+
+
 def rollout_dag(
     folder: str,
     *,
@@ -80,12 +106,16 @@ def rollout_dag(
     startup_timeout_s: float = 300.0,
     wait_timeout_s: float = 300.0,
     retry_failed: bool = False,
+    analyze: bool = False,
     **dag_kwargs: Any,
 ) -> DAG:
     """Build the rollout DAG for ``folder`` (``actions``: apply only these, e.g. ``{"safe_disable"}``).
 
     A change that failed is not tried again while its spec stays the same (the plan says so); a run
     triggered with conf ``{"retry_failed": true}``, or ``retry_failed=True`` here, tries it again.
+    With ``analyze=True`` (or a run's conf ``{"analyze": true}``) the plan step builds every change's query on
+    a local Spark first (``validate --analyze``), and a spec Spark would refuse fails the plan before any job
+    is touched; the plan's items carry each verdict.
     """
     deploy = DeploySettings(conn_id, startup_timeout_s=startup_timeout_s, requested_by=f"rollout {dag_id}")
     settings = ApplySettings(folder, replace(deploy, launcher=partial(launcher_for, conn_id)), wait_timeout_s)
@@ -99,17 +129,7 @@ def rollout_dag(
 
         @task(task_id="plan")
         def plan_changes() -> list[dict[str, Any]]:
-            context = get_current_context()
-            conf = context["dag_run"].conf or {}
-            retry = retry_failed or conf.get("retry_failed") is True
-            items = plan_folder(folder, adopt=True, run_id=context["run_id"], retry_failed=retry)
-            for item in items:
-                _log.info("%-24s %-13s %s", item.job, item.action, item.reason)
-                for advice in item.advice:  # the job's own figures on the change (report's advice)
-                    _log.info("%-24s %-13s advice: %s", "", "", advice["summary"])
-            chosen = [i for i in items if only is None or i.action in only]
-            _log.info("%d jobs planned, %d to apply", len(items), len(chosen))
-            return [item.to_json() for item in chosen]
+            return _plan_step(folder, get_current_context(), retry_failed, analyze, only)
 
         @task(task_id="apply", max_active_tis_per_dagrun=max_parallel, map_index_template="{{ job_name }}")
         def apply_change(item: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,9 @@ class PlanItem:
     advice: list[dict[str, Any]] = field(default_factory=list)
     #: A second change this item leaves to the next rollout run (a move to real-time mode after the cure).
     follow_up: str | None = None
+    #: With the plan step's ``analyze``: the spec's verdict from a local Spark (driver/analyze.py's
+    #: ``Analysis.to_json``: ``ok``, ``problems``, ``not_checked``); None when the job was not analyzed.
+    analysis: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -199,7 +199,12 @@ def plan(
 
 
 def plan_folder(
-    folder: str | Path, *, adopt: bool = False, run_id: str | None = None, retry_failed: bool = False
+    folder: str | Path,
+    *,
+    adopt: bool = False,
+    run_id: str | None = None,
+    retry_failed: bool = False,
+    analyze: bool = False,
 ) -> list[PlanItem]:
     """Read the folder, its fleet index and every job's control area, and plan (DesiredStateError listing
     every problem of the folder when it is invalid).
@@ -207,7 +212,8 @@ def plan_folder(
     The releases before the fleet index kept the jobs a rollout deployed only in the deploying host's
     registry; this host's such jobs are planned too. With ``adopt`` (the rollout's plan step), every deployed
     job not yet in the index (those, and deployed jobs of the folder) is written into it, so from then on
-    every worker finds them.
+    every worker finds them. With ``analyze``, every change has its query built on a local Spark first
+    (rollout/analysis.py): its verdict is the item's ``analysis``.
     """
     desired, index = load_folder(folder)
     indexed = set(index.names())
@@ -218,4 +224,9 @@ def plan_folder(
         for name, job in observed.items():
             if name not in indexed and job.spec is not None:
                 index.record_active(name, job.control_url, run_id)
-    return [with_advice(item) for item in plan(desired, observed, retry_failed)]
+    items = [with_advice(item) for item in plan(desired, observed, retry_failed)]
+    if not analyze:
+        return items
+    from airflow_async_stream.rollout.analysis import with_analysis  # only a plan that analyzes needs it
+
+    return with_analysis(items, desired, folder)

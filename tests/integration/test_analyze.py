@@ -152,3 +152,19 @@ def test_text_output_gives_a_line_per_problem_and_note_and_exit_0_when_all_are_r
     assert lines[1].startswith(f"{folder / 'kafka.yaml'}: ok (kafka, async progress off; analyzed in ")
     assert lines[2].startswith(f"{folder / 'sql.yaml'}: ok (sql, async progress off; analyzed in ")
     assert lines[3].startswith("2 analyzed in ") and lines[3].endswith(": 2 ok, 0 wrong")
+
+
+def test_plan_with_analyze_carries_each_changes_verdict_and_exits_1_on_a_wrong_one(tmp_path: Path) -> None:
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
+    _write(folder, "kafka", RIGHT["kafka"])
+    _write(folder, "transform.sql-column", WRONG["transform.sql-column"])
+    result = _cli("plan", "--analyze", "--json", str(folder))
+    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    items = {item["job"]: item for item in json.loads(result.stdout)}
+    assert {job: item["action"] for job, item in items.items()} == {"kafka": "deploy", "transform-sql-column": "deploy"}
+    assert items["kafka"]["analysis"]["ok"] and "no Kafka connector" in items["kafka"]["analysis"]["not_checked"][0]
+    wrong = items["transform-sql-column"]["analysis"]
+    assert not wrong["ok"] and wrong["problems"][0]["field"] == "transform.sql"
+    assert wrong["file"] == str(folder / "transform.sql-column.yaml")

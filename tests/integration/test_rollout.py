@@ -208,3 +208,33 @@ def test_a_rollout_killed_after_submitting_is_picked_up_without_a_second_deploy(
     record = control.read_json("rollout.json")
     assert (record["action"], record["outcome"]) in {("unchanged", "confirmed"), ("unchanged", "unchanged")}
     assert _running_spec(spec) == spec
+
+
+def test_a_rollout_that_analyzes_stops_at_its_plan_on_a_spec_spark_refuses(
+    airflow_db: None, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    root, folder = CHECKPOINT_ROOT / f"analyzed-{uuid.uuid4().hex[:8]}", tmp_path / "desired"
+    specs = {
+        "fine": fleet_job(root, "fine"),
+        "misspelt": fleet_job(root, "misspelt", transform={"sql": "SELECT valeu FROM source"}),
+    }
+    _write_folder(folder, specs)
+    path = write_dag(
+        "analyzed",
+        f"""
+        from airflow_async_stream.factories import rollout_dag
+
+        rollout_dag({str(folder)!r}, dag_id="analyzed_rollout", analyze=True, startup_timeout_s=240)
+        """,
+    )
+    run = run_dag(path, "analyzed_rollout")
+    output = "".join(capfd.readouterr())
+
+    states = task_states(run)
+    assert states["plan"] == "failed" and states.get("apply") in (None, "upstream_failed"), states
+    assert "1 problem(s) found by analysis, so no job was changed" in output
+    assert (
+        "misspelt (misspelt.yaml): transform.sql: A column, variable, or function parameter with name `valeu`" in output
+    )
+    for spec in specs.values():  # neither job was deployed: not even the one whose spec is right
+        assert _control(spec).read_deployment() is None

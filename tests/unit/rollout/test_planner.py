@@ -308,6 +308,7 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
             "switch_reason": "the running driver switches its query in place",
             "held_back": False,
             "advice": [],
+            "analysis": None,  # `plan --analyze` fills it
         }
     ]
 
