@@ -1,6 +1,6 @@
 """Run the benchmarks and write bench/results/results.json, latency.png and migration.png.
 
-    python -m bench.run [--rounds 2] [--batches 30] [--only latency,migration,sensor,parse,plan,report,page]
+    python -m bench.run [--rounds 2] [--batches 30] [--only latency,migration,sensor,parse,plan,report,page,analyze]
 
 Airflow runs on a private SQLite database in a temporary AIRFLOW_HOME; Spark on the embedded local master.
 """
@@ -30,7 +30,16 @@ os.environ.update(
     }
 )
 
-from bench import latency, migration, page_cost, parse_time, plan_cost, report_cost, sensor_cost  # noqa: E402
+from bench import (  # noqa: E402
+    analyze_cost,
+    latency,
+    migration,
+    page_cost,
+    parse_time,
+    plan_cost,
+    report_cost,
+    sensor_cost,
+)
 from bench.common import machine  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
@@ -44,10 +53,11 @@ TARGETS = {
     "plan_1000_jobs_s": "<= 5 s (local disk; the files opened per job stay constant)",
     "report_16mib_s": "< 1 s (report over a full 16 MiB progress log, in process and as a command)",
     "page_1000_jobs_s": "< 1 s (the streaming-jobs page's JSON for 1,000 jobs, in process and over HTTP)",
+    "analyze_50_specs": "one JVM start, then < 0.2 s a spec (validate --analyze of a folder)",
 }
 
 
-DEFAULT_ONLY = "latency,migration,sensor,parse,plan,report,page"
+DEFAULT_ONLY = "latency,migration,sensor,parse,plan,report,page,analyze"
 
 
 def say(text: str) -> None:
@@ -104,6 +114,7 @@ def main() -> int:
         "plan": lambda: plan_cost.run(say),
         "report": lambda: report_cost.run(say),
         "page": lambda: page_cost.run(say),
+        "analyze": lambda: analyze_cost.run(say),
         "latency": lambda: latency.run(args.rounds, args.batches, say),
         "migration": lambda: migration.run(args.rounds, say),
     }
