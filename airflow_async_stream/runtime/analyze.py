@@ -11,6 +11,7 @@ given (other lines on stdout, an application's prints, are not ours). Each spec 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import runpy
@@ -120,8 +121,23 @@ def _build(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame 
         df = _attempt(verdict, lambda exc: _source_field(spec, exc), lambda: read_source(session, spec, secrets))
     if df is None:
         return None
-    where = "transform.sql" if spec.transform and spec.transform.sql else "transform.entrypoint"
+    entrypoint = spec.transform.entrypoint if spec.transform else None
+    if entrypoint and not _module_here(entrypoint):
+        verdict.not_checked.append(
+            f"transform.entrypoint: module {entrypoint.split(':')[0]!r} is not importable here (the current folder "
+            "and PYTHONPATH), so the transform was not checked"
+        )
+        return None
+    where = "transform.entrypoint" if entrypoint else "transform.sql"
     return _attempt(verdict, lambda exc: where, lambda: apply_transform(session, spec, df))
+
+
+def _module_here(entrypoint: str) -> bool:
+    """Whether the entrypoint's module can be found on this host (without running it)."""
+    try:
+        return importlib.util.find_spec(entrypoint.split(":")[0]) is not None
+    except (ImportError, ValueError):  # a parent package missing
+        return False
 
 
 def _source_field(spec: JobSpec, exc: BaseException) -> str:

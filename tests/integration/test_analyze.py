@@ -77,6 +77,7 @@ RIGHT: dict[str, dict[str, Any]] = {
     "application": {"application": str(USER_CODE / "existing_app.py"), "async_progress": {"enabled": True}},
     "kafka": {"source": KAFKA, "transform": {"sql": "SELECT CAST(value AS STRING) AS v FROM source"}},
     "cluster-path": {"source": {"format": "json", "schema": "a INT", "options": {"path": "hdfs://nn:8020/in"}}},
+    "cluster-module": {"transform": {"entrypoint": "jobs_shipped_to_the_cluster.transforms:build"}},
 }
 
 
@@ -125,6 +126,10 @@ def test_right_specs_pass_and_what_is_out_of_reach_is_noted_not_failed(analyzed:
         "hdfs://nn:8020/in is on a filesystem (hdfs) this host does not read"
         in verdicts["cluster-path"]["not_checked"][0]
     )
+    assert verdicts["cluster-module"]["not_checked"] == [
+        "transform.entrypoint: module 'jobs_shipped_to_the_cluster.transforms' is not importable here (the current "
+        "folder and PYTHONPATH), so the transform was not checked"
+    ]
     assert all(not verdicts[name]["not_checked"] for name in ("sql", "entrypoint", "application"))
 
 
