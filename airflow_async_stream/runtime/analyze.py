@@ -45,6 +45,8 @@ __all__ = ["MARK", "Verdict", "analyze", "main"]
 MARK = "@analysis "
 #: A secret option's stand-in value: its connection is not read here, so only its presence is checked.
 PLACEHOLDER = "<secret not read by analyze>"
+#: The file sources (Spark's ``FileFormat`` short names): their streaming options are read by ``FileStreamOptions``.
+FILE_SOURCES = frozenset({"text", "csv", "json", "parquet", "orc"})
 _OPTION_NAMED = re.compile(r"option\W{0,2}[\"'`]([A-Za-z][\w.]*)[\"'`]")
 
 
@@ -73,6 +75,7 @@ def analyze(root: SparkSession, spec: JobSpec) -> Verdict:
     if spec.application:
         df = _run_application(session, spec, verdict)
     else:
+        _check_file_options(session, spec, verdict)
         df = _build(session, spec, verdict)
         if df is not None:
             _attempt(verdict, lambda exc: "async_progress.enabled", lambda: refuse_stateful_with_async(df, spec))
@@ -140,6 +143,21 @@ def _module_here(entrypoint: str) -> bool:
         return False
 
 
+def _check_file_options(session: SparkSession, spec: JobSpec, verdict: Verdict) -> None:
+    """A file source's options as Spark reads them when the query starts (``FileStreamOptions``): checked
+    whether or not its path is in reach here, since they are the spec's alone."""
+    assert spec.source is not None
+    if spec.source.format.lower() not in FILE_SOURCES:
+        return
+    jvm = session._jvm  # type: ignore[attr-defined]
+    options = jvm.java.util.HashMap()
+    for key, value in spec.source.spark_options().items():
+        options.put(key, value)
+    scala_options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(options)
+    read = jvm.org.apache.spark.sql.execution.streaming.runtime.FileStreamOptions
+    _attempt(verdict, lambda exc: _source_field(spec, exc), lambda: read(scala_options))
+
+
 def _source_field(spec: JobSpec, exc: BaseException) -> str:
     """Which part of ``source`` Spark refused: its schema, format, path, a named option, or the source."""
     assert spec.source is not None
@@ -152,6 +170,7 @@ def _source_field(spec: JobSpec, exc: BaseException) -> str:
         return "source.options.path"
     said = spark_reason(exc)
     named = [key for key in spec.source.options if any(f"{q}{key.lower()}{q}" in said.lower() for q in "'`\"")]
+    named += [key for key, value in spec.source.spark_options().items() if len(value) > 1 and value in said]
     if named:
         return f"source.options.{named[0]}"
     missing = _OPTION_NAMED.search(said)  # an option the spec lacks: `Set a port ... with option("port", ...)`

@@ -51,6 +51,12 @@ WRONG: dict[str, dict[str, Any]] = {
     "source.format-typo": {"source": {"format": "rat"}},
     "source.schema-type": {"source": {"format": "json", "schema": "a innt", "options": {"path": str(USER_CODE)}}},
     "source.options.port-missing": {"source": {"format": "socket", "options": {"host": "localhost"}}},
+    "source.options.maxFilesPerTrigger-negative": {
+        "source": {"format": "json", "schema": "a INT", "options": {"path": "hdfs://nn/in", "maxFilesPerTrigger": -1}}
+    },
+    "source.options.cleanSource-unknown": {
+        "source": {"format": "json", "schema": "a INT", "options": {"path": str(USER_CODE), "cleanSource": "shred"}}
+    },
     "spark_conf.spark.sql.shuffle.partitions-not-a-number": {"spark_conf": {"spark.sql.shuffle.partitions": "many"}},
 }
 #: What Spark says, in part, for each (the stateful ones: the driver's own words, runtime/query.py).
@@ -69,6 +75,9 @@ SAID = {
     "source.schema-type": 'Unsupported data type "INNT"',
     "source.options.port-missing": 'Set a port to read from with option("port", ...)',
     "spark_conf.spark.sql.shuffle.partitions-not-a-number": "(Spark: INVALID_CONF_VALUE.TYPE_MISMATCH)",
+    "source.options.maxFilesPerTrigger-negative": "Invalid value '-1' for option 'maxFilesPerTrigger', must be a "
+    "positive integer",
+    "source.options.cleanSource-unknown": "Invalid mode for clean source option Some(shred). Must be one of",
 }
 RIGHT: dict[str, dict[str, Any]] = {
     "sql": {"transform": {"sql": "SELECT value * 2 AS doubled FROM source WHERE value % 3 = 0"}},
@@ -87,7 +96,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _write(folder: Path, name: str, changes: dict[str, Any]) -> None:
-    spec = rate_noop(name.replace(".", "-").replace("_", "-")[:63], str(folder.parent / "ck" / name), **changes)
+    spec = rate_noop(name.replace(".", "-").replace("_", "-").lower()[:63], str(folder.parent / "ck" / name), **changes)
     if "application" in changes:
         del spec["source"], spec["sink"]
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec))
