@@ -13,17 +13,23 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 import runpy
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime import context
+from airflow_async_stream.runtime.checks import (
+    Verdict,
+    apply_conf,
+    attempt,
+    check_file_options,
+    check_output_mode,
+    check_real_time,
+    source_field,
+)
 from airflow_async_stream.runtime.query import (
     SQL_REDACTION_REGEX,
     apply_transform,
@@ -31,7 +37,6 @@ from airflow_async_stream.runtime.query import (
     refuse_stateful_with_async,
 )
 from airflow_async_stream.runtime.reach import format_reach, source_reach
-from airflow_async_stream.runtime.spark_errors import error_class, spark_reason
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
@@ -39,23 +44,12 @@ from airflow_async_stream.spec.secret_options import SecretOptions
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["MARK", "Verdict", "analyze", "main"]
+__all__ = ["MARK", "analyze", "main"]
 
 #: What starts each line of ours on stdout.
 MARK = "@analysis "
 #: A secret option's stand-in value: its connection is not read here, so only its presence is checked.
 PLACEHOLDER = "<secret not read by analyze>"
-#: The file sources (Spark's ``FileFormat`` short names): their streaming options are read by ``FileStreamOptions``.
-FILE_SOURCES = frozenset({"text", "csv", "json", "parquet", "orc"})
-_OPTION_NAMED = re.compile(r"option\W{0,2}[\"'`]([A-Za-z][\w.]*)[\"'`]")
-
-
-@dataclass
-class Verdict:
-    """What Spark said of one spec: problems (field, reason), and what this host could not check."""
-
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    not_checked: list[str] = field(default_factory=list)
 
 
 class _Capture:
@@ -71,41 +65,23 @@ def analyze(root: SparkSession, spec: JobSpec) -> Verdict:
     """Build ``spec``'s query in a new session of ``root`` and check it as ``start()`` would, without starting it."""
     session = root.newSession()
     verdict = Verdict()
-    _apply_conf(session, spec, verdict)
+    apply_conf(session, spec, verdict)
     if spec.application:
         df = _run_application(session, spec, verdict)
     else:
-        _check_file_options(session, spec, verdict)
+        check_file_options(session, spec, verdict)
         df = _build(session, spec, verdict)
         if df is not None:
-            _attempt(verdict, lambda exc: "async_progress.enabled", lambda: refuse_stateful_with_async(df, spec))
+            attempt(verdict, lambda exc: "async_progress.enabled", lambda: refuse_stateful_with_async(df, spec))
     if df is not None and not verdict.problems:
-        _check_output_mode(session, df, spec, verdict)
+        check_output_mode(session, df, spec, verdict)
+    if df is not None and not verdict.problems and spec.trigger.kind == "real_time":
+        check_real_time(df, spec, verdict)
     if spec.sink is not None and not spec.application:
         reach = format_reach(session, "sink", spec.sink.format)
         verdict.problems += reach.problems
         verdict.not_checked += reach.not_checked
     return verdict
-
-
-def _attempt(verdict: Verdict, field_of: Any, step: Any) -> Any:
-    """Run ``step``; a refusal becomes a problem on the field ``field_of(exc)`` names."""
-    try:
-        result = step()
-    except SpecError as exc:
-        verdict.problems += exc.problems
-        return None
-    except Exception as exc:  # Spark's refusals arrive as many types; each becomes its field's line
-        verdict.problems.append((field_of(exc), spark_reason(exc)))
-        return None
-    return True if result is None else result
-
-
-def _apply_conf(session: SparkSession, spec: JobSpec, verdict: Verdict) -> None:
-    """The spec's SQL settings, in its own session: Spark checks each value's type as it is set."""
-    for key, value in spec.spark_conf_strings().items():
-        if key.startswith("spark.sql.") and session.conf.isModifiable(key):
-            _attempt(verdict, lambda exc, key=key: f"spark_conf.{key}", lambda k=key, v=value: session.conf.set(k, v))
 
 
 def _build(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame | None:
@@ -118,10 +94,10 @@ def _build(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame 
     if reach.standin_ddl is None and reach.not_checked:
         return None
     if reach.standin_ddl is not None:
-        df = _attempt(verdict, lambda exc: "source.schema", lambda: reach.standin(session))
+        df = attempt(verdict, lambda exc: "source.schema", lambda: reach.standin(session))
     else:
         secrets = dict.fromkeys(spec.source.secret_options, PLACEHOLDER)
-        df = _attempt(verdict, lambda exc: _source_field(spec, exc), lambda: read_source(session, spec, secrets))
+        df = attempt(verdict, lambda exc: source_field(spec, exc), lambda: read_source(session, spec, secrets))
     if df is None:
         return None
     entrypoint = spec.transform.entrypoint if spec.transform else None
@@ -132,7 +108,7 @@ def _build(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame 
         )
         return None
     where = "transform.entrypoint" if entrypoint else "transform.sql"
-    return _attempt(verdict, lambda exc: where, lambda: apply_transform(session, spec, df))
+    return attempt(verdict, lambda exc: where, lambda: apply_transform(session, spec, df))
 
 
 def _module_here(entrypoint: str) -> bool:
@@ -143,40 +119,6 @@ def _module_here(entrypoint: str) -> bool:
         return False
 
 
-def _check_file_options(session: SparkSession, spec: JobSpec, verdict: Verdict) -> None:
-    """A file source's options as Spark reads them when the query starts (``FileStreamOptions``): checked
-    whether or not its path is in reach here, since they are the spec's alone."""
-    assert spec.source is not None
-    if spec.source.format.lower() not in FILE_SOURCES:
-        return
-    jvm = session._jvm  # type: ignore[attr-defined]
-    options = jvm.java.util.HashMap()
-    for key, value in spec.source.spark_options().items():
-        options.put(key, value)
-    scala_options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(options)
-    read = jvm.org.apache.spark.sql.execution.streaming.runtime.FileStreamOptions
-    _attempt(verdict, lambda exc: _source_field(spec, exc), lambda: read(scala_options))
-
-
-def _source_field(spec: JobSpec, exc: BaseException) -> str:
-    """Which part of ``source`` Spark refused: its schema, format, path, a named option, or the source."""
-    assert spec.source is not None
-    condition = error_class(exc) or ""
-    if type(exc).__name__ == "ParseException":
-        return "source.schema"
-    if condition == "DATA_SOURCE_NOT_FOUND":
-        return "source.format"
-    if condition == "PATH_NOT_FOUND":
-        return "source.options.path"
-    said = spark_reason(exc)
-    named = [key for key in spec.source.options if any(f"{q}{key.lower()}{q}" in said.lower() for q in "'`\"")]
-    named += [key for key, value in spec.source.spark_options().items() if len(value) > 1 and value in said]
-    if named:
-        return f"source.options.{named[0]}"
-    missing = _OPTION_NAMED.search(said)  # an option the spec lacks: `Set a port ... with option("port", ...)`
-    return f"source.options.{missing[1]}" if missing else "source"
-
-
 def _run_application(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame | None:
     """Run the application file as the driver does, up to ``govern(writer)``, which keeps its query unstarted."""
     assert spec.application is not None
@@ -185,38 +127,13 @@ def _run_application(session: SparkSession, spec: JobSpec, verdict: Verdict) -> 
         return None
     capture = _Capture()
     with context.governed(spec, capture, session, SecretOptions()):  # type: ignore[arg-type]
-        ran = _attempt(
-            verdict, lambda exc: "application", lambda: runpy.run_path(spec.application, run_name="__main__")
-        )
+        ran = attempt(verdict, lambda exc: "application", lambda: runpy.run_path(spec.application, run_name="__main__"))
         governed = context.was_governed()
     if ran and not governed:
         verdict.problems.append(
             ("application", "finished without handing its writer to airflow_async_stream.runtime.govern(writer)")
         )
     return capture.df
-
-
-def _check_output_mode(session: SparkSession, df: DataFrame, spec: JobSpec, verdict: Verdict) -> None:
-    """Spark's checks of a streaming plan against its output mode (and continuous processing), as at ``start()``."""
-    mode = (spec.sink.output_mode if spec.sink else None) or "append"
-    jvm = session._jvm  # type: ignore[attr-defined]
-    checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
-    output_mode = jvm.org.apache.spark.sql.catalyst.streaming.InternalOutputModes.apply(mode)
-    plan = df._jdf.queryExecution().analyzed()
-    transform = "transform.sql" if spec.transform and spec.transform.sql else "transform"
-
-    def field_of(exc: BaseException) -> str:
-        said = (error_class(exc) or "") + spark_reason(exc)
-        return (
-            "sink.output_mode"
-            if said.startswith(("STREAMING_OUTPUT_MODE", "Invalid streaming output mode"))
-            else transform
-        )
-
-    if _attempt(verdict, field_of, lambda: checker.checkForStreaming(plan, output_mode)) is None:
-        return
-    if spec.trigger.kind == "continuous":
-        _attempt(verdict, lambda exc: "trigger.continuous", lambda: checker.checkForContinuous(plan, output_mode))
 
 
 def start_spark() -> SparkSession:

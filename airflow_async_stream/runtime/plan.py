@@ -9,9 +9,18 @@ or ``transformWithState``, a streaming limit, or a join whose two sides are both
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["PlanNode", "analyzed_plan_section", "parse_tree", "stateful_operators_in"]
+__all__ = [
+    "REAL_TIME_REFUSED_NODES",
+    "PlanNode",
+    "analyzed_plan_section",
+    "parse_tree",
+    "real_time_refused_in",
+    "stateful_operators_in",
+    "streaming_nodes",
+]
 
 STATEFUL_NODES = frozenset(
     {
@@ -27,6 +36,17 @@ STATEFUL_NODES = frozenset(
         "GlobalLimit",
     }
 )
+#: Logical nodes that always plan a physical operator outside real-time mode's allow-list (Spark 4.2.0's
+#: ``RealTimeModeAllowlist``: no aggregation, sort, shuffle, window or limit; spec/realtime.py). A join is not
+#: here: a broadcast join passes, and which join Spark picks is its planner's choice.
+REAL_TIME_REFUSED_NODES = STATEFUL_NODES | {
+    "Sort",
+    "Window",
+    "LocalLimit",
+    "Repartition",
+    "RepartitionByExpression",
+    "RebalancePartitions",
+}
 _PREFIX_RE = re.compile(r"^((?:[ :|+-]{3})*)(\S.*)$")
 
 
@@ -71,17 +91,27 @@ def parse_tree(tree: str) -> PlanNode | None:
     return root
 
 
-def stateful_operators_in(root: PlanNode | None) -> list[str]:
-    """Names of the stateful streaming operators under ``root``, sorted and unique."""
-    found: set[str] = set()
+def streaming_nodes(root: PlanNode | None) -> Iterator[PlanNode]:
+    """Every node under ``root`` (``root`` too) that Spark marks as streaming."""
     pending = [root] if root else []
     while pending:
         node = pending.pop()
         pending.extend(node.children)
-        if not node.streaming:
-            continue
+        if node.streaming:
+            yield node
+
+
+def stateful_operators_in(root: PlanNode | None) -> list[str]:
+    """Names of the stateful streaming operators under ``root``, sorted and unique."""
+    found: set[str] = set()
+    for node in streaming_nodes(root):
         if node.name in STATEFUL_NODES:
             found.add(node.name)
         elif node.name == "Join" and len(node.children) == 2 and all(c.streaming for c in node.children):
             found.add("Join (stream-stream)")
     return sorted(found)
+
+
+def real_time_refused_in(root: PlanNode | None) -> list[str]:
+    """Names of the streaming nodes under ``root`` that real-time mode refuses, sorted and unique."""
+    return sorted({node.name for node in streaming_nodes(root) if node.name in REAL_TIME_REFUSED_NODES})

@@ -8,7 +8,7 @@ import io
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.runtime.plan import analyzed_plan_section, parse_tree, stateful_operators_in
+from airflow_async_stream.runtime.plan import PlanNode, analyzed_plan_section, parse_tree, stateful_operators_in
 from airflow_async_stream.spec.model import JobSpec
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import DataStreamWriter
 
 __all__ = [
+    "analyzed_plan",
     "apply_spec_to_writer",
     "apply_transform",
     "build_dataframe",
@@ -67,12 +68,17 @@ def _call_entrypoint(entrypoint: str, spark: SparkSession, df: DataFrame) -> Dat
     return result
 
 
-def stateful_operators(df: DataFrame) -> list[str]:
-    """Names of stateful operators in the query's analyzed plan (empty for a stateless query)."""
+def analyzed_plan(df: DataFrame) -> PlanNode | None:
+    """The query's analyzed logical plan as a tree (from ``explain``, which works for SQL over streaming views)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         df.explain(mode="extended")
-    return stateful_operators_in(parse_tree(analyzed_plan_section(out.getvalue())))
+    return parse_tree(analyzed_plan_section(out.getvalue()))
+
+
+def stateful_operators(df: DataFrame) -> list[str]:
+    """Names of stateful operators in the query's analyzed plan (empty for a stateless query)."""
+    return stateful_operators_in(analyzed_plan(df))
 
 
 def refuse_stateful_with_async(df: DataFrame, spec: JobSpec) -> None:

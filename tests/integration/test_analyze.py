@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 COUNT = "SELECT value % 2 AS k, count(*) AS n FROM source GROUP BY value % 2"
+REAL_TIME = {"sink": {"format": "console", "output_mode": "update"}, "trigger": {"real_time": "5 seconds"}}
 KAFKA = {"format": "kafka", "options": {"kafka.bootstrap.servers": "broker:9092", "subscribe": "events"}}
 
 #: file name (the field it is wrong on, and how) -> the spec's changes to the rate -> noop job.
@@ -57,6 +58,11 @@ WRONG: dict[str, dict[str, Any]] = {
     "source.options.cleanSource-unknown": {
         "source": {"format": "json", "schema": "a INT", "options": {"path": str(USER_CODE), "cleanSource": "shred"}}
     },
+    "trigger.real_time-aggregation-in-an-entrypoint": {
+        "source": KAFKA,
+        "transform": {"entrypoint": "user_jobs.transforms:counts"},
+        **REAL_TIME,
+    },
     "spark_conf.spark.sql.shuffle.partitions-not-a-number": {"spark_conf": {"spark.sql.shuffle.partitions": "many"}},
 }
 #: What Spark says, in part, for each (the stateful ones: the driver's own words, runtime/query.py).
@@ -75,6 +81,8 @@ SAID = {
     "source.schema-type": 'Unsupported data type "INNT"',
     "source.options.port-missing": 'Set a port to read from with option("port", ...)',
     "spark_conf.spark.sql.shuffle.partitions-not-a-number": "(Spark: INVALID_CONF_VALUE.TYPE_MISMATCH)",
+    "trigger.real_time-aggregation-in-an-entrypoint": "real-time mode runs only the operators on Spark's "
+    "allow-list (no aggregation, sort, shuffle, window or limit), and this query's plan has: Aggregate",
     "source.options.maxFilesPerTrigger-negative": "Invalid value '-1' for option 'maxFilesPerTrigger', must be a "
     "positive integer",
     "source.options.cleanSource-unknown": "Invalid mode for clean source option Some(shred). Must be one of",
@@ -86,6 +94,11 @@ RIGHT: dict[str, dict[str, Any]] = {
     "application": {"application": str(USER_CODE / "existing_app.py"), "async_progress": {"enabled": True}},
     "kafka": {"source": KAFKA, "transform": {"sql": "SELECT CAST(value AS STRING) AS v FROM source"}},
     "cluster-path": {"source": {"format": "json", "schema": "a INT", "options": {"path": "hdfs://nn:8020/in"}}},
+    "real-time": {
+        "source": KAFKA,
+        "transform": {"sql": "SELECT key, value FROM source WHERE key IS NOT NULL"},
+        **REAL_TIME,
+    },
     "cluster-module": {"transform": {"entrypoint": "jobs_shipped_to_the_cluster.transforms:build"}},
 }
 

@@ -10,3 +10,8 @@ def evens(spark, source_df):
 def misnamed(spark, source_df):
     """A transform with a mistake `validate --analyze` finds: a column the rate source does not have."""
     return source_df.select("valeu")
+
+
+def counts(spark, source_df):
+    """Counts per key: an aggregation, which real-time mode and async progress tracking both refuse."""
+    return source_df.groupBy("key").count()
