@@ -61,8 +61,9 @@ class _Capture:
         self.df = df
 
 
-def analyze(root: SparkSession, spec: JobSpec) -> Verdict:
-    """Build ``spec``'s query in a new session of ``root`` and check it as ``start()`` would, without starting it."""
+def analyze(root: SparkSession, spec: JobSpec, scratch: Path) -> Verdict:
+    """Build ``spec``'s query in a new session of ``root`` and check it as ``start()`` would, without starting it
+    (``scratch``: a folder of ours, whose empty ``standin`` folder stands in for a source out of reach)."""
     session = root.newSession()
     verdict = Verdict()
     apply_conf(session, spec, verdict)
@@ -70,7 +71,7 @@ def analyze(root: SparkSession, spec: JobSpec) -> Verdict:
         df = _run_application(session, spec, verdict)
     else:
         check_file_options(session, spec, verdict)
-        df = _build(session, spec, verdict)
+        df = _build(session, spec, verdict, scratch)
         if df is not None:
             attempt(verdict, lambda exc: "async_progress.enabled", lambda: refuse_stateful_with_async(df, spec))
     if df is not None and not verdict.problems:
@@ -84,7 +85,7 @@ def analyze(root: SparkSession, spec: JobSpec) -> Verdict:
     return verdict
 
 
-def _build(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame | None:
+def _build(session: SparkSession, spec: JobSpec, verdict: Verdict, scratch: Path) -> DataFrame | None:
     assert spec.source is not None  # the spec rules require it without an application
     reach = source_reach(session, spec.source)
     verdict.problems += reach.problems
@@ -94,7 +95,7 @@ def _build(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame 
     if reach.standin_ddl is None and reach.not_checked:
         return None
     if reach.standin_ddl is not None:
-        df = attempt(verdict, lambda exc: "source.schema", lambda: reach.standin(session))
+        df = attempt(verdict, lambda exc: "source.schema", lambda: reach.standin(session, str(scratch / "standin")))
     else:
         secrets = dict.fromkeys(spec.source.secret_options, PLACEHOLDER)
         df = attempt(verdict, lambda exc: source_field(spec, exc), lambda: read_source(session, spec, secrets))
@@ -136,7 +137,7 @@ def _run_application(session: SparkSession, spec: JobSpec, verdict: Verdict) -> 
     return capture.df
 
 
-def start_spark() -> SparkSession:
+def start_spark(scratch: Path) -> SparkSession:
     """One local Spark for every spec: one core, no UI, Spark's own lines only when they are errors."""
     from pyspark.sql import SparkSession
 
@@ -146,7 +147,7 @@ def start_spark() -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.log.level", "ERROR")
         .config("spark.sql.redaction.options.regex", SQL_REDACTION_REGEX)
-        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="async-stream-analyze-"))
+        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
         .getOrCreate()
     )
 
@@ -158,28 +159,33 @@ def _emit(record: dict[str, Any]) -> None:
 
 def main() -> int:
     request = json.load(sys.stdin)
-    started = time.monotonic()
-    spark = start_spark()
-    _emit({"ready": round(time.monotonic() - started, 3), "spark": spark.version})
-    try:
-        for entry in request["specs"]:
-            began = time.monotonic()
-            spec = parse_spec(entry["spec"], source=entry["file"])
-            try:
-                verdict = analyze(spark, spec)
-            except Exception as exc:  # a fault of ours must not cost the other specs their verdicts
-                verdict = Verdict(not_checked=[f"the analysis itself failed ({type(exc).__name__}: {exc})"])
-            _emit(
-                {
-                    "file": entry["file"],
-                    "problems": verdict.problems,
-                    "not_checked": verdict.not_checked,
-                    "seconds": round(time.monotonic() - began, 3),
-                }
-            )
-    finally:
-        spark.stop()
+    with tempfile.TemporaryDirectory(prefix="async-stream-analyze-") as folder:
+        scratch = Path(folder)
+        (scratch / "standin").mkdir()
+        started = time.monotonic()
+        spark = start_spark(scratch)
+        _emit({"ready": round(time.monotonic() - started, 3), "spark": spark.version})
+        try:
+            for entry in request["specs"]:
+                _emit(_analyzed(spark, entry, scratch))
+        finally:
+            spark.stop()
     return 0
+
+
+def _analyzed(spark: SparkSession, entry: dict[str, Any], scratch: Path) -> dict[str, Any]:
+    began = time.monotonic()
+    spec = parse_spec(entry["spec"], source=entry["file"])
+    try:
+        verdict = analyze(spark, spec, scratch)
+    except Exception as exc:  # a fault of ours must not cost the other specs their verdicts
+        verdict = Verdict(not_checked=[f"the analysis itself failed ({type(exc).__name__}: {exc})"])
+    return {
+        "file": entry["file"],
+        "problems": verdict.problems,
+        "not_checked": verdict.not_checked,
+        "seconds": round(time.monotonic() - began, 3),
+    }
 
 
 if __name__ == "__main__":

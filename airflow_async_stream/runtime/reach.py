@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import glob
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +33,6 @@ BUILT_IN = {
     "source": ("rate", "rate-micro-batch", "socket", "text", "csv", "json", "parquet", "orc", "kafka"),
     "sink": ("console", "noop", "memory", "foreach", "text", "csv", "json", "parquet", "orc", "kafka"),
 }
-_empty: list[str] = []
 
 
 @dataclass
@@ -44,11 +42,9 @@ class Reach:
     #: The columns of the stand-in source, when the real one is out of reach but its columns are known.
     standin_ddl: str | None = None
 
-    def standin(self, session: SparkSession) -> DataFrame:
-        """An empty streaming source with ``standin_ddl``'s columns (a file source over an empty folder)."""
-        if not _empty:
-            _empty.append(tempfile.mkdtemp(prefix="async-stream-standin-"))
-        return session.readStream.schema(self.standin_ddl).format("parquet").load(_empty[0])
+    def standin(self, session: SparkSession, empty_folder: str) -> DataFrame:
+        """An empty streaming source with ``standin_ddl``'s columns (a file source over ``empty_folder``)."""
+        return session.readStream.schema(self.standin_ddl).format("parquet").load(empty_folder)
 
 
 def format_reach(session: SparkSession, side: str, fmt: str) -> Reach:

@@ -195,3 +195,16 @@ def test_plan_with_analyze_carries_each_changes_verdict_and_exits_1_on_a_wrong_o
     wrong = items["transform-sql-column"]["analysis"]
     assert not wrong["ok"] and wrong["problems"][0]["field"] == "transform.sql"
     assert wrong["file"] == str(folder / "transform.sql-column.yaml")
+
+    text = _cli("plan", "--analyze", str(folder))
+    assert text.returncode == 1
+    lines = text.stdout.splitlines()
+    assert (
+        lines[lines.index(next(x for x in lines if x.startswith("transform-sql-column"))) + 1]
+        .strip()
+        .startswith(
+            "analysis: transform.sql: A column, variable, or function parameter with name `valeu` cannot be resolved"
+        )
+    )
+    assert any(x.strip().startswith("not checked: source: this host's Spark has no Kafka connector") for x in lines)
+    assert lines[-1] == "1 problem(s) found by analysis: a rollout with analyze=True would change no job"
