@@ -11,15 +11,18 @@ given (other lines on stdout, an application's prints, are not ours). Each spec 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import runpy
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.checks import (
     Verdict,
@@ -46,6 +49,11 @@ if TYPE_CHECKING:
 
 __all__ = ["MARK", "analyze", "main"]
 
+#: Why an application that starts its own query is refused.
+SELF_STARTED = (
+    "starts its query itself (DataStreamWriter.start or toTable): hand the writer to "
+    "airflow_async_stream.runtime.govern(writer), which starts and governs it"
+)
 #: What starts each line of ours on stdout.
 MARK = "@analysis "
 #: A secret option's stand-in value: its connection is not read here, so only its presence is checked.
@@ -127,7 +135,7 @@ def _run_application(session: SparkSession, spec: JobSpec, verdict: Verdict) -> 
         verdict.not_checked.append(f"application: {spec.application} is not on this host, so its query was not built")
         return None
     capture = _Capture()
-    with context.governed(spec, capture, session, SecretOptions()):  # type: ignore[arg-type]
+    with context.governed(spec, capture, session, SecretOptions()), _never_started():  # type: ignore[arg-type]
         ran = attempt(verdict, lambda exc: "application", lambda: runpy.run_path(spec.application, run_name="__main__"))
         governed = context.was_governed()
     if ran and not governed:
@@ -135,6 +143,23 @@ def _run_application(session: SparkSession, spec: JobSpec, verdict: Verdict) -> 
             ("application", "finished without handing its writer to airflow_async_stream.runtime.govern(writer)")
         )
     return capture.df
+
+
+@contextlib.contextmanager
+def _never_started() -> Iterator[None]:
+    """While an application runs here, a query it would start itself is refused instead (analysis starts none:
+    a started query would read, write and checkpoint for real)."""
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise SpecError([("application", SELF_STARTED)])
+
+    saved = DataStreamWriter.start, DataStreamWriter.toTable
+    DataStreamWriter.start = DataStreamWriter.toTable = refuse  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        DataStreamWriter.start, DataStreamWriter.toTable = saved  # type: ignore[method-assign]
 
 
 def start_spark(scratch: Path) -> SparkSession:

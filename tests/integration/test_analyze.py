@@ -43,6 +43,7 @@ WRONG: dict[str, dict[str, Any]] = {
         "application": str(USER_CODE / "stateful_app.py"),
         "async_progress": {"enabled": True},
     },
+    "application-starting-its-own-query": {"application": str(USER_CODE / "self_starting_app.py")},
     "sink.output_mode-aggregation-in-append": {"transform": {"sql": COUNT}},
     "trigger.continuous-aggregation": {
         "transform": {"sql": COUNT},
@@ -76,6 +77,8 @@ SAID = {
     "async_progress.enabled-stateful": "this query's plan has stateful operators: Aggregate",
     "async_progress.enabled-stateful-application": "this query's plan has stateful operators: Aggregate",
     "sink.output_mode-aggregation-in-append": "Invalid streaming output mode: append",
+    "application-starting-its-own-query": "starts its query itself (DataStreamWriter.start or toTable): hand the "
+    "writer to airflow_async_stream.runtime.govern(writer)",
     "trigger.continuous-aggregation": "Continuous processing does not support Aggregate operations",
     "source.format-typo": "Spark has no data source 'rat'; did you mean 'rate'?",
     "source.schema-type": 'Unsupported data type "INNT"',
@@ -134,6 +137,10 @@ def test_each_mistake_is_refused_on_its_field_with_sparks_words(analyzed: Any, n
     field = name.split("-")[0]
     assert [p["field"] for p in verdict["problems"]] == [field], verdict
     assert SAID[name] in verdict["problems"][0]["reason"]
+
+
+def test_an_application_that_starts_its_own_query_is_refused_before_it_runs(analyzed: Any) -> None:
+    assert not (USER_CODE / "self_starting_app.py.checkpoint").exists()  # nothing started, nothing written
 
 
 def test_right_specs_pass_and_what_is_out_of_reach_is_noted_not_failed(analyzed: Any) -> None:
