@@ -82,10 +82,10 @@ def analyze(root: SparkSession, spec: JobSpec, scratch: Path) -> Verdict:
         df = _build(session, spec, verdict, scratch)
         if df is not None:
             attempt(verdict, lambda exc: "async_progress.enabled", lambda: refuse_stateful_with_async(df, spec))
-    if df is not None and not verdict.problems:
+    if df is not None:  # every problem of the built query is said at once, whatever else was wrong
         check_output_mode(session, df, spec, verdict)
-    if df is not None and not verdict.problems and spec.trigger.kind == "real_time":
-        check_real_time(df, spec, verdict)
+        if spec.trigger.kind == "real_time":
+            check_real_time(df, spec, verdict)
     if spec.sink is not None and not spec.application:
         reach = format_reach(session, "sink", spec.sink.format)
         verdict.problems += reach.problems

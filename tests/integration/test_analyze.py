@@ -90,6 +90,8 @@ SAID = {
     "positive integer",
     "source.options.cleanSource-unknown": "Invalid mode for clean source option Some(shred). Must be one of",
 }
+#: A spec wrong in two ways: both are said at once.
+TWICE = {"transform": {"sql": COUNT}, "spark_conf": {"spark.sql.shuffle.partitions": "many"}}
 RIGHT: dict[str, dict[str, Any]] = {
     "sql": {"transform": {"sql": "SELECT value * 2 AS doubled FROM source WHERE value % 3 = 0"}},
     "aggregation-without-async": {"transform": {"sql": COUNT}, "sink": {"format": "noop", "output_mode": "complete"}},
@@ -123,7 +125,7 @@ def analyzed(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
     """One `validate --analyze --json` over a folder of every case above: one Spark for all of them."""
     folder = tmp_path_factory.mktemp("analyze") / "desired"
     folder.mkdir()
-    for name, changes in {**WRONG, **RIGHT}.items():
+    for name, changes in {**WRONG, **RIGHT, "twice": TWICE}.items():
         _write(folder, name, changes)
     result = _cli("validate", "--analyze", "--json", str(folder))
     report = json.loads(result.stdout)
@@ -137,6 +139,11 @@ def test_each_mistake_is_refused_on_its_field_with_sparks_words(analyzed: Any, n
     field = name.split("-")[0]
     assert [p["field"] for p in verdict["problems"]] == [field], verdict
     assert SAID[name] in verdict["problems"][0]["reason"]
+
+
+def test_a_spec_wrong_twice_hears_of_both_at_once(analyzed: Any) -> None:
+    fields = [p["field"] for p in analyzed[1]["twice"]["problems"]]
+    assert fields == ["spark_conf.spark.sql.shuffle.partitions", "sink.output_mode"]
 
 
 def test_an_application_that_starts_its_own_query_is_refused_before_it_runs(analyzed: Any) -> None:
@@ -166,7 +173,7 @@ def test_a_folder_mixing_good_and_bad_exits_1_after_one_spark_start(analyzed: An
     result, verdicts = analyzed
     assert result.returncode == 1, result.stderr[-2000:]
     run = verdicts["(run)"]
-    assert run["ok"] is False and len(run["files"]) == len(WRONG) + len(RIGHT)
+    assert run["ok"] is False and len(run["files"]) == len(WRONG) + len(RIGHT) + 1
     assert run["spark"]["version"] == "4.2.0" and run["spark"]["start_seconds"] > 0
     assert result.stderr.count("analyzing") == 1
 

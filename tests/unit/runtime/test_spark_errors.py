@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from airflow_async_stream.runtime.spark_errors import error_class, spark_reason
 
 # The messages below are Spark 4.2.0's, as `validate --analyze` received them.
@@ -51,25 +53,30 @@ class Py4JError(Exception):
         self.java_exception = JavaError(java_message)
 
 
-def test_an_analysis_error_keeps_its_first_sentence_position_and_class_and_drops_the_plan() -> None:
-    reason = spark_reason(CapturedError(UNRESOLVED, "UNRESOLVED_COLUMN.WITH_SUGGESTION"))
-    assert reason == (
-        "A column, variable, or function parameter with name `nope` cannot be resolved. Did you mean one of the "
-        "following? [`value`, `timestamp`]. (line 1, pos 7) (Spark: UNRESOLVED_COLUMN.WITH_SUGGESTION)"
-    )
-
-
-def test_a_parse_error_drops_its_sql_excerpt_and_keeps_the_position() -> None:
-    reason = spark_reason(CapturedError(PARSE, "PARSE_SYNTAX_ERROR"))
-    assert reason == "Syntax error at or near 'SELEC'. (line 1, pos 0) (Spark: PARSE_SYNTAX_ERROR)"
-
-
-def test_a_long_explanation_is_cut_to_its_first_line_with_the_position_kept() -> None:
-    reason = spark_reason(CapturedError(TABLE, "TABLE_OR_VIEW_NOT_FOUND"))
-    assert reason == (
-        "The table or view `sauce` cannot be found. Verify the spelling. (line 1, pos 18) "
-        "(Spark: TABLE_OR_VIEW_NOT_FOUND)"
-    )
+@pytest.mark.parametrize(
+    ("message", "condition", "expected"),
+    [
+        (  # an analysis error: its first sentence, position and class; the plan dropped
+            UNRESOLVED,
+            "UNRESOLVED_COLUMN.WITH_SUGGESTION",
+            "A column, variable, or function parameter with name `nope` cannot be resolved. Did you mean one of the "
+            "following? [`value`, `timestamp`]. (line 1, pos 7) (Spark: UNRESOLVED_COLUMN.WITH_SUGGESTION)",
+        ),
+        (  # a parse error: its SQL excerpt dropped, the position kept
+            PARSE,
+            "PARSE_SYNTAX_ERROR",
+            "Syntax error at or near 'SELEC'. (line 1, pos 0) (Spark: PARSE_SYNTAX_ERROR)",
+        ),
+        (  # a long explanation: cut to its first line, the position kept
+            TABLE,
+            "TABLE_OR_VIEW_NOT_FOUND",
+            "The table or view `sauce` cannot be found. Verify the spelling. (line 1, pos 18) "
+            "(Spark: TABLE_OR_VIEW_NOT_FOUND)",
+        ),
+    ],
+)
+def test_a_captured_error_reads_as_one_line(message: str, condition: str, expected: str) -> None:
+    assert spark_reason(CapturedError(message, condition)) == expected
 
 
 def test_an_unconverted_jvm_error_reads_the_java_message_and_its_class_prefix() -> None:
