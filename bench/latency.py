@@ -1,17 +1,21 @@
 """Micro-batch latency in three modes, each deployed through the provider and as a plain PySpark script.
 
-Runs alternate (provider, plain, then plain, provider in the next round) so the machine's noise falls on
+Both sides run with the same Spark settings (the provider's driver's: master, log level, console progress,
+redaction; no class-data archive), collect progress with a listener writing to a file, and are judged on the
+same batch ids after the same warm-up; a side that ran short fails the benchmark. Runs alternate (provider, plain, then plain, provider in the next round) so the machine's noise falls on
 both sides alike; figures are compared as ratios within this one run.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH, run_json, summary
+from bench.sides import BenchError, batches_after_warmup, read_progress_file, spark_settings
 
 MODES = {"sync": (False, 1000), "async1000": (True, 1000), "async0": (True, 0)}
 ROWS_PER_SECOND = 100_000
@@ -19,15 +23,10 @@ TRIGGER = "1 second"
 WARMUP = 5
 
 
-def provider_run(root: Path, mode: str, batches: int) -> list[dict[str, Any]]:
-    """Deploy through DeployStreamingJobOperator (the provider's own path), collect, stop gracefully."""
-    from airflow_async_stream.driver.stop import stop_driver
-    from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
-    from airflow_async_stream.state.control import ControlArea
-
+def job_spec(mode: str, checkpoint: str) -> dict[str, Any]:
+    """The job both sides run: the provider deploys it, the plain side gets its pipeline and Spark settings."""
     enabled, interval = MODES[mode]
-    checkpoint = str(root / f"provider-{mode}-{time.time_ns()}")
-    spec = {
+    return {
         "name": f"bench-{mode}",
         "checkpoint": checkpoint,
         "source": {"format": "rate", "options": {"rowsPerSecond": ROWS_PER_SECOND}},
@@ -35,25 +34,48 @@ def provider_run(root: Path, mode: str, batches: int) -> list[dict[str, Any]]:
         "trigger": {"processing_time": TRIGGER},
         "async_progress": {"enabled": enabled, "checkpoint_interval_ms": interval},
     }
+
+
+def provider_run(root: Path, mode: str, batches: int) -> list[dict[str, Any]]:
+    """Deploy through DeployStreamingJobOperator (the provider's own path), read its progress log until
+    ``batches`` micro-batches ran, stop gracefully."""
+    from airflow_async_stream.driver.stop import stop_driver
+    from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
+    from airflow_async_stream.state.control import ControlArea
+
+    spec = job_spec(mode, str(root / f"provider-{mode}-{time.time_ns()}"))
     record = DeployStreamingJobOperator(task_id="deploy", spec=spec).execute({})
     control = ControlArea(record["control_area"])
-    deadline = time.monotonic() + batches * 5 + 120
-    while len(control.read_progress(record["deployment_id"])) < batches and time.monotonic() < deadline:
-        time.sleep(0.5)
-    stop_driver(control, "benchmark done", graceful_timeout_s=30, kill_after_s=60)
+    deadline = time.monotonic() + batches * 10 + 120
+
+    def ran() -> int:  # the status record first: reading the whole progress log each time would load the machine
+        status = control.read_status()
+        if status is None or (status.last_batch_id or 0) < batches - 1:
+            return 0
+        return len([e for e in control.read_progress(record["deployment_id"]) if "addBatch" in e["duration_ms"]])
+
+    try:
+        while ran() < batches:
+            if time.monotonic() > deadline:
+                raise BenchError(f"provider {mode}: fewer than {batches} micro-batches ran in time")
+            time.sleep(0.5)
+    finally:
+        stop_driver(control, "benchmark done", graceful_timeout_s=30, kill_after_s=60)
     return control.read_progress(record["deployment_id"])
 
 
 def plain_run(root: Path, mode: str, batches: int) -> list[dict[str, Any]]:
+    """The same job as a plain PySpark script, with the provider's Spark settings and a listener to a file."""
     checkpoint = str(root / f"plain-{mode}-{time.time_ns()}")
-    progress, _ = run_json(
-        [str(BENCH / "plain" / "rate_noop_latency.py"), checkpoint, mode, str(batches), str(ROWS_PER_SECOND), TRIGGER]
-    )
-    return progress
+    progress = root / f"plain-{mode}-{time.time_ns()}.jsonl"
+    settings = json.dumps(spark_settings(job_spec(mode, checkpoint)))
+    script = str(BENCH / "plain" / "rate_noop_latency.py")
+    run_json([script, checkpoint, mode, str(batches), str(ROWS_PER_SECOND), TRIGGER, settings, str(progress)])
+    return read_progress_file(progress)
 
 
-def _metrics(progress: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
-    kept = sorted(progress, key=lambda p: p["batch_id"])[WARMUP:]
+def _metrics(progress: list[dict[str, Any]], batches: int, who: str) -> tuple[list[float], list[float]]:
+    kept = batches_after_warmup(progress, WARMUP, batches, who)
     trigger = [float(p["duration_ms"]["triggerExecution"]) for p in kept]
     offsets = [float(p["duration_ms"].get("walCommit", 0) + p["duration_ms"].get("commitOffsets", 0)) for p in kept]
     return trigger, offsets
@@ -71,13 +93,14 @@ def run(rounds: int, batches: int, log: Any = print) -> dict[str, Any]:
                 for impl in order:
                     t0 = time.monotonic()
                     progress = (provider_run if impl == "provider" else plain_run)(root, mode, batches + WARMUP)
-                    trig, offs = _metrics(progress)
+                    trig, offs = _metrics(progress, batches, f"{impl} {mode}, round {r + 1}")
                     samples[impl][mode][0].extend(trig)
                     samples[impl][mode][1].extend(offs)
                     log(f"latency round {r + 1}/{rounds} {mode:<9} {impl:<8} {len(trig)} batches, "
                         f"p50 {summary(trig)['p50']:.0f} ms ({time.monotonic() - t0:.0f} s)")  # fmt: skip
     result: dict[str, Any] = {"settings": {"rows_per_second": ROWS_PER_SECOND, "trigger": TRIGGER,
-                              "warmup_batches": WARMUP, "batches_per_run": batches, "rounds": rounds}}  # fmt: skip
+                              "warmup_batches": WARMUP, "batches_per_run": batches, "rounds": rounds,
+                              "spark": spark_settings(job_spec("sync", "/checkpoint"))}}  # fmt: skip
     for impl in samples:
         result[impl] = {
             mode: {"trigger_execution_ms": summary(t), "offset_management_ms": summary(o)}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BENCH, REPO, percentile, run_json
+from bench.sides import BenchError
 
 GAPS_SCRIPT = REPO / "tests" / "integration" / "spark_scripts" / "plain_rate_noop.py"
 RESTART_DAG = "bench_safe_disable_by_restarts"
@@ -90,6 +91,8 @@ def lower_bound_run(root: Path) -> dict[str, Any]:
     there). Pauses: from each process's last batch to the next one's first."""
     checkpoint = str(root / f"plain-{time.time_ns()}")
     gapped, _ = run_json([str(GAPS_SCRIPT), checkpoint, "gaps"])
+    if gapped.get("error"):  # without the gap the plain side would time a migration that had nothing to cure
+        raise BenchError(f"lower bound: the async job left no gap to cure: {gapped['error']}")
     async0, async_wall = run_json([str(BENCH / "plain" / "migration_lower_bound.py"), checkpoint, "async0"])
     sync, _ = run_json([str(BENCH / "plain" / "migration_lower_bound.py"), checkpoint, "sync"])
     phases = {"async_interval_0_s": async_wall, "sync_to_first_commit_s": sync["seconds"]}

@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-TMP = Path(tempfile.mkdtemp(prefix="bench-airflow-"))
 REPO = Path(__file__).resolve().parent.parent
+TMP = Path(tempfile.mkdtemp(prefix="bench-airflow-"))
 shutil.copytree(REPO / "dags", TMP / "dags", ignore=shutil.ignore_patterns("__pycache__"))
 os.environ.update(
     {
@@ -29,6 +29,10 @@ os.environ.update(
         "AIRFLOW_ASYNC_STREAM_HOME": str(TMP / "registry"),
     }
 )
+from bench.sides import JVM_ENVIRONMENT_CLEARED  # noqa: E402
+
+for _name in JVM_ENVIRONMENT_CLEARED:  # neither side gets the tests' class-data archive or JVM options
+    os.environ.pop(_name, None)
 
 from bench import (  # noqa: E402
     analyze_cost,
@@ -40,7 +44,9 @@ from bench import (  # noqa: E402
     report_cost,
     sensor_cost,
 )
+from bench import results as results_file  # noqa: E402
 from bench.common import machine  # noqa: E402
+from bench.sides import BenchError  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 TARGETS = {
@@ -100,14 +106,16 @@ def main() -> int:
     parser.add_argument("--only", default=DEFAULT_ONLY)
     args = parser.parse_args()
     only = set(args.only.split(","))
+    if only - set(DEFAULT_ONLY.split(",")):
+        parser.error(f"--only: no benchmark named {', '.join(sorted(only - set(DEFAULT_ONLY.split(','))))}")
     subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], check=True, capture_output=True)
     migration.write_restart_dag(TMP / "dags")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "results.json"
-    # A partial run (--only) keeps the other benchmarks' figures of the last run; each says when it ran.
-    results: dict = json.loads(out.read_text()) if out.exists() and only != set(DEFAULT_ONLY.split(",")) else {}
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    results.update({"machine": machine(), "targets": TARGETS, "started": started})
+    # A partial run (--only) replaces its own sections; each section carries its own run's stamp.
+    results = results_file.read(out)
+    results["targets"] = TARGETS
+    run = results_file.Run(started=time.strftime("%Y-%m-%d %H:%M:%S %Z"), machine=machine())
     benches = {
         "parse": lambda: parse_time.run(say),
         "sensor": lambda: sensor_cost.run(say),
@@ -119,23 +127,29 @@ def main() -> int:
         "migration": lambda: migration.run(args.rounds, say),
     }
     begun = time.monotonic()
+    failed: list[str] = []
     for name, bench in benches.items():
-        if name in only:
-            clock = time.monotonic()
-            results[name] = bench()
-            results.setdefault("measured", {})[name] = started
-            # How long each benchmark takes to run (README and scripts/bench.sh quote the sum).
-            results.setdefault("seconds", {})[name] = round(time.monotonic() - clock)
-            out.write_text(json.dumps(results, indent=2, sort_keys=True))  # keep what finished, come what may
-            say(f"{name} done; results so far in {out}")
-    if "latency" in only:
+        if name not in only:
+            continue
+        clock = time.monotonic()
+        measured_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        try:
+            section = bench()
+        except BenchError as exc:  # a side ran short or failed: an error in the results, never a smaller sample
+            section = {"error": str(exc)}
+            failed.append(name)
+            say(f"{name} FAILED: {exc}")
+        results = results_file.record(results, name, section, run.stamp(measured_at, time.monotonic() - clock))
+        out.write_text(json.dumps(results, indent=2, sort_keys=True))  # keep what finished, come what may
+        say(f"{name} done; results so far in {out}")
+    if "latency" in only and "latency" not in failed:
         chart(results, RESULTS / "latency.png")
         say(f"wrote {RESULTS / 'latency.png'}")
-    if "migration" in only:
+    if "migration" in only and "migration" not in failed:
         migration.chart(results["migration"]["summary"], RESULTS / "migration.png")
         say(f"wrote {RESULTS / 'migration.png'}")
-    say(f"all done in {(time.monotonic() - begun) / 60:.1f} min")
-    return 0
+    say(f"all done in {(time.monotonic() - begun) / 60:.1f} min" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
