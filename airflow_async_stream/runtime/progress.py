@@ -179,6 +179,22 @@ class ProgressRecording:
         _log.info("first batch after the switch: %s, pause %s s", first["batch_id"], pause)
 
     def flush_progress(self, query: StreamingQuery) -> None:
-        """Record batches whose listener event had not arrived when the query ended (the bus is async)."""
+        """Record batches whose listener event had not arrived when the query ended (the bus is async).
+
+        A switch does this while the stream pauses, and ``recentProgress`` costs a py4j call per event it
+        holds (up to 100): the newest event alone is read first, and the rest only when the event before it
+        is missing too."""
+        last = query.lastProgress
+        if last is None:
+            return
+        run, batch = str(last.runId), int(last.batchId)
+        with self._lock:
+            recorded = (run, batch) in self._recorded
+            only_the_newest = (run, batch - 1) in self._recorded
+        if recorded:
+            return
+        if only_the_newest:
+            self.record_progress(last)
+            return
         for progress in query.recentProgress:
             self.record_progress(progress)
