@@ -1,6 +1,7 @@
 """Run the benchmarks and write bench/results/results.json, latency.png and migration.png.
 
-    python -m bench.run [--rounds 2] [--batches 30] [--only latency,migration,sensor,parse,plan,report,page,analyze]
+    python -m bench.run [--rounds 2] [--batches 30] [--cycles 5]
+        [--only latency,switch,migration,sensor,parse,plan,report,page,analyze]
 
 Airflow runs on a private SQLite database in a temporary AIRFLOW_HOME; Spark on the embedded local master.
 """
@@ -43,6 +44,7 @@ from bench import (  # noqa: E402
     plan_cost,
     report_cost,
     sensor_cost,
+    switch,
 )
 from bench import results as results_file  # noqa: E402
 from bench.common import machine  # noqa: E402
@@ -60,10 +62,11 @@ TARGETS = {
     "report_16mib_s": "< 1 s (report over a full 16 MiB progress log, in process and as a command)",
     "page_1000_jobs_s": "< 1 s (the streaming-jobs page's JSON for 1,000 jobs, in process and over HTTP)",
     "analyze_50_specs": "one JVM start, then < 0.2 s a spec (validate --analyze of a folder)",
+    "switch_ratio_provider_over_plain_p50": "<= 1.1 for each kind of in-place switch (plain: one warm session)",
 }
 
 
-DEFAULT_ONLY = "latency,migration,sensor,parse,plan,report,page,analyze"
+DEFAULT_ONLY = "latency,switch,migration,sensor,parse,plan,report,page,analyze"
 
 
 def say(text: str) -> None:
@@ -103,6 +106,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batches", type=int, default=30)
+    parser.add_argument("--cycles", type=int, default=5, help="switch cycles per side and round (2 rounds)")
     parser.add_argument("--only", default=DEFAULT_ONLY)
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -124,6 +128,7 @@ def main() -> int:
         "page": lambda: page_cost.run(say),
         "analyze": lambda: analyze_cost.run(say),
         "latency": lambda: latency.run(args.rounds, args.batches, say),
+        "switch": lambda: switch.run(args.cycles, say),
         "migration": lambda: migration.run(args.rounds, say),
     }
     begun = time.monotonic()
