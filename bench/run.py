@@ -1,7 +1,7 @@
 """Run the benchmarks and write bench/results/results.json, latency.png and migration.png.
 
     python -m bench.run [--rounds 2] [--batches 30] [--cycles 5]
-        [--only latency,switch,migration,sensor,parse,plan,report,page,analyze]
+        [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze]
 
 Airflow runs on a private SQLite database in a temporary AIRFLOW_HOME; Spark on the embedded local master.
 """
@@ -37,6 +37,7 @@ for _name in JVM_ENVIRONMENT_CLEARED:  # neither side gets the tests' class-data
 
 from bench import (  # noqa: E402
     analyze_cost,
+    fleet,
     latency,
     migration,
     page_cost,
@@ -62,11 +63,12 @@ TARGETS = {
     "report_16mib_s": "< 1 s (report over a full 16 MiB progress log, in process and as a command)",
     "page_1000_jobs_s": "< 1 s (the streaming-jobs page's JSON for 1,000 jobs, in process and over HTTP)",
     "analyze_50_specs": "one JVM start, then < 0.2 s a spec (validate --analyze of a folder)",
+    "fleet": "how a safe-disable rollout's wall time grows with N jobs, and what max_parallel does to it",
     "switch_ratio_provider_over_plain_p50": "<= 1.1 for each kind of in-place switch (plain: one warm session)",
 }
 
 
-DEFAULT_ONLY = "latency,switch,migration,sensor,parse,plan,report,page,analyze"
+DEFAULT_ONLY = "latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze"
 
 
 def say(text: str) -> None:
@@ -130,6 +132,7 @@ def main() -> int:
         "latency": lambda: latency.run(args.rounds, args.batches, say),
         "switch": lambda: switch.run(args.cycles, say),
         "migration": lambda: migration.run(args.rounds, say),
+        "fleet": lambda: fleet.run(say),
     }
     begun = time.monotonic()
     failed: list[str] = []

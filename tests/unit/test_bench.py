@@ -4,7 +4,9 @@ error, a partial run replaces only its own sections, and both sides get the prov
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +109,62 @@ def test_an_earlier_layouts_file_is_read_with_each_section_stamped_from_its_top(
     }
     assert results["latency"]["run"]["measured_at"] == "2026-11-25 04:50:29 UTC"
     assert "run" not in results["targets"]
+
+
+def _batch(run: str, batch_id: int, start_s: float, ms: int = 100, ran: bool = True, **extra: Any) -> dict:
+    """A progress event starting ``start_s`` seconds after 10:00:00 UTC."""
+    whole, frac = divmod(start_s, 1)
+    stamp = f"2026-11-25T10:00:{int(whole):02d}.{round(frac * 1000):03d}Z"
+    event = {"run_id": run, "batch_id": batch_id, "timestamp": stamp, **_event(batch_id, ran, ms), **extra}
+    event["batch_id"] = batch_id
+    return event
+
+
+T0 = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc).timestamp()
+
+
+def test_a_switch_pause_runs_from_the_old_querys_last_batch_to_the_new_ones_first_on_either_side() -> None:
+    from bench.switch import pauses
+
+    progress = [
+        _batch("a", 0, 1.0),
+        _batch("a", 1, 2.0),  # ends at 2.1
+        _batch("b", 2, 2.3, ran=False),  # a trigger that found no data is not the first batch
+        _batch("b", 2, 2.6),
+        _batch("b", 3, 3.0),
+    ]
+    switch = {"kind": "to_interval_0", "before_run": "a", "after_run": "b", "stopped_at": T0 + 2.2,
+              "started_at": T0 + 2.25}  # fmt: skip
+    found = pauses(progress, [switch], "plain")
+    assert found["to_interval_0"] == [
+        {"pause_s": 0.5, "to_stopped_s": 0.1, "to_started_s": 0.05, "to_first_batch_s": 0.35}
+    ]
+    assert found["to_synchronous"] == []
+
+
+def test_a_switch_with_no_batch_after_it_fails_the_side() -> None:
+    from bench.switch import pauses
+
+    switch = {"kind": "to_synchronous", "before_run": "a", "after_run": "b", "stopped_at": T0, "started_at": T0}
+    with pytest.raises(BenchError, match="provider: no batch ran after a to_synchronous switch"):
+        pauses([_batch("a", 0, 1.0), _batch("b", 1, 2.0, ran=False)], [switch], "provider")
+
+
+def test_a_fleet_jobs_phases_are_read_from_its_last_three_query_runs() -> None:
+    from bench.fleet import _phases
+
+    def conf(enabled: bool, interval: int) -> dict:
+        return {"configuration": {"async_progress": {"enabled": enabled, "checkpoint_interval_ms": interval}}}
+
+    progress = [
+        _batch("deploy", 0, 1.0, **conf(True, 3000)),
+        _batch("deploy", 1, 2.0, **conf(True, 3000)),
+        _batch("zero", 2, 3.0, **conf(True, 0)),
+        _batch("zero", 3, 4.0, **conf(True, 0)),
+        _batch("sync", 4, 5.0, **conf(False, 1000)),
+    ]
+    assert _phases(progress, "job0") == pytest.approx((T0 + 3.0, T0 + 5.0))
+    with pytest.raises(BenchError, match="job0: the last two query runs ran"):
+        _phases(progress[:-1] + [_batch("again", 4, 5.0, **conf(True, 0))], "job0")
+    with pytest.raises(BenchError, match="job0: 2 query runs"):
+        _phases(progress[:3], "job0")
