@@ -92,6 +92,7 @@ def run(rounds: int, batches: int, log: Any = print) -> dict[str, Any]:
     samples: dict[str, dict[str, list[dict[str, Any]]]] = {
         impl: {mode: [] for mode in MODES} for impl in ("provider", "plain")
     }
+    by_round: dict[str, dict[str, list[float]]] = {impl: {mode: [] for mode in MODES} for impl in samples}
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
         root = Path(tmp)
         for r in range(rounds):
@@ -102,6 +103,7 @@ def run(rounds: int, batches: int, log: Any = print) -> dict[str, Any]:
                     progress = (provider_run if impl == "provider" else plain_run)(root, mode, batches + WARMUP)
                     kept = batches_after_warmup(progress, WARMUP, batches, f"{impl} {mode}, round {r + 1}")
                     samples[impl][mode].extend(kept)
+                    by_round[impl][mode].append(_figures(kept)["trigger_execution_ms"]["p50"])
                     p50 = _figures(kept)["trigger_execution_ms"]["p50"]
                     log(f"latency round {r + 1}/{rounds} {mode:<9} {impl:<8} {len(kept)} batches, "
                         f"p50 {p50:.0f} ms ({time.monotonic() - t0:.0f} s)")  # fmt: skip
@@ -122,4 +124,10 @@ def run(rounds: int, batches: int, log: Any = print) -> dict[str, Any]:
         / result["plain"][mode]["trigger_execution_ms"]["p50"]
         for mode in MODES
     }
+    # Each round runs both sides back to back: its ratio is free of the drift between rounds.
+    result["ratio_by_round"] = {
+        mode: [round(p / q, 3) for p, q in zip(by_round["provider"][mode], by_round["plain"][mode], strict=True)]
+        for mode in MODES
+    }
+    result["p50_by_round_ms"] = by_round
     return result

@@ -1,4 +1,4 @@
-"""Run the benchmarks and write bench/results/results.json, latency.png and migration.png.
+"""Run the benchmarks and write bench/results/results.json, latency.png, switch.png and migration.png.
 
     python -m bench.run [--rounds 2] [--batches 30] [--cycles 5]
         [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze]
@@ -153,6 +153,9 @@ def main() -> int:
     if "latency" in only and "latency" not in failed:
         chart(results, RESULTS / "latency.png")
         say(f"wrote {RESULTS / 'latency.png'}")
+    if "switch" in only and "switch" not in failed:
+        switch.chart(results["switch"], RESULTS / "switch.png")
+        say(f"wrote {RESULTS / 'switch.png'}")
     if "migration" in only and "migration" not in failed:
         migration.chart(results["migration"]["summary"], RESULTS / "migration.png")
         say(f"wrote {RESULTS / 'migration.png'}")

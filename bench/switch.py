@@ -182,3 +182,30 @@ def summarise(samples: dict[str, dict[str, list[dict[str, float]]]], query: dict
         kind: round(out["provider"][kind]["pause_p50_s"] / out["plain"][kind]["pause_p50_s"], 3) for kind in KINDS
     }
     return out
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Pause p50 (bars) and max (ticks) per kind, provider beside plain, one panel per source."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    titles = {"rate": "rate source (data once a second)", "rate_micro_batch": "rate-micro-batch (data every trigger)"}
+    fig, axes = plt.subplots(1, len(SOURCES), figsize=(11, 4.2))
+    for ax, source in zip(axes, SOURCES, strict=True):
+        for i, side in enumerate(("plain", "provider")):
+            xs = [x + (i - 0.5) * 0.38 for x in range(len(KINDS))]
+            figures = [results[source][side][kind] for kind in KINDS]
+            ax.bar(xs, [f["pause_p50_s"] for f in figures], 0.38, label=f"{side} p50")
+            ax.scatter(xs, [f["pause_max_s"] for f in figures], marker="_", s=200, color="black",
+                       label="max" if i == 0 else None, zorder=3)  # fmt: skip
+        ratios = results[source]["ratio_provider_over_plain_p50"]
+        ax.set_xticks(range(len(KINDS)), [f"{k.replace('_', ' ')}\n{ratios[k]:.2f}x" for k in KINDS])
+        ax.set_ylabel("stream paused per switch, s")
+        ax.set_ylim(0, 1.35 * max(results[source][side][k]["pause_max_s"] for side in SIDES for k in KINDS))
+        ax.set_title(titles[source])
+        ax.legend(loc="upper right", ncol=3)
+    fig.suptitle("in-place switches: the provider's switch_in_place vs plain PySpark in one warm session")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
