@@ -174,3 +174,21 @@ def test_the_benchmark_duration_is_one_figure() -> None:
     readme = re.search(r"`bash scripts/bench\.sh` \(about (\d+) minutes", README)
     script = re.search(r"about (\d+) minutes", (REPO / "scripts" / "bench.sh").read_text())
     assert readme and script and readme[1] == script[1]
+
+
+def test_the_switch_and_fleet_figures_are_the_results() -> None:
+    results = json.loads((REPO / "bench" / "results" / "results.json").read_text())
+    section = README.split("**In-place switches beside their floor**", 1)[1].split("**Migration cost.**", 1)[0]
+    sources = {"`rate` (the main job's)": "rate", "`rate-micro-batch`": "rate_micro_batch"}
+    kinds = {"to interval 0": "to_interval_0", "gated, to synchronous": "to_synchronous",
+             "back to async 3000 ms": "to_async_3000"}  # fmt: skip
+    rows = re.findall(r"^\| (`[^|]+) \| ([^|]+) \| [^|]+ \| [^|]+ \| \*\*([\d.]+)\*\* \|$", section, re.M)
+    assert len(rows) == 6
+    for source, kind, ratio in rows:
+        measured = results["switch"][sources[source]]["ratio_provider_over_plain_p50"][kinds[kind]]
+        assert float(ratio) == round(measured, 2), (source, kind)
+    fleet = README.split("**Fleet cost**", 1)[1].split("**Sensor cost.**", 1)[0]
+    walls = re.findall(r"^\| (\d) \| (\d) \| \*\*([\d.]+) s\*\* \|", fleet, re.M)
+    assert [(int(n), int(p), float(w)) for n, p, w in walls] == [
+        (v["jobs"], v["max_parallel"], round(v["wall_s"], 1)) for k, v in results["fleet"].items() if k.startswith("n")
+    ]
