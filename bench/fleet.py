@@ -20,21 +20,16 @@ from typing import Any
 
 from bench.common import percentile
 from bench.sides import BenchError
+from bench.switch import job_spec
 
 #: (jobs, max_parallel): how the cost grows with N at the default max_parallel, and what a wider one does.
 FLEETS = ((1, 2), (2, 2), (4, 2), (4, 4))
 RUN_TIMEOUT_S = 900
 
 
-def _spec(name: str, root: Path, enabled: bool) -> dict[str, Any]:
-    return {
-        "name": name,
-        "checkpoint": str(root / "checkpoints" / name),
-        "source": {"format": "rate", "options": {"rowsPerSecond": 1000}},
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "100 milliseconds"},
-        "async_progress": {"enabled": enabled, "checkpoint_interval_ms": 3000},
-    }
+def _spec(name: str, root: Path) -> dict[str, Any]:
+    """The main job's query with async at 3000 ms, as the switch benchmark runs it, under its own name."""
+    return {**job_spec(str(root / "checkpoints" / name)), "name": name}
 
 
 def _write_fleet(root: Path, dags: Path, jobs: int, max_parallel: int) -> tuple[str, str, Path]:
@@ -44,7 +39,7 @@ def _write_fleet(root: Path, dags: Path, jobs: int, max_parallel: int) -> tuple[
     folder.mkdir(parents=True)
     (folder / "_fleet.yaml").write_text(f"index: {root / tag / 'index'}\n")
     for i in range(jobs):
-        (folder / f"job{i}.json").write_text(json.dumps(_spec(f"{tag}-job{i}", root / tag, enabled=True)))
+        (folder / f"job{i}.json").write_text(json.dumps(_spec(f"{tag}-job{i}", root / tag)))
     body = f"""
         from airflow_async_stream.factories import rollout_dag, toggle_off_dag
 
@@ -166,7 +161,7 @@ def run(log: Any = print) -> dict[str, Any]:
     from tests.integration.airflow_stack import AirflowStack
 
     out: dict[str, Any] = {"settings": {"fleets": [{"jobs": n, "max_parallel": p} for n, p in FLEETS],
-                                        "job": _spec("jobK", Path("/fleet"), enabled=True)}}  # fmt: skip
+                                        "job": _spec("jobK", Path("/fleet"))}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         root = Path(tmp)
         stack = AirflowStack(
