@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
 from airflow_async_stream.state.hold import Holder, dag_run_state
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["DeployStreamingJobOperator"]
 
 
-class DeployStreamingJobOperator(BaseOperator):
+class DeployStreamingJobOperator(JobLineage, BaseOperator):
     """Submit a streaming job detached and succeed once its query reports its first micro-batch.
 
     :param spec: the job spec: a mapping, a ``JobSpec``, or the path of a YAML/JSON spec file.

@@ -14,9 +14,11 @@ from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.migrations.outcome import failure_reason, note_failure, rolled_back_error
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
+from airflow_async_stream.migrations.specs import at_interval_0
 from airflow_async_stream.operators.deploy import DeployStreamingJobOperator
 from airflow_async_stream.operators.hold import ReleaseJobHoldOperator
 from airflow_async_stream.spec.load import resolve_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
 
@@ -70,6 +72,11 @@ class SafeDisableStepOperator(DeployStreamingJobOperator):
             log=self.log,
             in_place=self.in_place,
         )
+
+    def lineage_spec(self) -> JobSpec:
+        """The job as this step leaves it: async at interval 0, or the synchronous target."""
+        spec = resolve_spec(self.spec)
+        return self.migration(None).synchronous_spec() if self.step == "to_synchronous" else at_interval_0(spec)
 
     def execute(self, context: Context) -> dict[str, Any] | None:
         result = getattr(self.migration(context), self.step)()

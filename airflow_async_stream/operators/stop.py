@@ -10,6 +10,7 @@ from airflow.sdk import BaseOperator
 from airflow_async_stream.driver.deploy import DeploySettings, stop_job
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["StopStreamingJobOperator"]
 
 
-class StopStreamingJobOperator(BaseOperator):
+class StopStreamingJobOperator(JobLineage, BaseOperator):
     """Request a graceful stop of the job's live driver and wait for its final status.
 
     :param spec: the job spec (mapping, ``JobSpec`` or file path); only its checkpoint is used.
