@@ -17,8 +17,9 @@ __all__ = ["__version__", "get_provider_info"]
 #: every request.
 CONFIG: dict[str, Any] = {
     "async_stream": {
-        "description": "Where the streaming-jobs pages on the api-server find jobs. Name storage the "
-        "api-server host reads (the same paths or URLs the workers use), never a host-local registry.",
+        "description": "Where the streaming-jobs pages on the api-server find jobs (name storage the "
+        "api-server host reads: the same paths or URLs the workers use, never a host-local registry), and "
+        "the running jobs' OpenLineage events.",
         "options": {
             "fleet_indexes": {
                 "description": "Fleet indexes (the `index:` of a desired folder's _fleet.yaml), "
@@ -34,6 +35,15 @@ CONFIG: dict[str, Any] = {
                 "version_added": "0.1.0",
                 "type": "string",
                 "example": "/data/ck,s3://bucket/streaming/ck",
+                "default": "",
+            },
+            "lineage_running_every_minutes": {
+                "description": "How often a running driver emits an OpenLineage RUNNING event (batches, rows "
+                "and latency since the last one), for jobs whose spec does not set lineage.running_every_minutes; "
+                "empty or 0: never. Read at deploy; the events go through Airflow's [openlineage] transport.",
+                "version_added": "0.1.0",
+                "type": "string",
+                "example": "5",
                 "default": "",
             },
         },

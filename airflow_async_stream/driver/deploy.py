@@ -27,6 +27,7 @@ from airflow_async_stream.exceptions import (
     JobAlreadyRunningError,
     StopTimeoutError,
 )
+from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.checkpoint import resume_point
@@ -58,6 +59,8 @@ class DeploySettings:
     #: Where drivers run, or a function that builds the launcher when a deploy or stop needs it: the Airflow
     #: side makes it from ``conn_id`` (hooks/launchers.py).
     launcher: Launcher | Callable[[], Launcher] | None = field(default=None, compare=False, repr=False)
+    #: The deploy task's OpenLineage link: Spark conf for the listener, settings of the driver's RUNNING events.
+    lineage: LineageLink = field(default_factory=LineageLink, compare=False, repr=False)
 
     def stopper(self) -> Launcher:
         """The launcher a stop uses, built only if the stop needs it; without one, this host's (which kills
@@ -123,7 +126,7 @@ def deploy_job(
     log.info("Target %s: %s", launcher.master, launcher.check(spec))  # refused here, before any Spark work
     secrets = launcher.secrets(spec)  # a missing connection fails here too
     deployment_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-    submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra)
+    submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra, settings.lineage)
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, run_state) as grant:
         refuse_unsafe_sync_start(spec, settings.allow_unsafe_sync_restart, log)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from airflow_async_stream.driver.args import driver_arguments
 from airflow_async_stream.driver.log import DEFAULT_FILE_BYTES, DEFAULT_FILES
 from airflow_async_stream.driver.maven_packages import packages_conf
+from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
@@ -54,18 +55,33 @@ class Submission:
 
     @classmethod
     def for_spec(
-        cls, spec: JobSpec, control_url: str, deployment_id: str, secrets: SecretOptions, extra: Mapping[str, Any]
+        cls,
+        spec: JobSpec,
+        control_url: str,
+        deployment_id: str,
+        secrets: SecretOptions,
+        extra: Mapping[str, Any],
+        lineage: LineageLink | None = None,
     ) -> Submission:
         """The driver for ``spec``: its command line, its Spark settings (the Kafka connector a Kafka job
-        needs, then the spec's own), its secrets as environment, its log's limits."""
+        needs, the lineage link's plain entries, then the spec's own), its secrets (with the lineage
+        transport's credentials) as environment, its log's limits."""
+        lineage = lineage or LineageLink()
+        for key, value in lineage.secret_conf.items():
+            secrets.add("conf", key, value, secret=True)
         spec_json = spec.to_json_bytes()
         logs = spec.log_settings
         return cls(
             job=spec.name,
             deployment_id=deployment_id,
             arguments=driver_arguments(control_url, deployment_id, spec, spec_json),
-            conf={**DEFAULT_SPARK_CONF, **packages_conf(spec, dict(extra)), **spec.spark_conf_strings()},
-            env=secrets.to_env(),
+            conf={
+                **DEFAULT_SPARK_CONF,
+                **packages_conf(spec, dict(extra)),
+                **lineage.conf,
+                **spec.spark_conf_strings(),
+            },
+            env={**secrets.to_env(), **lineage.env()},
             log_limits=(logs.driver_log_max_bytes, logs.driver_log_files),
             spec_json=spec_json,
             secret_names=secrets.names(),

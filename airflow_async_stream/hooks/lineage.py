@@ -4,35 +4,20 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from airflow.providers.openlineage.extractors import OperatorLineage
-from attrs import define
 from openlineage.client.event_v2 import Dataset as OLDataset
-from openlineage.client.facet_v2 import JobFacet
 
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError
 from airflow_async_stream.hooks.connection_lookup import connection_fields
 from airflow_async_stream.lineage.datasets import Dataset, configuration, job_datasets
+from airflow_async_stream.lineage.events import JOB_FACET, AsyncStreamJobFacet
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import kafka_options
 
-__all__ = ["FACET", "AsyncStreamJobFacet", "operator_lineage"]
+__all__ = ["kafka_servers", "operator_lineage"]
 
 _log = logging.getLogger(__name__)
-#: The job facet's key in an event's ``job.facets``.
-FACET = "asyncStream"
-
-
-@define
-class AsyncStreamJobFacet(JobFacet):
-    """How the streaming job runs: async progress settings, trigger, formats and plain options (no secrets)."""
-
-    configuration: dict[str, Any]
-
-    @staticmethod
-    def _get_schema() -> str:
-        return "urn:airflow-async-stream:facet:AsyncStreamJobFacet:1"  # the fields: lineage/datasets.py configuration()
 
 
 def kafka_servers(conn_id: str) -> str | None:
@@ -55,5 +40,5 @@ def operator_lineage(spec: JobSpec) -> OperatorLineage:
     return OperatorLineage(
         inputs=_ol(inputs),
         outputs=_ol(outputs),
-        job_facets={FACET: AsyncStreamJobFacet(configuration=configuration(spec))},
+        job_facets={JOB_FACET: AsyncStreamJobFacet(configuration=configuration(spec))},
     )

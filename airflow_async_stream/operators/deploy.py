@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
 from airflow_async_stream.state.hold import Holder, dag_run_state
@@ -34,6 +35,11 @@ class DeployStreamingJobOperator(JobLineage, BaseOperator):
     :param allow_unsafe_sync_restart: deploy a synchronous spec even onto a checkpoint Spark cannot restart
         synchronously (logged). By default that deploy fails before spark-submit, naming the cure (the
         safe-disable migration) instead of dying with ``batch N doesn't exist``.
+    :param openlineage_inject_parent_job_info: pass this task as the parent job to the OpenLineage Spark
+        listener (``spark.openlineage.parent*``); None: ``[openlineage] spark_inject_parent_job_info``.
+    :param openlineage_inject_transport_info: pass Airflow's OpenLineage HTTP transport to it (its API key
+        through the driver's environment, never the command line); None: ``[openlineage]
+        spark_inject_transport_info``.
 
     Returns (and pushes to XCom) the deployment record: it names the options resolved from connections
     (``secret_options``), never their values; plain spec options are not in it either.
@@ -53,9 +59,13 @@ class DeployStreamingJobOperator(JobLineage, BaseOperator):
         stop_graceful_timeout_s: float = 60.0,
         stop_kill_after_s: float = 120.0,
         allow_unsafe_sync_restart: bool = False,
+        openlineage_inject_parent_job_info: bool | None = None,
+        openlineage_inject_transport_info: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
+        self.openlineage_inject_transport_info = openlineage_inject_transport_info
         self.allow_unsafe_sync_restart = allow_unsafe_sync_restart
         self.spec = spec_operand(spec)
         self.overrides = overrides
@@ -69,7 +79,9 @@ class DeployStreamingJobOperator(JobLineage, BaseOperator):
 
     def settings(self, context: Context) -> DeploySettings:
         ti = context.get("ti")
+        lineage = self.lineage_link(context, resolve_spec(self.spec, self.overrides)) if ti else LineageLink()
         return DeploySettings(
+            lineage=lineage,
             conn_id=self.conn_id,
             redeploy=self.redeploy,
             startup_timeout_s=self.startup_timeout_s,

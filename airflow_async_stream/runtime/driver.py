@@ -22,10 +22,13 @@ import os
 import runpy
 import signal
 import traceback
+from functools import partial
 from typing import Any
 
 from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.lineage.link import secret_values, take_running_settings
+from airflow_async_stream.lineage.running import running_events
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.governor import Governor
 from airflow_async_stream.runtime.query import SQL_REDACTION_REGEX
@@ -34,6 +37,9 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import Redactor, SecretOptions, take_from_environment
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import Retention
+
+#: Spark's default ``spark.redaction.regex`` and the OpenLineage transport's API key and headers.
+CONF_REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|apikey|openlineage[.]transport.*[.]headers[.]"
 
 EXIT_FAILED = 1
 EXIT_BAD_SPEC = 2
@@ -57,6 +63,11 @@ def run(spec: JobSpec, governor: Governor, secrets: SecretOptions) -> None:
     builder = SparkSession.builder.appName(f"async-stream-{spec.name}")
     if "spark.sql.redaction.options.regex" not in spec.spark_conf:
         builder = builder.config("spark.sql.redaction.options.regex", SQL_REDACTION_REGEX)
+    conf_secrets = secrets.options.get("conf", {})  # the lineage transport's credentials
+    for key, value in conf_secrets.items():
+        builder = builder.config(key, value)
+    if conf_secrets and "spark.redaction.regex" not in spec.spark_conf:  # Spark's UI masks them too
+        builder = builder.config("spark.redaction.regex", CONF_REDACTION_REGEX)
     spark = builder.getOrCreate()
     try:
         _run_query(spec, governor, spark, secrets)
@@ -88,6 +99,15 @@ def _run_query(spec: JobSpec, governor: Governor, spark: Any, secrets: SecretOpt
     governor.run(writer, spark, spec, df)
 
 
+def _kafka_servers(spec: JobSpec, secrets: SecretOptions, conn_id: str) -> str | None:
+    """The bootstrap servers the connection ``conn_id`` gave the side that names it (for lineage names)."""
+    for side in ("source", "sink"):
+        endpoint = getattr(spec, side)
+        if endpoint is not None and endpoint.connection == conn_id:
+            return secrets.options.get(side, {}).get("kafka.bootstrap.servers")
+    return None
+
+
 def _pyspark_in_use() -> dict[str, str]:
     """Which PySpark this driver imported, for its status record (see runtime/python_path.py)."""
     import pyspark
@@ -110,8 +130,9 @@ def _log_our_lines() -> logging.Logger:
 
 def main(argv: list[str] | None = None) -> int:
     secrets = take_from_environment()  # first, so nothing this driver starts inherits them
+    lineage = take_running_settings()
     log = _log_our_lines()
-    redact = Redactor(secrets.secret_values)
+    redact = Redactor(secrets.secret_values | set(secret_values(lineage.transport if lineage else None)))
     args = parse_driver_arguments(sys.argv[1:] if argv is None else argv)
     control = ControlArea(args.control_area)
     deployment = control.read_deployment()
@@ -138,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         governor.watch_stability(spec.checkpoint, deployment.start_batch if deployment else None, spec.to_mapping())
         if governor.refused_start():  # before a SparkSession: a driver launched into a forced stop costs nothing
             return 0
+        governor.lineage = running_events(spec, lineage, redact, partial(_kafka_servers, spec, secrets))
         run(spec, governor, secrets)
     except SpecError as exc:
         governor.fail(str(exc))

@@ -34,6 +34,7 @@ from airflow_async_stream.switch.allowed import configuration_of
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
+    from airflow_async_stream.lineage.running import RunningEvents
     from airflow_async_stream.spec.model import JobSpec
 
 __all__ = ["Governor"]
@@ -49,8 +50,16 @@ _DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
 class Governor(ProgressRecording):
     """Owns the status record of one deployment and the query it runs."""
 
-    def __init__(self, control: ControlArea, deployment_id: str, job: str, redact: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        control: ControlArea,
+        deployment_id: str,
+        job: str,
+        redact: Redactor | None = None,
+        lineage: RunningEvents | None = None,
+    ) -> None:
         self.control = control
+        self.lineage = lineage
         self.deployment_id = deployment_id
         self.redact = redact or Redactor()
         self._lock = threading.Lock()
@@ -143,6 +152,8 @@ class Governor(ProgressRecording):
             self._status.batches,
             self._status.last_batch_id,
         )
+        if self.lineage is not None:
+            self.lineage.ended(state, changes.get("error"))
 
     # -- the query ------------------------------------------------------------------------------------
 
@@ -172,6 +183,8 @@ class Governor(ProgressRecording):
 
     def _started(self, query: StreamingQuery, **changes: Any) -> None:
         self._query_id = str(query.id)
+        if self.lineage is not None:
+            self.lineage.started()  # the run's START, once (a switch continues the same run)
         with self._lock:
             self._configurations[str(query.runId)] = self.configuration
             while len(self._configurations) > CONFIGURATIONS_KEPT:

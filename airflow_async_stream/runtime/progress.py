@@ -21,6 +21,8 @@ from airflow_async_stream.state.records import Status, SwitchAccount, SwitchPhas
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
+    from airflow_async_stream.lineage.running import RunningEvents
+
 __all__ = ["ProgressListener", "ProgressRecording", "progress_record"]
 
 _log = logging.getLogger(__name__)
@@ -119,6 +121,8 @@ class ProgressRecording:
     _configurations: collections.OrderedDict[str, dict[str, Any] | None]
     _first_events: collections.OrderedDict[str, dict[str, Any]]
     _awaiting: tuple[SwitchAccount, dict[str, Any] | None] | None
+    #: The deployment's OpenLineage run, when its RUNNING events are on (lineage/running.py).
+    lineage: RunningEvents | None = None
     #: The governor's own methods: the status record's write, and the stability watch.
     _write: Callable[..., None]
     _check_stability: Callable[[], None]
@@ -149,6 +153,8 @@ class ProgressRecording:
                 first_batch_id=record["batch_id"] if first else self._status.first_batch_id,
             )
         self.control.append_progress(self.redact.json(record))
+        if self.lineage is not None:
+            self.lineage.batch(record)
         self._check_stability()
         self._measure_pause()
         if first:  # the deploy waits for this: write it now, not at the next heartbeat

@@ -32,7 +32,7 @@ from airflow_async_stream.spec.intervals import interval_ms
 from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
 from airflow_async_stream.state import progress_log
 
-__all__ = ["AsyncProgress", "JobSpec", "Logs", "Trigger"]
+__all__ = ["AsyncProgress", "JobSpec", "Lineage", "Logs", "Trigger"]
 
 #: The trigger kinds a spec may give (one at most); none means Spark's default trigger.
 TRIGGER_KINDS = ("processing_time", "once", "available_now", "continuous", "real_time")
@@ -149,6 +149,17 @@ class Logs(StrictModel):
         raise ValueError(f"must be one of {', '.join(SPARK_LOG_LEVELS)}, got {value!r}")
 
 
+class Lineage(StrictModel):
+    """What the driver tells OpenLineage while the job runs (docs/lineage.md)."""
+
+    running_every_minutes: StrictInt | float | None = Field(
+        default=None,
+        ge=0,
+        description="Emit an OpenLineage RUNNING event this often, with the batches, rows and latency since the "
+        "last one; 0 never. Unset: the provider's [async_stream] lineage_running_every_minutes (off by default).",
+    )
+
+
 class JobSpec(StrictModel):
     """One streaming job: what it reads, how it transforms, where it writes, and how progress is tracked."""
 
@@ -171,6 +182,7 @@ class JobSpec(StrictModel):
     )
     spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="Extra --conf entries.")
     logs: Logs | None = Field(default=None, description="Log level, driver log rotation, progress log retention.")
+    lineage: Lineage | None = Field(default=None, description="OpenLineage events of the running job.")
 
     @field_validator("spark_conf")
     @classmethod

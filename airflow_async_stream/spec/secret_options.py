@@ -108,8 +108,13 @@ class SecretOptions:
             self.secret_values.add(value)
 
     def names(self) -> list[str]:
-        """``side.options.key`` for every resolved option: what status files may say about them."""
-        return sorted(f"{side}.options.{key}" for side, opts in self.options.items() for key in opts)
+        """``side.options.key`` for every resolved option (``spark_conf.key`` for a Spark setting): what status
+        files may say about them."""
+        return sorted(
+            f"spark_conf.{key}" if side == "conf" else f"{side}.options.{key}"
+            for side, opts in self.options.items()
+            for key in opts
+        )
 
     def to_env(self) -> dict[str, str]:
         if not self.options:

@@ -38,6 +38,7 @@ _WHY = {
     "transform": "the query's transform is built once per driver: redeploy",
     "sink": "the query's sink is built once per driver: redeploy",
     "logs": "log settings are applied when the driver starts: redeploy",
+    "lineage": "lineage settings are read when the driver starts: redeploy",
     "stateful": "the stateful declaration is checked when the driver starts: redeploy",
     "real_time": "a query moves between micro-batches and real-time mode only by a restart: redeploy",
 }

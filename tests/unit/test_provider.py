@@ -58,4 +58,9 @@ def test_the_pages_settings_are_in_airflows_config_with_empty_defaults() -> None
                            capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert "[async_stream]" in shown and "# fleet_indexes = \n" in shown and "# checkpoint_folders = \n" in shown
     assert "Fleet indexes (the `index:` of a desired folder's _fleet.yaml)" in shown
-    assert get_provider_info()["config"]["async_stream"]["options"].keys() == {"fleet_indexes", "checkpoint_folders"}
+    assert "# lineage_running_every_minutes = \n" in shown
+    assert get_provider_info()["config"]["async_stream"]["options"].keys() == {
+        "fleet_indexes",
+        "checkpoint_folders",
+        "lineage_running_every_minutes",
+    }

@@ -92,6 +92,6 @@ def test_configuration_names_secret_options_never_their_values() -> None:
     assert config["async_progress"] == {"enabled": True, "checkpoint_interval_ms": 0}
     assert config["trigger"] == {"kind": "processing_time", "interval_ms": 2000}
     assert config["source"]["connection"] == "kafka_prod"
-    assert config["sink"]["secret_options"] == ["kafka.ssl.key.password"]
+    assert config["sink"]["from_connections"] == ["kafka.ssl.key.password"]
     assert "ssl_key" not in json.dumps(config["sink"]["options"])
     assert json.loads(json.dumps(config)) == config  # plain JSON for a facet

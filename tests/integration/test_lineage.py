@@ -1,0 +1,139 @@
+"""Lineage of a real job through Airflow's OpenLineage provider (HTTP transport to a receiver on 127.0.0.1):
+`airflow dags test` deploys a job on the embedded Spark, waits for its driver's RUNNING events, and stops it.
+
+Read back: the deploy and stop tasks' events name the job's datasets and configuration; the driver's own run
+(START, RUNNING every 1.2 s, COMPLETE) names the deploy task as its parent; the deploy handed spark-submit the
+same parent (`spark.openlineage.parent*`, what the OpenLineage Spark listener reads: no listener jar is
+reachable here, so the conf passed is what is checked); the transport's API key and a secret option's value
+appear in no event, no command line and no file of the control area.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.state.control import ControlArea
+from tests.integration.helpers import write_job_dag
+from tests.lineage_receiver import lineage_receiver
+
+pytestmark = pytest.mark.integration
+
+API_KEY = "ol-key-7d2c41a9"
+SECRET_OPTION = "s3cret-opt-91f3"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    with lineage_receiver() as found:
+        yield found
+
+
+def _events(received: list[dict[str, Any]], job: str) -> list[dict[str, Any]]:
+    return [r["event"] for r in received if r["event"]["job"]["name"] == job]
+
+
+def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
+    airflow_db: None, checkpoint_dir: str, tmp_path: Path, receiver: tuple[str, list[dict[str, Any]]]
+) -> None:
+    url, received = receiver
+    source, sink, seen = tmp_path / "in", tmp_path / "out", tmp_path / "seen.json"
+    source.mkdir()
+    for n in range(3):
+        (source / f"part-{n}.json").write_text("".join(json.dumps({"id": n * 10 + i}) + "\n" for i in range(10)))
+    spec = {
+        "name": "lineage-job",
+        "checkpoint": checkpoint_dir,
+        "source": {
+            "format": "json",
+            "schema": "id INT",
+            "options": {"path": str(source), "maxFilesPerTrigger": 1},
+            "secret_options": {"tenantKey": "lineage_tenant"},  # carried to the driver, ignored by Spark
+        },
+        "sink": {"format": "parquet", "options": {"path": str(sink)}},
+        "trigger": {"processing_time": "500 milliseconds"},
+    }
+    driver_job = "async-stream-lineage-job"
+    write_job_dag("lineage_events", spec, f"""
+        @task
+        def watch():
+            import json, time, urllib.request
+            from airflow_async_stream.state.control import ControlArea
+            driver = ControlArea.for_checkpoint(SPEC["checkpoint"]).read_deployment().driver
+            cmdline = Path(f"/proc/{{driver['launcher_pid']}}/cmdline").read_bytes().split(b"\\0")
+            Path({str(seen)!r}).write_text(json.dumps([a.decode() for a in cmdline]))
+            deadline = time.monotonic() + 90
+            while int(urllib.request.urlopen({url!r} + "/count?eventType=RUNNING&job={driver_job}").read()) < 2:
+                assert time.monotonic() < deadline, "no two RUNNING events"
+                time.sleep(0.1)
+
+        DeployStreamingJobOperator(task_id="deploy", spec=SPEC) >> watch() >> StopStreamingJobOperator(
+            task_id="stop", spec=SPEC)
+    """)  # fmt: skip
+    transport = {"type": "http", "url": url, "auth": {"type": "api_key", "apiKey": API_KEY}}
+    env = {
+        **os.environ,
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "airflow-tests",
+        "AIRFLOW__OPENLINEAGE__SPARK_INJECT_PARENT_JOB_INFO": "true",
+        "AIRFLOW__OPENLINEAGE__SPARK_INJECT_TRANSPORT_INFO": "true",
+        "AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES": "0.02",  # 1.2 s
+        "AIRFLOW_CONN_LINEAGE_TENANT": json.dumps({"conn_type": "generic", "password": SECRET_OPTION}),
+    }
+    run = subprocess.run([str(BIN / "airflow"), "dags", "test", "lineage_events"], env=env,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+    # The Airflow tasks' events: the job's datasets and configuration, from the spec.
+    deploy = _events(received, "lineage_events.deploy")
+    assert {e["eventType"] for e in deploy} >= {"START", "COMPLETE"}, [e["eventType"] for e in deploy]
+    complete = next(e for e in deploy if e["eventType"] == "COMPLETE")
+    assert [(d["namespace"], d["name"]) for d in complete["inputs"]] == [("file", str(source))]
+    assert [(d["namespace"], d["name"]) for d in complete["outputs"]] == [("file", str(sink))]
+    config = complete["job"]["facets"]["asyncStream"]["configuration"]
+    assert config["trigger"] == {"kind": "processing_time", "interval_ms": 500}
+    assert config["source"]["from_connections"] == ["tenantKey"]
+    stop = _events(received, "lineage_events.stop")
+    assert any(e["eventType"] == "COMPLETE" and e["outputs"] for e in stop)
+
+    # The driver's own run: START, RUNNING events with what ran, COMPLETE; the deploy task is its parent.
+    driver = _events(received, driver_job)
+    kinds = [e["eventType"] for e in driver]
+    assert kinds[0] == "START" and kinds[-1] == "COMPLETE" and kinds.count("RUNNING") >= 2, kinds
+    deploy_run = complete["run"]["runId"]
+    parent = driver[0]["run"]["facets"]["parent"]
+    assert parent["run"]["runId"] == deploy_run
+    assert (parent["job"]["namespace"], parent["job"]["name"]) == ("airflow-tests", "lineage_events.deploy")
+    assert driver[0]["job"]["namespace"] == "airflow-tests"
+    assert [(d["namespace"], d["name"]) for d in driver[0]["outputs"]] == [("file", str(sink))]
+    batches = sum(e["run"]["facets"]["asyncStreamProgress"]["batches"] for e in driver[1:])
+    status = ControlArea.for_checkpoint(checkpoint_dir).read_status()
+    assert status is not None and batches == status.batches >= 3  # every batch counted once
+    rows = sum(e["run"]["facets"]["asyncStreamProgress"]["rows"] for e in driver[1:])
+    assert rows == 30
+
+    # The link the deploy handed spark-submit: the same parent, the transport without its key.
+    command = json.loads(seen.read_text())
+    assert f"spark.openlineage.parentRunId={deploy_run}" in command
+    assert "spark.openlineage.parentJobName=lineage_events.deploy" in command
+    assert f"spark.openlineage.transport.url={url}" in command
+
+    # No secret anywhere it could be read.
+    assert {r["auth"] for r in received} == {f"Bearer {API_KEY}"}
+    events = json.dumps([r["event"] for r in received])
+    leaks = [arg for arg in command if API_KEY in arg or SECRET_OPTION in arg]
+    assert API_KEY not in events and SECRET_OPTION not in events and leaks == []
+    assert SECRET_OPTION not in run.stdout + run.stderr
+    control = Path(ControlArea.for_checkpoint(checkpoint_dir).path(""))
+    for path in control.rglob("*"):
+        if path.is_file():
+            text = path.read_bytes().decode(errors="replace")
+            assert API_KEY not in text and SECRET_OPTION not in text, path
