@@ -8,6 +8,7 @@ path is refused.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -24,6 +25,8 @@ from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
 
 __all__ = ["NO_WAIT_CONF", "ClusterLauncher"]
+
+_log = logging.getLogger(__name__)
 
 #: spark-submit settings that make it return once the application is submitted, per cluster manager.
 NO_WAIT_CONF = {
@@ -80,6 +83,12 @@ class ClusterLauncher:
             name=submission.name,
             application_args=submission.arguments,
         )
+        if submission.env:  # only the lineage link can be here: check() refused source/sink secrets
+            _log.warning(
+                "lineage: the OpenLineage transport's credentials and RUNNING-event settings reach a driver on "
+                "this host only; on %s give the cluster its own OpenLineage configuration",
+                self.manager,
+            )
         command = hook.build_command(runtime_driver_path())
         env = {**os.environ, **hook.env}
         result = subprocess.run(

@@ -92,14 +92,14 @@ def run_event(
     if parent:
         run_facets["parent"] = _parent(parent)
     if progress is not None:
-        run_facets[PROGRESS_FACET] = AsyncStreamProgressRunFacet(**progress)
+        run_facets[PROGRESS_FACET] = AsyncStreamProgressRunFacet(**progress, producer=PRODUCER)
     if error is not None:
         run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(message=error, programmingLanguage="python")
     job_facets: dict[str, JobFacet] = {
         "jobType": job_type_job.JobTypeJobFacet(processingType="STREAMING", integration="SPARK", jobType="JOB"),
     }
     if configuration is not None:
-        job_facets[JOB_FACET] = AsyncStreamJobFacet(configuration=configuration)
+        job_facets[JOB_FACET] = AsyncStreamJobFacet(configuration=configuration, producer=PRODUCER)
     inputs, outputs = datasets
     return RunEvent(
         eventType=getattr(RunState, state),

@@ -74,6 +74,16 @@ def test_a_run_starts_reports_what_ran_since_the_last_event_and_completes() -> N
     assert start.job.facets["asyncStream"].configuration["async_progress"]["enabled"] is True
 
 
+def test_after_a_switch_in_place_the_same_run_carries_the_new_configuration() -> None:
+    sent = Recorder()
+    run = RunningEvents(SPEC, RunningSettings(), 3600, Redactor(), emit=sent)
+    run.started()
+    run.reconfigured(parse_spec(rate_noop("clicks", async_progress={"enabled": False})))
+    run.ended("stopped")
+    configs = [e.job.facets["asyncStream"].configuration["async_progress"]["enabled"] for e in sent.events]
+    assert configs == [True, False] and len({e.run.runId for e in sent.events}) == 1
+
+
 def test_a_failed_run_ends_with_fail_and_its_error_redacted() -> None:
     sent = Recorder()
     run = RunningEvents(SPEC, RunningSettings(), 3600, Redactor(["s3cret-jaas"]), emit=sent)
