@@ -50,16 +50,9 @@ _DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
 class Governor(ProgressRecording):
     """Owns the status record of one deployment and the query it runs."""
 
-    def __init__(
-        self,
-        control: ControlArea,
-        deployment_id: str,
-        job: str,
-        redact: Redactor | None = None,
-        lineage: RunningEvents | None = None,
-    ) -> None:
+    def __init__(self, control: ControlArea, deployment_id: str, job: str, redact: Redactor | None = None) -> None:
         self.control = control
-        self.lineage = lineage
+        self.lineage: RunningEvents | None = None  # OpenLineage run, if the spec turns it on
         self.deployment_id = deployment_id
         self.redact = redact or Redactor()
         self._lock = threading.Lock()
@@ -184,7 +177,7 @@ class Governor(ProgressRecording):
     def _started(self, query: StreamingQuery, **changes: Any) -> None:
         self._query_id = str(query.id)
         if self.lineage is not None:
-            self.lineage.started()  # the run's START, once (a switch continues the same run)
+            self.lineage.started()  # START once: a switch continues the run
         with self._lock:
             self._configurations[str(query.runId)] = self.configuration
             while len(self._configurations) > CONFIGURATIONS_KEPT:

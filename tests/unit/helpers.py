@@ -7,6 +7,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -132,3 +133,17 @@ def batch_events(
             ]
         events.append(event)
     return events
+
+
+def progress_event(batch_id: int, run: str = "11111111-2222-3333-4444-555555555555") -> Any:
+    """A stand-in for Spark's StreamingQueryProgress: the fields the driver's recorder reads."""
+    return SimpleNamespace(
+        id="q",
+        runId=run,
+        batchId=batch_id,
+        timestamp=f"2026-11-25T10:00:{batch_id:02d}.000Z",
+        numInputRows=10,
+        durationMs={"triggerExecution": 50, "addBatch": 40},
+        sources=[],
+        stateOperators=[],
+    )

@@ -5,27 +5,11 @@ is read only when more than the newest event is missing. The query is a stand-in
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from airflow_async_stream.runtime.governor import Governor
 from airflow_async_stream.state.control import ControlArea
-
-RUN = "11111111-2222-3333-4444-555555555555"
-
-
-def _progress(batch_id: int, run: str = RUN) -> Any:
-    """The fields of a StreamingQueryProgress the recorder reads."""
-    return SimpleNamespace(
-        id="q",
-        runId=run,
-        batchId=batch_id,
-        timestamp=f"2026-11-25T10:00:{batch_id:02d}.000Z",
-        numInputRows=10,
-        durationMs={"triggerExecution": 50, "addBatch": 40},
-        sources=[],
-        stateOperators=[],
-    )
+from tests.unit.helpers import progress_event as _progress
 
 
 class StandInQuery:
