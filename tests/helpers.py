@@ -1,9 +1,11 @@
 """Builders both tiers share: the job spec most tests run (rate -> noop), hand-made checkpoints and their
-fingerprint."""
+fingerprint, and awaiting a condition."""
 
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +51,12 @@ def snapshot(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
     }
+
+
+def until(condition: Callable[[], Any], timeout_s: float = 10.0, every_s: float = 0.01) -> Any:
+    """Await ``condition``'s first truthy value; fail when ``timeout_s`` passes first."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"not met within {timeout_s} s"
+        time.sleep(every_s)
+    return value

@@ -25,10 +25,13 @@ from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.lineage.link import LineageLink
+from airflow_async_stream.operators.lineage import lineage_link
 from airflow_async_stream.rollout.analysis import refused_by_analysis
 from airflow_async_stream.rollout.apply import FAILED_OUTCOMES, ApplySettings, apply_item
 from airflow_async_stream.rollout.desired import load_folder
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state
 
@@ -138,8 +141,11 @@ def rollout_dag(
             holder = Holder.for_task(context, f"rollout {item['job']}")
             ti = context["ti"]
             airflow_ids = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id, "try_number": ti.try_number}
-            step_settings = replace(settings, deploy=replace(settings.deploy, airflow=airflow_ids))
-            return apply_item(PlanItem.from_json(item), holder, step_settings, dag_run_state(context), _log)
+            plan_item = PlanItem.from_json(item)
+            desired = parse_spec(plan_item.desired_spec) if plan_item.desired_spec else None
+            link = lineage_link(context, desired) if desired else LineageLink()
+            step_settings = replace(settings, deploy=replace(settings.deploy, airflow=airflow_ids, lineage=link))
+            return apply_item(plan_item, holder, step_settings, dag_run_state(context), _log)
 
         @task(task_id="summary", trigger_rule="all_done")
         def summary(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

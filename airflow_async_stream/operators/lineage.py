@@ -17,7 +17,7 @@ from airflow_async_stream.spec.model import JobSpec
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["JobLineage", "running_every_minutes"]
+__all__ = ["JobLineage", "lineage_link", "running_every_minutes"]
 
 _log = logging.getLogger(__name__)
 SETTING = "[async_stream] lineage_running_every_minutes"
@@ -64,28 +64,37 @@ class JobLineage:
         return self.get_openlineage_facets_on_start()
 
     def lineage_link(self, context: Context, spec: JobSpec) -> LineageLink:
-        """Spark conf linking the driver's OpenLineage events to this task, and its RUNNING events' settings."""
-        parent = _flag(self.openlineage_inject_parent_job_info, "spark_inject_parent_job_info")
-        transport = _flag(self.openlineage_inject_transport_info, "spark_inject_transport_info")
-        default_every = running_every_minutes()
-        own_every = spec.lineage.running_every_minutes if spec.lineage else None
-        runs = bool(own_every if own_every is not None else default_every)
-        if not (parent or transport or runs):
-            return LineageLink()
-        from airflow.providers.common.compat.openlineage.utils.spark import (
-            inject_parent_job_information_into_spark_properties,
-            inject_transport_information_into_spark_properties,
+        return lineage_link(
+            context, spec, self.openlineage_inject_parent_job_info, self.openlineage_inject_transport_info
         )
 
-        own = spec.spark_conf_strings()
-        props: dict[str, Any] = dict(own)
-        if parent:
-            props = inject_parent_job_information_into_spark_properties(props, context)
-        if transport:
-            props = inject_transport_information_into_spark_properties(props, context)
-        added = {k: v for k, v in props.items() if k not in own}
-        running = _running_settings(context, default_every) if runs else None
-        return LineageLink.split(added, running)
+
+def lineage_link(
+    context: Context, spec: JobSpec, inject_parent: bool | None = None, inject_transport: bool | None = None
+) -> LineageLink:
+    """Spark conf linking the driver's OpenLineage events to this task, and its RUNNING events' settings
+    (``inject_*`` None: the ``[openlineage] spark_inject_*`` settings)."""
+    parent = _flag(inject_parent, "spark_inject_parent_job_info")
+    transport = _flag(inject_transport, "spark_inject_transport_info")
+    default_every = running_every_minutes()
+    own_every = spec.lineage.running_every_minutes if spec.lineage else None
+    runs = bool(own_every if own_every is not None else default_every)
+    if not (parent or transport or runs):
+        return LineageLink()
+    from airflow.providers.common.compat.openlineage.utils.spark import (
+        inject_parent_job_information_into_spark_properties,
+        inject_transport_information_into_spark_properties,
+    )
+
+    own = spec.spark_conf_strings()
+    props: dict[str, Any] = dict(own)
+    if parent:
+        props = inject_parent_job_information_into_spark_properties(props, context)
+    if transport:
+        props = inject_transport_information_into_spark_properties(props, context)
+    added = {k: v for k, v in props.items() if k not in own}
+    running = _running_settings(context, default_every) if runs else None
+    return LineageLink.split(added, running)
 
 
 def _running_settings(context: Context, every: float | None) -> RunningSettings:

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.state.control import ControlArea
-from tests.integration.helpers import write_job_dag
+from tests.helpers import until
+from tests.integration.helpers import write_dag, write_job_dag
 from tests.lineage_receiver import lineage_receiver
 
 pytestmark = pytest.mark.integration
@@ -35,6 +38,20 @@ BIN = Path(sys.executable).parent
 def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     with lineage_receiver() as found:
         yield found
+
+
+def _lineage_env(url: str, **more: str) -> dict[str, str]:
+    """Airflow's OpenLineage provider sending to ``url`` with an API key, its Spark injection on."""
+    transport = {"type": "http", "url": url, "auth": {"type": "api_key", "apiKey": API_KEY}}
+    return {
+        **os.environ,
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "airflow-tests",
+        "AIRFLOW__OPENLINEAGE__SPARK_INJECT_PARENT_JOB_INFO": "true",
+        "AIRFLOW__OPENLINEAGE__SPARK_INJECT_TRANSPORT_INFO": "true",
+        "AIRFLOW_CONN_LINEAGE_TENANT": json.dumps({"conn_type": "generic", "password": SECRET_OPTION}),
+        **more,
+    }
 
 
 def _events(received: list[dict[str, Any]], job: str) -> list[dict[str, Any]]:
@@ -78,16 +95,7 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
         DeployStreamingJobOperator(task_id="deploy", spec=SPEC) >> watch() >> StopStreamingJobOperator(
             task_id="stop", spec=SPEC)
     """)  # fmt: skip
-    transport = {"type": "http", "url": url, "auth": {"type": "api_key", "apiKey": API_KEY}}
-    env = {
-        **os.environ,
-        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
-        "AIRFLOW__OPENLINEAGE__NAMESPACE": "airflow-tests",
-        "AIRFLOW__OPENLINEAGE__SPARK_INJECT_PARENT_JOB_INFO": "true",
-        "AIRFLOW__OPENLINEAGE__SPARK_INJECT_TRANSPORT_INFO": "true",
-        "AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES": "0.02",  # 1.2 s
-        "AIRFLOW_CONN_LINEAGE_TENANT": json.dumps({"conn_type": "generic", "password": SECRET_OPTION}),
-    }
+    env = _lineage_env(url, AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES="0.02")  # 1.2 s
     run = subprocess.run([str(BIN / "airflow"), "dags", "test", "lineage_events"], env=env,
                          capture_output=True, text=True, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -137,3 +145,40 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
         if path.is_file():
             text = path.read_bytes().decode(errors="replace")
             assert API_KEY not in text and SECRET_OPTION not in text, path
+
+
+def test_a_rollouts_job_reports_its_run_with_the_apply_step_as_parent(
+    airflow_db: None, checkpoint_dir: str, tmp_path: Path, receiver: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """A job a rollout deploys gets the same link as one the deploy operator deploys: its spec turns its
+    RUNNING events on, the rollout's apply step is its run's parent."""
+    url, received = receiver
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
+    spec = {
+        "name": "rolled-out",
+        "checkpoint": checkpoint_dir,
+        "source": {"format": "rate", "options": {"rowsPerSecond": 5}},
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "500 milliseconds"},
+        "lineage": {"running_every_minutes": 0.01},  # 0.6 s
+    }
+    (folder / "rolled-out.yaml").write_text(yaml.safe_dump(spec))
+    write_dag("lineage_rollout", f"""
+        from airflow_async_stream.factories import rollout_dag
+        rollout_dag({str(folder)!r}, dag_id="lineage_rollout", startup_timeout_s=240)
+    """)  # fmt: skip
+    run = subprocess.run([str(BIN / "airflow"), "dags", "test", "lineage_rollout"], env=_lineage_env(url),
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    driver_job = "async-stream-rolled-out"
+    until(lambda: [e for e in _events(received, driver_job) if e["eventType"] == "RUNNING"], 60)
+    apply = [e for e in _events(received, "lineage_rollout.apply") if e["eventType"] == "START"]
+    start = next(e for e in _events(received, driver_job) if e["eventType"] == "START")
+    parent = start["run"]["facets"]["parent"]
+    assert parent["job"]["name"] == "lineage_rollout.apply"
+    assert parent["run"]["runId"] in {e["run"]["runId"] for e in apply}
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    stop_driver(control, "test: end of the rollout's run", graceful_timeout_s=30, kill_after_s=60)
+    until(lambda: [e for e in _events(received, driver_job) if e["eventType"] == "COMPLETE"], 30)

@@ -8,8 +8,12 @@ from typing import Any
 import pytest
 from openlineage.client.serde import Serde
 
+from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.factories import safe_disable_async_progress
+from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
+from airflow_async_stream.operators.lineage import lineage_link, running_every_minutes
+from airflow_async_stream.spec.load import parse_spec
 from tests.helpers import rate_noop
 
 KAFKA_JOB = {
@@ -84,3 +88,26 @@ def test_migration_steps_report_the_configuration_they_leave() -> None:
         "redeploy_async_interval_0": {"enabled": True, "checkpoint_interval_ms": 0},
         "deploy_sync": {"enabled": False, "checkpoint_interval_ms": 1000},
     }
+
+
+@pytest.mark.parametrize(("raw", "minutes"), [("", None), ("0", 0.0), ("2.5", 2.5), (" 5 ", 5.0)])
+def test_the_providers_running_events_setting_is_read_as_minutes(
+    monkeypatch: pytest.MonkeyPatch, raw: str, minutes: float | None
+) -> None:
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES", raw)
+    assert running_every_minutes() == minutes
+
+
+@pytest.mark.parametrize("raw", ["soon", "-1"])
+def test_a_bad_running_events_setting_fails_the_deploy_naming_it(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES", raw)
+    with pytest.raises(DeployError, match=r"\[async_stream\] lineage_running_every_minutes: must be a number"):
+        running_every_minutes()
+    with pytest.raises(DeployError):  # also for a job whose spec sets its own: a broken config is never skipped
+        lineage_link({}, parse_spec(rate_noop("r", lineage={"running_every_minutes": 1})))
+
+
+def test_nothing_asked_links_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES", "")
+    link = lineage_link({}, parse_spec(rate_noop("r")), inject_parent=False, inject_transport=False)
+    assert link == LineageLink() and link.env() == {}

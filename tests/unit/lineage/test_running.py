@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +16,7 @@ from airflow_async_stream.lineage.link import RunningSettings
 from airflow_async_stream.lineage.running import QUEUE_MAX, RunningEvents, every_s, running_events
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.secret_options import Redactor
-from tests.helpers import rate_noop
+from tests.helpers import rate_noop, until
 from tests.lineage_receiver import lineage_receiver
 
 SPEC = parse_spec(rate_noop("clicks", async_progress={"enabled": True}))
@@ -26,14 +26,6 @@ PARENT = {"namespace": "airflow", "job_name": "d.deploy", "run_id": "01937a2b-00
 
 def batch(batch_id: int, rows: int = 10, latency_ms: int = 40) -> dict[str, Any]:
     return {"batch_id": batch_id, "num_input_rows": rows, "duration_ms": {"triggerExecution": latency_ms}}
-
-
-def until(condition: Callable[[], Any], timeout_s: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := condition()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-    return value
 
 
 class Recorder:
