@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.stop import stop_driver
+from airflow_async_stream.lineage.link import LineageLink, RunningSettings
+from airflow_async_stream.lineage.running import DRAIN_S
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
 from tests.helpers import until
 from tests.integration.helpers import write_dag, write_job_dag
 from tests.lineage_receiver import lineage_receiver
@@ -84,6 +93,7 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
         def watch():
             import json, time, urllib.request
             from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
             driver = ControlArea.for_checkpoint(SPEC["checkpoint"]).read_deployment().driver
             cmdline = Path(f"/proc/{{driver['launcher_pid']}}/cmdline").read_bytes().split(b"\\0")
             Path({str(seen)!r}).write_text(json.dumps([a.decode() for a in cmdline]))
@@ -182,3 +192,37 @@ def test_a_rollouts_job_reports_its_run_with_the_apply_step_as_parent(
     control = ControlArea.for_checkpoint(checkpoint_dir)
     stop_driver(control, "test: end of the rollout's run", graceful_timeout_s=30, kill_after_s=60)
     until(lambda: [e for e in _events(received, driver_job) if e["eventType"] == "COMPLETE"], 30)
+
+
+def test_a_transport_that_hangs_neither_holds_the_query_nor_its_stop(checkpoint_dir: str) -> None:
+    """The driver's events go to an endpoint that accepts connections and never answers (every send times out
+    after 1 s): the batches keep their trigger's pace, the failure is logged once, and the stop completes."""
+    hanging = socket.socket()
+    hanging.bind(("127.0.0.1", 0))
+    hanging.listen(64)  # the kernel accepts connections; nobody ever reads or answers
+    transport = {"type": "http", "url": f"http://127.0.0.1:{hanging.getsockname()[1]}", "timeout": 1.0}
+    spec = parse_spec({
+        "name": "hanging-lineage",
+        "checkpoint": checkpoint_dir,
+        "source": {"format": "rate-micro-batch", "options": {"rowsPerBatch": 5}},  # data at every trigger
+        "sink": {"format": "noop"},
+        "trigger": {"processing_time": "500 milliseconds"},
+        "lineage": {"running_every_minutes": 0.005},  # a RUNNING event every 0.3 s, each stuck for seconds
+    })  # fmt: skip
+    link = LineageLink(running=RunningSettings(namespace="t", transport=transport))
+    try:
+        deployed = deploy_job(spec, Holder("test", "lineage"), DeploySettings(launcher=LocalLauncher(), lineage=link))
+        control = ControlArea.for_checkpoint(checkpoint_dir)
+        progress = until(lambda: len(control.read_progress(deployed.deployment_id)) >= 10 and
+                         control.read_progress(deployed.deployment_id), 120)  # fmt: skip
+        started = [datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() for p in progress]
+        gaps = sorted(b - a for a, b in zip(started[1:-1], started[2:], strict=True))  # after the first batch's warm-up
+        assert gaps[len(gaps) // 2] < 0.9, gaps  # the trigger's 0.5 s, not a send's 1 s timeout and retries
+        began = time.monotonic()
+        outcome = stop_driver(control, "test: stop with the transport hanging", graceful_timeout_s=30, kill_after_s=60)
+        assert outcome.status is not None and outcome.status.state == "stopped"
+        assert time.monotonic() - began < DRAIN_S + 20  # the last events wait at most DRAIN_S
+        log = Path(control.path(ControlArea.DRIVER_LOG)).read_text(errors="replace")
+        assert log.count("lineage: the OpenLineage transport failed") == 1, log[-3000:]
+    finally:
+        hanging.close()
