@@ -119,4 +119,14 @@ def _running_settings(context: Context, every: float | None) -> RunningSettings:
         "root_job_name": lineage_root_job_name(ti),  # type: ignore[arg-type]
         "root_run_id": lineage_root_run_id(ti),  # type: ignore[arg-type]
     }
-    return RunningSettings(every, ol_conf.namespace(), parent, ol_conf.transport() or None)
+    return RunningSettings(every, ol_conf.namespace(), parent, _transport())
+
+
+def _transport() -> dict[str, Any] | None:
+    """The transport Airflow's OpenLineage provider sends through, as it reads it (its config connection, its
+    config file or ``[openlineage] transport``, credentials resolved); None: the driver's client configures
+    itself (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG``)."""
+    from airflow.providers.openlineage.plugins.listener import get_openlineage_listener
+
+    config = get_openlineage_listener().adapter.get_openlineage_config() or {}
+    return config.get("transport") or None

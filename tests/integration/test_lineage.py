@@ -93,7 +93,6 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
         def watch():
             import json, time, urllib.request
             from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder
             driver = ControlArea.for_checkpoint(SPEC["checkpoint"]).read_deployment().driver
             cmdline = Path(f"/proc/{{driver['launcher_pid']}}/cmdline").read_bytes().split(b"\\0")
             Path({str(seen)!r}).write_text(json.dumps([a.decode() for a in cmdline]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from openlineage.client.serde import Serde
 
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.factories import safe_disable_async_progress
-from airflow_async_stream.lineage.link import LineageLink
+from airflow_async_stream.lineage.link import LineageLink, secret_values
 from airflow_async_stream.operators import DeployStreamingJobOperator, StopStreamingJobOperator
 from airflow_async_stream.operators.lineage import lineage_link, running_every_minutes
 from airflow_async_stream.spec.load import parse_spec
@@ -111,3 +112,22 @@ def test_nothing_asked_links_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES", "")
     link = lineage_link({}, parse_spec(rate_noop("r")), inject_parent=False, inject_transport=False)
     assert link == LineageLink() and link.env() == {}
+
+
+def test_the_driver_gets_the_transport_airflow_sends_through_also_from_a_config_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from airflow_async_stream.operators.lineage import _transport
+
+    config = tmp_path / "openlineage.yml"
+    config.write_text(
+        "transport:\n  type: http\n  url: http://lineage.example:5000\n  auth: {type: api_key, apiKey: k-9}\n"
+    )
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__CONFIG_PATH", str(config))  # read at every call under pytest
+    transport = _transport()
+    assert transport == {
+        "type": "http",
+        "url": "http://lineage.example:5000",
+        "auth": {"type": "api_key", "apiKey": "k-9"},
+    }
+    assert list(secret_values(transport)) == ["k-9"]  # what the driver masks
