@@ -11,6 +11,7 @@ from airflow.sdk.configuration import conf
 
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.lineage.link import LineageLink, RunningSettings
+from airflow_async_stream.lineage.running import every_s
 from airflow_async_stream.spec.load import resolve_spec
 from airflow_async_stream.spec.model import JobSpec
 
@@ -77,8 +78,7 @@ def lineage_link(
     parent = _flag(inject_parent, "spark_inject_parent_job_info")
     transport = _flag(inject_transport, "spark_inject_transport_info")
     default_every = running_every_minutes()
-    own_every = spec.lineage.running_every_minutes if spec.lineage else None
-    runs = bool(own_every if own_every is not None else default_every)
+    runs = every_s(spec, RunningSettings(every_minutes=default_every)) > 0  # the spec's setting wins
     if not (parent or transport or runs):
         return LineageLink()
     from airflow.providers.common.compat.openlineage.utils.spark import (
