@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-__all__ = ["EXIT_BROKEN_PIPE", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_BAD_STATE", "EXIT_BROKEN_PIPE", "EXIT_OK", "PREFIX", "fail", "main"]
 
-#: Exit codes: done, a spec or a job is wrong, bad usage (or a job that cannot be reached).
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+#: Exit codes, the same for every command: done; the job or checkpoint is in a state the command reports as
+#: bad (an UNSAFE verdict, a diagnosis, a hold that refuses a stop, a switch not made as asked); bad input (a
+#: spec, a ``--set``, an argument, a JOB that names nothing, something the command needs that is unreachable).
+EXIT_OK, EXIT_BAD_STATE, EXIT_BAD_INPUT = 0, 1, 2
 #: What a shell reports for a program ended by SIGPIPE (128 + 13), as `git log | head` does.
 EXIT_BROKEN_PIPE = 141
+#: Every line a command writes to stderr about what went wrong starts with this.
+PREFIX = "airflow-async-stream: "
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
+    """Say what went wrong on stderr, with the one prefix, and give the exit code."""
+    for line in message.splitlines() or [""]:
+        print(PREFIX + line, file=sys.stderr)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import sys
 from functools import partial
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE
+from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
 from airflow_async_stream.cli.names import control_for
 from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.launcher import Launcher
@@ -53,18 +53,17 @@ def cmd_stop(args: argparse.Namespace) -> int:
                 launcher=DeferredLauncher(partial(_connection_launcher, args.conn_id)),
             )
     except JobHeldError as exc:
-        print(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
-              "without changing the job)", file=sys.stderr)  # fmt: skip
-        return EXIT_INVALID
+        return fail(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
+                    "without changing the job)", EXIT_BAD_STATE)  # fmt: skip
     if outcome.was_live and outcome.status is None:
         print("stopped: the deployment that was launching ended before its driver reported")
         return EXIT_OK
     state = outcome.status.state if outcome.status else "never deployed"
     if outcome.exiting_pid:
         print(f"stopping: state {state}, but driver process {outcome.exiting_pid} on this host is still exiting")
-        return EXIT_INVALID
+        return EXIT_BAD_STATE
     print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
-    return EXIT_INVALID if outcome.was_live and state == State.FAILED else EXIT_OK
+    return EXIT_BAD_STATE if outcome.was_live and state == State.FAILED else EXIT_OK
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -77,7 +76,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     if ended is None and not args.force:
         print(f"held by {hold.holder} ({hold.purpose}) until {hold.expires_at_text}; "
               "add --force if that holder is gone")  # fmt: skip
-        return EXIT_INVALID
+        return EXIT_BAD_STATE
     control.remove(ControlArea.HOLD)
     print(f"released the hold of {hold.holder} ({ended or 'forced'})")
     return EXIT_OK
@@ -88,23 +87,18 @@ def cmd_switch(args: argparse.Namespace) -> int:
     from airflow_async_stream.switch.request import running_spec, switch_in_place
 
     if args.command == "reconfigure":
-        print(
-            "airflow-async-stream: 'reconfigure' is now 'switch'; the old name goes in the next release",
-            file=sys.stderr,
-        )
+        fail("'reconfigure' is now 'switch'; the old name goes in the next release")
     control = control_for(args.job)
     try:
         changes = [parse_assignment(text) for text in args.set]
     except ValueError as exc:
-        print(f"airflow-async-stream: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     mapping = running_spec(control).to_mapping()
     for key, value in changes:
         try:
             mapping = assign(mapping, key, value)
         except ValueError as exc:
-            print(f"airflow-async-stream: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return fail(str(exc))
     try:
         spec = parse_spec(mapping, source="the spec with --set applied")
         record = switch_in_place(
@@ -115,18 +109,15 @@ def cmd_switch(args: argparse.Namespace) -> int:
             reason="CLI switch",
             log=_progress_log(),
         )
-    except SpecError as exc:
-        for field, reason in exc.problems:
-            print(f"{field}: {reason}", file=sys.stderr)
-        return EXIT_INVALID
+    except SpecError as exc:  # bad input: nothing was asked of the driver
+        return fail("\n".join(f"--set: {field}: {reason}" for field, reason in exc.problems))
     except SwitchError as exc:  # the answer is no: the job runs on as it was (the message says how)
-        print(f"airflow-async-stream: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return fail(str(exc), EXIT_BAD_STATE)
     if args.json:
         print(json.dumps(record.to_json(), indent=2, sort_keys=True, default=str))
     else:
         _print_switch(record)
-    return EXIT_OK if record.outcome == SwitchOutcome.SWITCHED else EXIT_INVALID
+    return EXIT_OK if record.outcome == SwitchOutcome.SWITCHED else EXIT_BAD_STATE
 
 
 def _progress_log() -> logging.Logger:
@@ -171,5 +162,8 @@ def _print_switch(record: SwitchAccount) -> None:
     ]
     if record.gate:
         rows.append(("gate", record.gate))
+    if record.outcome == SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0:
+        rows.append(("next", "run the same switch again once two batches have committed at interval 0 "
+                             "(`airflow-async-stream inspect` then says SAFE)"))  # fmt: skip
     for name, value in rows:
         print(f"  {name:<18} {value}")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_BROKEN_PIPE, EXIT_INVALID, EXIT_OK, EXIT_USAGE
+from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, fail
 from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.report import add_report
@@ -60,17 +60,19 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         items = plan_folder(args.folder, retry_failed=args.retry_failed, analyze=args.analyze)
     except DesiredStateError as exc:
         for file, field, reason in exc.problems:
-            print(f"{Path(args.folder) / file if file != '(folder)' else args.folder}: {field}: {reason}")
-        return EXIT_INVALID
+            print(
+                f"{args.folder}: {reason}" if file == "(folder)" else f"{Path(args.folder) / file}: {field}: {reason}"
+            )
+        return EXIT_BAD_INPUT
     if args.json:
         rows = [{k: i.to_json()[k] for k in _PLAN_FIELDS} for i in items]
         print(json.dumps(rows, indent=2, sort_keys=True, default=str))
-        return EXIT_INVALID if refused_by_analysis(items) else EXIT_OK
+        return EXIT_BAD_INPUT if refused_by_analysis(items) else EXIT_OK
     _print_plan(items)
     refused = refused_by_analysis(items)
     if refused:
         print(f"{len(refused)} problem(s) found by analysis: a rollout with analyze=True would change no job")
-    return EXIT_INVALID if refused else EXIT_OK
+    return EXIT_BAD_INPUT if refused else EXIT_OK
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -107,6 +109,17 @@ def _add_stop(sub: Any) -> None:
     p.set_defaults(func=cmd_stop)
 
 
+def _add_inspect(sub: Any) -> None:
+    p = sub.add_parser("inspect", help="Spark's offset and commit logs, and whether a synchronous restart is safe")
+    p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP + " (read-only)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--full", action="store_true", help="with --json: every batch id and gap, not the newest")
+    p.add_argument(
+        "--no-fail", action="store_true", help="exit 0 on an UNSAFE verdict too (exit 1 without it, for scripts)"
+    )
+    p.set_defaults(func=cmd_inspect)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="airflow-async-stream", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -123,18 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--analyze",
         action="store_true",
-        help="build each changed job's query on a local Spark first (as validate --analyze); exit 1 if one is wrong",
+        help="build each changed job's query on a local Spark first (as validate --analyze); exit 2 if one is wrong",
     )
     p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("status", help="a job's status record and latest progress")
     p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
-    p = sub.add_parser("inspect", help="Spark's offset and commit logs, and whether a synchronous restart is safe")
-    p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP + " (read-only)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--full", action="store_true", help="with --json: every batch id and gap, not the newest")
-    p.set_defaults(func=cmd_inspect)
+    _add_inspect(sub)
     add_report(sub, _JOB_HELP)
     add_doctor(sub, _JOB_HELP)
     _add_stop(sub)
@@ -178,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit must not fail
         return EXIT_BROKEN_PIPE
     except (AsyncStreamError, OSError) as exc:
-        print(f"airflow-async-stream: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
 
 
 if __name__ == "__main__":

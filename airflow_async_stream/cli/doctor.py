@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_INVALID, EXIT_OK
+from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK
 from airflow_async_stream.cli.names import find_job
 from airflow_async_stream.insight.doctor import diagnose
 from airflow_async_stream.insight.symptoms import read_symptoms
@@ -40,7 +40,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, sort_keys=True))
     else:
         _print(data)
-    return EXIT_OK if data["diagnosis"] == "nothing_known" else EXIT_INVALID
+    return EXIT_OK if data["diagnosis"] == "nothing_known" else EXIT_BAD_STATE
 
 
 def add_doctor(sub: Any, job_help: str) -> None:

@@ -37,6 +37,8 @@ class NamedJob:
     checkpoint: str
     control: ControlArea
     named_by: str  # "job name", "spec file", "checkpoint" or "control area"
+    #: The job's name when the command's words give it (a job name, a spec file), before any deploy.
+    name: str | None = None
 
 
 def _is_url(text: str) -> bool:
@@ -59,14 +61,14 @@ def _by_job_name(name: str) -> NamedJob:
         )
     control = ControlArea(entry["control_area"])
     checkpoint = entry.get("checkpoint") or control.url[: -len(SUFFIX)]
-    return NamedJob(checkpoint, control, "job name")
+    return NamedJob(checkpoint, control, "job name", name)
 
 
 def _by_spec_file(path: str) -> NamedJob:
     if not Path(path).is_file():
         raise JobNotFoundError(f"no spec file at {_absolute(path)}")
-    checkpoint = load_spec(path).checkpoint
-    return NamedJob(checkpoint, ControlArea.for_checkpoint(checkpoint), "spec file")
+    spec = load_spec(path)
+    return NamedJob(spec.checkpoint, ControlArea.for_checkpoint(spec.checkpoint), "spec file", spec.name)
 
 
 def _by_control_area(url: str) -> NamedJob:

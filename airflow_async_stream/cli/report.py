@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_OK, EXIT_USAGE
+from airflow_async_stream.cli import EXIT_OK, fail
 from airflow_async_stream.cli.names import find_job
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.read import job_report
@@ -111,8 +110,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         since = parse_duration(args.since) if args.since is not None else None
     except ValueError as exc:
-        print(f"airflow-async-stream: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"--since: {exc}")
     named = find_job(args.job)
     limits = Limits(max_rerun_rows=args.max_rerun_rows, max_rerun_s=args.max_rerun_seconds)
     report = job_report(named.control, named.checkpoint, since, limits)

@@ -9,8 +9,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_OK
-from airflow_async_stream.cli.names import JobNotFoundError, control_for, find_job
+from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK
+from airflow_async_stream.cli.names import JobNotFoundError, NamedJob, find_job
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
@@ -26,7 +26,19 @@ def _when(ts: Any) -> str:
     return f"{stamp} ({ago:.0f} s ago)"
 
 
-def status_report(control: ControlArea) -> dict[str, Any]:
+def _deployment(status: Any, deployment: Any) -> dict[str, Any] | None:
+    """The deployment record, its ``state`` the job's now (the status record's) and ``launch`` how its deploy
+    left it: the record itself is written at the deploy only, so its own state would read "running" forever."""
+    if deployment is None:
+        return None
+    data = deployment.to_json()
+    data["launch"] = data["state"]
+    if status is not None and status.deployment_id == deployment.deployment_id:
+        data["state"] = str(status.state)
+    return data
+
+
+def status_report(control: ControlArea, named: NamedJob | None = None) -> dict[str, Any]:
     status = control.read_status()
     deployment = control.read_deployment()
     judged = liveness(status)
@@ -39,8 +51,10 @@ def status_report(control: ControlArea) -> dict[str, Any]:
         "live": judged.live,
         "liveness": judged.reason,
         "status": status.to_json() if status else None,
-        "deployment": deployment.to_json() if deployment else None,
+        "deployment": _deployment(status, deployment),
         "latest_progress": latest,
+        "job": (status.job if status else None) or (deployment.job if deployment else None) or (named and named.name),
+        "checkpoint": (deployment.checkpoint if deployment else None) or (named.checkpoint if named else None),
     }
 
 
@@ -67,7 +81,7 @@ def _print_status(report: dict[str, Any]) -> None:
     latest = report["latest_progress"]
     async_progress = deployment.get("async_progress") or {}
     rows = [
-        ("job", status.get("job") or deployment.get("job") or "-"),
+        ("job", report["job"] or "-"),
         (
             "state",
             f"{status.get('state', 'never deployed')} ({'live' if report['live'] else 'not live'}: {report['liveness']})",
@@ -76,7 +90,7 @@ def _print_status(report: dict[str, Any]) -> None:
             "deployment",
             f"{status.get('deployment_id', '-')} (driver pid {status.get('pid', '-')} on {status.get('host', '-')})",
         ),
-        ("checkpoint", deployment.get("checkpoint", "-")),
+        ("checkpoint", report["checkpoint"] or "-"),
         (
             "async progress",
             (
@@ -131,7 +145,8 @@ def _failure_rows(status: dict[str, Any], control_area: str) -> list[tuple[str, 
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    report = status_report(control_for(args.job))
+    named = find_job(args.job)
+    report = status_report(named.control, named)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
@@ -180,4 +195,4 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(json.dumps(inspection.to_json(full=args.full), indent=2, sort_keys=True))
     else:
         _print_inspection(inspection)
-    return EXIT_OK
+    return EXIT_OK if inspection.sync_restart_safe or args.no_fail else EXIT_BAD_STATE

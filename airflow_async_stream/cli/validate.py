@@ -2,7 +2,7 @@
 query on one local Spark, as the driver would, without starting it (driver/analyze.py).
 
 One line per problem, ``FILE: FIELD: REASON``; ``FILE: not checked: ...`` for what this host cannot reach. Exit
-0 when every spec is right, 1 when one is wrong, 2 when the analysis could not run (no Java, no pyspark).
+0 when every spec is right, 2 when one is wrong or the analysis could not run (no Java, no pyspark).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_INVALID, EXIT_OK
+from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_OK
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.folder import spec_files
 from airflow_async_stream.spec.load import load_spec
@@ -24,9 +24,12 @@ __all__ = ["add_validate", "spec_paths"]
 
 def spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
     """The files named, with each folder replaced by its job spec files (as a rollout reads a desired folder:
-    YAML or JSON, not hidden, not ``_fleet.yaml``); and the folders that hold none."""
+    YAML or JSON, not hidden, not ``_fleet.yaml``); and the names that give none (empty folders, nothing there)."""
     paths, empty = [], []
     for name in names:
+        if not Path(name).exists() and not Path(name).is_symlink():
+            empty.append(name)
+            continue
         if not Path(name).is_dir():
             paths.append(name)
             continue
@@ -42,7 +45,10 @@ def _load(paths: list[str], empty: list[str]) -> tuple[list[tuple[str, JobSpec]]
     loaded: list[tuple[str, JobSpec]] = []
     verdicts: dict[str, dict[str, Any]] = {}
     for folder in empty:
-        verdicts[folder] = _verdict(folder, None, [("(folder)", "holds no job spec file (.yaml, .yml, .json)")])
+        why = ("(folder)", "holds no job spec file (.yaml, .yml, .json)")
+        if not Path(folder).exists():
+            why = ("(path)", "does not exist: give spec files (.yaml, .yml, .json) or folders of them")
+        verdicts[folder] = _verdict(folder, None, [why])
     for name in paths:
         try:
             loaded.append((name, load_spec(name)))
@@ -129,13 +135,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"{len(loaded)} analyzed in {run.seconds:.1f} s (Spark {run.spark_version} started in "
             f"{run.spark_start_seconds:.1f} s): {len(ordered) - wrong} ok, {wrong} wrong"
         )
-    return EXIT_INVALID if wrong else EXIT_OK
+    return EXIT_BAD_INPUT if wrong else EXIT_OK
 
 
 def add_validate(sub: Any) -> None:
     p = sub.add_parser(
         "validate",
-        help="validate job spec files (exit 1 and one line per error if any is bad; --analyze asks a local Spark)",
+        help="validate job spec files (exit 2 and one line per error if any is bad; --analyze asks a local Spark)",
     )
     p.add_argument("files", nargs="+", metavar="FILE_OR_DIR", help="spec files, or folders of them")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")

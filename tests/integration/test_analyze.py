@@ -169,9 +169,9 @@ def test_right_specs_pass_and_what_is_out_of_reach_is_noted_not_failed(analyzed:
     assert all(not verdicts[name]["not_checked"] for name in ("sql", "entrypoint", "application"))
 
 
-def test_a_folder_mixing_good_and_bad_exits_1_after_one_spark_start(analyzed: Any) -> None:
+def test_a_folder_mixing_good_and_bad_exits_2_after_one_spark_start(analyzed: Any) -> None:
     result, verdicts = analyzed
-    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.returncode == 2, result.stderr[-2000:]
     run = verdicts["(run)"]
     assert run["ok"] is False and len(run["files"]) == len(WRONG) + len(RIGHT) + 1
     assert run["spark"]["version"] == "4.2.0" and run["spark"]["start_seconds"] > 0
@@ -195,14 +195,14 @@ def test_text_output_gives_a_line_per_problem_and_note_and_exit_0_when_all_are_r
     assert lines[3].startswith("2 analyzed in ") and lines[3].endswith(": 2 ok, 0 wrong")
 
 
-def test_plan_with_analyze_carries_each_changes_verdict_and_exits_1_on_a_wrong_one(tmp_path: Path) -> None:
+def test_plan_with_analyze_carries_each_changes_verdict_and_exits_2_on_a_wrong_one(tmp_path: Path) -> None:
     folder = tmp_path / "desired"
     folder.mkdir()
     (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
     _write(folder, "kafka", RIGHT["kafka"])
     _write(folder, "transform.sql-column", WRONG["transform.sql-column"])
     result = _cli("plan", "--analyze", "--json", str(folder))
-    assert result.returncode == 1, result.stdout + result.stderr[-2000:]
+    assert result.returncode == 2, result.stdout + result.stderr[-2000:]
     items = {item["job"]: item for item in json.loads(result.stdout)}
     assert {job: item["action"] for job, item in items.items()} == {"kafka": "deploy", "transform-sql-column": "deploy"}
     assert items["kafka"]["analysis"]["ok"] and "no Kafka connector" in items["kafka"]["analysis"]["not_checked"][0]
@@ -211,7 +211,7 @@ def test_plan_with_analyze_carries_each_changes_verdict_and_exits_1_on_a_wrong_o
     assert wrong["file"] == str(folder / "transform.sql-column.yaml")
 
     text = _cli("plan", "--analyze", str(folder))
-    assert text.returncode == 1
+    assert text.returncode == 2
     lines = text.stdout.splitlines()
     assert (
         lines[lines.index(next(x for x in lines if x.startswith("transform-sql-column"))) + 1]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -48,7 +49,7 @@ def test_validate_prints_one_line_per_error_with_file_and_field(tmp_path: Path) 
     bad.write_text(BAD)
     worse.write_text(BAD.replace("-5", "0"))
     result = cli("validate", "-q", str(good), str(bad), str(worse))
-    assert result.returncode == 1
+    assert result.returncode == 2
     lines = result.stdout.splitlines()
     assert (
         lines[0] == f"{bad}: async_progress.checkpoint_interval_ms: Input should be greater than or equal to 0 (got -5)"
@@ -67,13 +68,13 @@ def test_validate_takes_folders_as_a_rollout_reads_them(tmp_path: Path) -> None:
     (desired / "README.md").write_text("# not a spec")
     (tmp_path / "empty").mkdir()
     result = cli("validate", str(desired), str(tmp_path / "empty"))
-    assert result.returncode == 1
+    assert result.returncode == 2
     lines = result.stdout.splitlines()
     assert lines[0] == f"{tmp_path / 'empty'}: (folder): holds no job spec file (.yaml, .yml, .json)"
     assert {line.split(": ")[0] for line in lines[1:]} == {str(desired / "bad.yml"), str(desired / "good.yaml")}
     assert f"{desired / 'good.yaml'}: ok (good-job, async progress on)" in lines
     assert "Is a directory" not in result.stdout and "_fleet" not in result.stdout
-    assert cli("validate", "-q", str(desired / "good.yaml"), str(desired)).returncode == 1
+    assert cli("validate", "-q", str(desired / "good.yaml"), str(desired)).returncode == 2
 
 
 def test_output_into_a_closed_pipe_is_no_error(tmp_path: Path) -> None:
@@ -103,8 +104,21 @@ def test_status_counts_batches_as_its_latest_batch_line_does(tmp_path: Path) -> 
 
 
 def test_validate_reports_unreadable_files(tmp_path: Path) -> None:
-    result = cli("validate", str(tmp_path / "missing.yaml"))
-    assert result.returncode == 1 and "(file): cannot be read" in result.stdout
+    (tmp_path / "locked.yaml").write_text(GOOD)
+    (tmp_path / "locked.yaml").chmod(0)
+    result = subprocess.run(_as_unprivileged([CLI, "validate", str(tmp_path / "locked.yaml")]), capture_output=True,
+                            text=True)  # fmt: skip
+    assert result.returncode == 2 and "locked.yaml: (file): cannot be read: Permission denied" in result.stdout
+
+
+def test_validate_of_nothing_says_nothing_is_there(tmp_path: Path) -> None:
+    """A missing folder was answered '(file): cannot be read'."""
+    for name in ("specs", "missing.yaml"):
+        result = cli("validate", str(tmp_path / name))
+        assert result.returncode == 2, result
+        assert result.stdout == (
+            f"{tmp_path / name}: (path): does not exist: give spec files (.yaml, .yml, .json) or folders of them\n"
+        )
 
 
 def test_status_by_checkpoint_for_people_and_machines(tmp_path: Path) -> None:
@@ -170,7 +184,8 @@ def test_schema_is_json_schema() -> None:
 
 def test_inspect_for_people(tmp_path: Path) -> None:
     result = cli("inspect", str(gapped_checkpoint(tmp_path / "ck")))
-    assert result.returncode == 0
+    assert result.returncode == 1  # UNSAFE: a script can branch on it
+    assert cli("inspect", "--no-fail", str(tmp_path / "ck")).stdout == result.stdout
     assert "offsets/        3 batches, newest 0 4 7; gaps 1-3, 5-6; headers 4: v1, 7: v1" in result.stdout
     assert "skipped, not batch files: 1 .crc" in result.stdout
     assert "UNSAFE: offsets/6 is missing" in result.stdout and "batch 6 doesn't exist" in result.stdout
@@ -207,7 +222,7 @@ def test_status_and_inspect_accept_the_same_targets(tmp_path: Path) -> None:
         status = cli("status", target, env=env)
         assert status.returncode == 0 and "running (live" in status.stdout, (target, status)
         inspection = cli("inspect", target, env=env)
-        assert inspection.returncode == 0 and "UNSAFE: offsets/6 is missing" in inspection.stdout, (target, inspection)
+        assert inspection.returncode == 1 and "UNSAFE: offsets/6 is missing" in inspection.stdout, (target, inspection)
 
 
 def test_a_target_that_names_nothing_is_an_error_never_a_verdict(tmp_path: Path) -> None:
@@ -299,8 +314,47 @@ def test_switch_answers_before_asking_a_driver(tmp_path: Path) -> None:
     older = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.enabled=false")
     assert older.returncode == 1 and "does not switch in place (an earlier release): redeploy" in older.stderr, older
     invalid = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=-1")
-    assert invalid.returncode == 1, invalid
-    assert invalid.stderr.startswith("async_progress.checkpoint_interval_ms: "), invalid.stderr
+    assert invalid.returncode == 2, invalid  # bad input, with the one prefix
+    assert invalid.stderr.startswith("airflow-async-stream: --set: async_progress.checkpoint_interval_ms: "), invalid
+    typo = cli("switch", str(tmp_path / "ck"), "--set", "trigerr.processing_time=1")
+    assert typo.returncode == 2 and typo.stderr.startswith("airflow-async-stream: --set: trigerr"), typo
     usage = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.enabled")
     assert usage.returncode == 2 and "give KEY=VALUE" in usage.stderr, usage
     assert control.read_json(ControlArea.SWITCH_REQUEST) is None
+
+
+def test_status_of_a_spec_never_deployed_names_its_job_and_checkpoint(tmp_path: Path) -> None:
+    """It printed `job -` and `checkpoint -` though the spec names both."""
+    spec_file = tmp_path / "good.yaml"
+    spec_file.write_text(GOOD.replace("/tmp/ck/good-job", str(tmp_path / "ck")))
+    result = cli("status", str(spec_file))
+    assert result.returncode == 0, result
+    rows = dict(line.split(None, 1) for line in result.stdout.splitlines() if line.startswith(("job", "checkpoint")))
+    assert rows == {"job": "good-job", "checkpoint": str(tmp_path / "ck")}
+    assert "never deployed" in result.stdout
+    data = json.loads(cli("status", "--json", str(spec_file)).stdout)
+    assert (data["job"], data["checkpoint"], data["status"]) == ("good-job", str(tmp_path / "ck"), None)
+
+
+def test_status_json_of_a_stopped_job_says_stopped_everywhere(tmp_path: Path) -> None:
+    """`deployment.state` said "running" after the stop: the record is written at the deploy only."""
+    control = fake_deployment(tmp_path)
+    control.write_json("deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1",
+                                           "state": "running"})  # fmt: skip
+    control.write_json("status.json", {**control.read_json("status.json"), "state": "stopped"})
+    data = json.loads(cli("status", "--json", str(tmp_path / "ck")).stdout)
+    assert data["status"]["state"] == data["deployment"]["state"] == "stopped"
+    assert data["deployment"]["launch"] == "running"  # how the deploy left it
+    control.write_json("status.json", {**control.read_json("status.json"), "deployment_id": "d0"})  # an older one
+    data = json.loads(cli("status", "--json", str(tmp_path / "ck")).stdout)
+    assert data["deployment"]["state"] == "running"
+
+
+def test_a_switch_kept_at_interval_0_says_what_to_do_next(capsys: Any) -> None:
+    from airflow_async_stream.cli.change import _print_switch
+    from airflow_async_stream.state.records import SwitchAccount
+
+    _print_switch(SwitchAccount(request_id="r1", outcome="kept_async_at_interval_0", gate="UNSAFE: batch 6"))
+    out = capsys.readouterr().out
+    assert out.startswith("NOT synchronous: the checkpoint is not safe for it yet")
+    assert "  next               run the same switch again once two batches have committed at interval 0" in out

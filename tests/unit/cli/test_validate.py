@@ -28,16 +28,16 @@ def _folder(tmp_path: Path) -> Path:
     return folder
 
 
-def test_json_gives_every_files_verdict_and_exit_1_when_one_is_wrong(tmp_path: Path) -> None:
+def test_json_gives_every_files_verdict_and_exit_2_when_one_is_wrong(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     result = cli("validate", "--json", str(folder), str(tmp_path / "empty-folder-that-is-a-missing-file.yaml"))
-    assert result.returncode == 1
+    assert result.returncode == 2
     report = json.loads(result.stdout)
     assert report["ok"] is False and report["spark"] is None
     verdicts = {Path(v["file"]).name: v for v in report["files"]}
     assert verdicts["good.yaml"]["ok"] and verdicts["good.yaml"]["job"] == "good"
     assert verdicts["bad.yaml"]["problems"][0]["field"] == "trigger.processing_time"
-    assert verdicts["empty-folder-that-is-a-missing-file.yaml"]["problems"][0]["field"] == "(file)"
+    assert verdicts["empty-folder-that-is-a-missing-file.yaml"]["problems"][0]["field"] == "(path)"
 
 
 def test_analyze_without_java_exits_2_naming_what_is_missing_and_judges_no_spec(tmp_path: Path) -> None:
@@ -53,5 +53,5 @@ def test_analyze_of_specs_that_fail_their_rules_starts_no_spark(tmp_path: Path) 
     folder = _folder(tmp_path)
     (folder / "good.yaml").unlink()
     result = cli("validate", "--analyze", str(folder), env={"JAVA_HOME": str(tmp_path / "no-jdk")})
-    assert result.returncode == 1  # the rules refused it; Java was never needed
+    assert result.returncode == 2  # the rules refused it; Java was never needed
     assert "trigger.processing_time" in result.stdout and "analyzing" not in result.stderr

@@ -314,7 +314,7 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
 
     write_spec(folder, "broken.yaml", {"name": "Bad Name"})
     bad = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
-    assert bad.returncode == 1 and f"{folder}/broken.yaml: name:" in bad.stdout
+    assert bad.returncode == 2 and f"{folder}/broken.yaml: name:" in bad.stdout
 
 
 def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
@@ -474,3 +474,30 @@ def test_a_synchronous_job_enters_real_time_mode_by_a_restart_never_in_place() -
                     replace(observed(**KAFKA, async_progress={"enabled": False}), switchable=True))  # fmt: skip
     assert item.action == "restart" and item.switch == "restart"
     assert "only by a restart" in item.switch_reason
+
+
+def test_plan_names_what_is_wrong_with_what_it_was_given(tmp_path: Path) -> None:
+    """A spec file given for the folder was answered '(folder): does not exist or is not a folder'."""
+    folder = tmp_path / "desired"
+    write_spec(folder, "job.yaml", {**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "job")})
+    as_file = subprocess.run([CLI, "plan", str(folder / "job.yaml")], capture_output=True, text=True)
+    assert as_file.returncode == 2
+    assert as_file.stdout == (
+        f"{folder / 'job.yaml'}: is a file, not a folder: give the folder of spec files (one per job) it sits in, "
+        f"{folder}\n"
+    )
+    missing = subprocess.run([CLI, "plan", str(tmp_path / "nothing")], capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stdout == f"{tmp_path / 'nothing'}: does not exist\n"
+
+
+def test_plan_lists_a_duplicate_name_and_a_bad_fleet_file_together(tmp_path: Path) -> None:
+    folder = tmp_path / "desired"
+    write_spec(folder, "a.yaml", {**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "a")})
+    write_spec(folder, "b.yaml", {**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "b")})
+    (folder / "_fleet.yaml").write_text("index: relative/index\n")
+    result = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True)
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"{folder / 'b.yaml'}: name: '{FLEET_JOB['name']}' is also the job of a.yaml")
+    assert lines[1].startswith(f"{folder / '_fleet.yaml'}: index: 'relative/index' is relative")
