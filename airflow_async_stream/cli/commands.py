@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, fail
+from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, fail
 from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
+from airflow_async_stream.cli.jobs import add_list
 from airflow_async_stream.cli.report import add_report
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
 from airflow_async_stream.cli.validate import add_validate
@@ -139,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="build each changed job's query on a local Spark first (as validate --analyze); exit 2 if one is wrong",
     )
     p.set_defaults(func=_cmd_plan)
+    add_list(sub)
     p = sub.add_parser("status", help="a job's status record and latest progress")
     p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -179,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.basicConfig(format=PREFIX + "%(message)s", level=logging.WARNING)  # warnings too: the one prefix
     try:
         code = int(args.func(args))
         sys.stdout.flush()

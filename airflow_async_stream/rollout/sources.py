@@ -16,7 +16,7 @@ from airflow_async_stream.insight.overview import Found
 from airflow_async_stream.rollout.fleet import RETIRED, FleetIndex
 from airflow_async_stream.state.records import SUFFIX
 
-__all__ = ["find_jobs", "split_setting"]
+__all__ = ["find_jobs", "once_each", "split_setting"]
 
 
 def split_setting(value: str | None) -> list[str]:
@@ -64,6 +64,11 @@ def find_jobs(fleet_indexes: list[str], checkpoint_folders: list[str]) -> list[F
                 found += reader(url)
             except (AsyncStreamError, OSError, ValueError) as exc:
                 found.append(Found(url, "", "", f"{kind} {url}", error=f"the {kind} cannot be read: {exc}"))
+    return once_each(found)
+
+
+def once_each(found: list[Found]) -> list[Found]:
+    """Each control area once, the first to name it kept (errors all kept)."""
     seen: set[str] = set()
     unique = []
     for job in found:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from airflow_async_stream.state import registry
@@ -141,14 +142,12 @@ def test_status_says_a_rehearsal_is_no_switch(tmp_path: Path) -> None:
     assert "switched in place" not in human.stdout
 
 
-def test_status_by_job_name_uses_the_registry(tmp_path: Path) -> None:
+def test_status_by_job_name_uses_the_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     control = fake_deployment(tmp_path)
     env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
-    os.environ.update(env)
-    try:
+    with monkeypatch.context() as scoped:  # the session's own registry variable is back afterwards
+        scoped.setenv("AIRFLOW_ASYNC_STREAM_HOME", env["AIRFLOW_ASYNC_STREAM_HOME"])
         registry.record("good-job", str(tmp_path / "ck"), control.url, "d1")
-    finally:
-        del os.environ["AIRFLOW_ASYNC_STREAM_HOME"]
     assert "good-job" in cli("status", "good-job", env=env).stdout
     unknown = cli("status", "other-job", env=env)
     assert unknown.returncode == 2 and "no job named 'other-job'" in unknown.stderr
@@ -207,17 +206,15 @@ def test_inspect_missing_checkpoint_exits_non_zero(tmp_path: Path) -> None:
     )
 
 
-def test_status_and_inspect_accept_the_same_targets(tmp_path: Path) -> None:
+def test_status_and_inspect_accept_the_same_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     control = fake_deployment(tmp_path)
     checkpoint = gapped_checkpoint(tmp_path / "ck")
     spec_file = tmp_path / "good.yaml"
     spec_file.write_text(GOOD.replace("/tmp/ck/good-job", str(checkpoint)))
     env = {"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
-    os.environ.update(env)
-    try:
+    with monkeypatch.context() as scoped:  # the session's own registry variable is back afterwards
+        scoped.setenv("AIRFLOW_ASYNC_STREAM_HOME", env["AIRFLOW_ASYNC_STREAM_HOME"])
         registry.record("good-job", str(checkpoint), control.url, "d1")
-    finally:
-        del os.environ["AIRFLOW_ASYNC_STREAM_HOME"]
     for target in ("good-job", str(spec_file), str(checkpoint), control.url, f"file://{checkpoint}"):
         status = cli("status", target, env=env)
         assert status.returncode == 0 and "running (live" in status.stdout, (target, status)

@@ -1,0 +1,100 @@
+"""``list``: one line per job (name, state, async settings, last batch and its age, restart verdict), from this
+host's registry and the fleet indexes and checkpoint folders named (the sources the streaming-jobs page reads).
+Read-only. A job or source that cannot be read is its own line with the reason, and exit 1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+from typing import Any
+
+from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
+from airflow_async_stream.insight import overview
+from airflow_async_stream.insight.overview import Found
+from airflow_async_stream.rollout.sources import find_jobs, once_each
+from airflow_async_stream.state import registry
+
+__all__ = ["add_list", "cmd_list"]
+
+#: The columns of a line, and their headings.
+_COLUMNS = ("NAME", "STATE", "ASYNC PROGRESS", "LAST BATCH", "RESTART")
+
+
+def _registered() -> list[Found]:
+    source = f"this host's registry {registry.registry_dir()}"
+    return [Found(e["job"], e.get("checkpoint") or "", e.get("control_area") or "", source) for e in registry.entries()]
+
+
+def _async(row: dict[str, Any]) -> str:
+    settings = row.get("async")
+    if not settings:
+        return "-"
+    return f"on, interval {settings.get('checkpoint_interval_ms')} ms" if settings.get("enabled") else "off"
+
+
+def _last_batch(row: dict[str, Any]) -> str:
+    last = row.get("last_batch")
+    if not last:
+        return "none"
+    age = float(last["age_s"])
+    ago = f"{age:.0f} s" if age < 120 else f"{age / 60:.0f} min" if age < 7200 else f"{age / 3600:.1f} h"
+    return f"{last['batch_id']} ({ago} ago)"
+
+
+def _restart(row: dict[str, Any]) -> str:
+    safe = (row.get("restart") or {}).get("sync_restart_safe")
+    return "-" if safe is None else "SAFE" if safe else "UNSAFE"
+
+
+def _line(row: dict[str, Any]) -> tuple[str, ...]:
+    state = str(row["state"]) + ("" if row["live"] or row["state"] in ("never deployed", "retired") else " (not live)")
+    return (row["name"], state, _async(row), _last_batch(row), _restart(row))
+
+
+def _print(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        print("no jobs found")
+        return
+    lines = [_COLUMNS, *(_line(row) for row in rows if not row["error"])]
+    widths = [max(len(line[i]) for line in lines + [(row["name"], "unreadable") for row in rows]) for i in (0, 1)]
+    widths += [max(len(line[i]) for line in lines) for i in (2, 3)]
+    shown = iter(lines[1:])
+    for row in [None, *rows]:
+        if row is not None and row["error"]:
+            print(f"{row['name']:<{widths[0]}}  {'unreadable':<{widths[1]}}  {row['error']}")
+            continue
+        line = _COLUMNS if row is None else next(shown)
+        print("  ".join(f"{cell:<{width}}" for cell, width in zip(line, widths, strict=False)) + "  " + line[-1])
+    print(f"{len(rows)} job{'' if len(rows) == 1 else 's'}")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for option, urls in (("--index", args.index), ("--folder", args.folder)):
+        for url in urls:
+            if "://" not in url and not os.path.isdir(url):
+                return fail(f"{option} {url}: no folder there")
+    found = [] if args.no_registry else _registered()
+    found += find_jobs(args.index, args.folder)
+    logging.getLogger(overview.__name__).setLevel(logging.ERROR)  # a row that cannot be read says so itself
+    rows = overview.job_rows(once_each(found))
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True, default=str))
+    else:
+        _print(rows)
+    return EXIT_BAD_STATE if any(row["error"] for row in rows) else EXIT_OK
+
+
+def add_list(sub: Any) -> None:
+    p = sub.add_parser(
+        "list",
+        help="the jobs this host deployed, and those of fleet indexes and checkpoint folders: one line each",
+    )
+    p.add_argument("--index", action="append", default=[], metavar="URL",
+                   help="a fleet index (a _fleet.yaml's `index:`): its jobs too; repeat")  # fmt: skip
+    p.add_argument("--folder", action="append", default=[], metavar="URL",
+                   help="a folder of checkpoints: each with a control area beside it is a job; repeat")  # fmt: skip
+    p.add_argument("--no-registry", action="store_true", help="leave out the jobs of this host's registry")
+    p.add_argument("--json", action="store_true", help="machine-readable output: every job's row, as the page reads it")
+    p.set_defaults(func=cmd_list)
