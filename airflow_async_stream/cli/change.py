@@ -20,7 +20,9 @@ from airflow_async_stream.exceptions import (
     SpecError,
     SwitchError,
 )
+from airflow_async_stream.rollout.changes import changes_between
 from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
 from airflow_async_stream.state.records import State, SwitchAccount, SwitchOutcome, hold_ttl_s
@@ -93,7 +95,8 @@ def cmd_switch(args: argparse.Namespace) -> int:
         changes = [parse_assignment(text) for text in args.set]
     except ValueError as exc:
         return fail(str(exc))
-    mapping = running_spec(control).to_mapping()
+    current = running_spec(control)
+    mapping = current.to_mapping()
     for key, value in changes:
         try:
             mapping = assign(mapping, key, value)
@@ -101,6 +104,9 @@ def cmd_switch(args: argparse.Namespace) -> int:
             return fail(str(exc))
     try:
         spec = parse_spec(mapping, source="the spec with --set applied")
+        if not _what_changes(current, spec):  # asking a driver would pause the stream for nothing
+            print(f"nothing to switch: the job already runs with {_describe_spec(current)}; not asked, no pause")
+            return EXIT_OK
         record = switch_in_place(
             control,
             spec,
@@ -118,6 +124,20 @@ def cmd_switch(args: argparse.Namespace) -> int:
     else:
         _print_switch(record)
     return EXIT_OK if record.outcome == SwitchOutcome.SWITCHED else EXIT_BAD_STATE
+
+
+def _what_changes(current: JobSpec, new: JobSpec) -> dict[str, dict[str, Any]]:
+    """The fields whose change the query would feel: the interval of async progress that is off before and
+    after changes nothing."""
+    diff = changes_between(current.to_mapping(), new.to_mapping())
+    if not current.async_progress.enabled and not new.async_progress.enabled:
+        diff.pop("async_progress.checkpoint_interval_ms", None)
+    return diff
+
+
+def _describe_spec(spec: JobSpec) -> str:
+    data = spec.to_mapping()
+    return _describe_configuration({"async_progress": data.get("async_progress"), "trigger": data.get("trigger")})
 
 
 def _progress_log() -> logging.Logger:

@@ -355,3 +355,21 @@ def test_a_switch_kept_at_interval_0_says_what_to_do_next(capsys: Any) -> None:
     out = capsys.readouterr().out
     assert out.startswith("NOT synchronous: the checkpoint is not safe for it yet")
     assert "  next               run the same switch again once two batches have committed at interval 0" in out
+
+
+def test_a_switch_that_changes_nothing_asks_no_driver(tmp_path: Path) -> None:
+    """Setting interval 0 on a synchronous job changed nothing but paused the stream 0.75 s."""
+    control = fake_deployment(tmp_path)
+    sync = yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck"), "async_progress": {"enabled": False}}
+    for spec, setting in (
+        (sync, "async_progress.checkpoint_interval_ms=0"),  # the interval of async progress that is off
+        (yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}, "async_progress.checkpoint_interval_ms=0"),
+    ):
+        control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+        result = cli("switch", str(tmp_path / "ck"), "--set", setting)
+        assert result.returncode == 0 and result.stderr == "", result
+        assert result.stdout.startswith("nothing to switch: the job already runs with async progress ")
+        assert result.stdout.rstrip().endswith("not asked, no pause")
+        assert control.read_json(ControlArea.SWITCH_REQUEST) is None
+    real = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=500")
+    assert real.returncode == 1 and "does not switch in place (an earlier release)" in real.stderr  # it was asked
