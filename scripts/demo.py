@@ -85,6 +85,7 @@ def cli(env: dict[str, str], *args: str) -> int:
 
 
 def main() -> int:
+    began = time.time()
     env = environment()
     checkpoint = str(Path(env["ASYNC_STREAM_DEMO_ROOT"]) / JOB)
     Path(env["ASYNC_STREAM_DEMO_ROOT"]).mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,7 @@ def main() -> int:
     cli(env, "inspect", checkpoint)
     say("the job after:")
     cli(env, "status", checkpoint)
-    say(longest_idle_text(checkpoint))
+    say(longest_idle_text(checkpoint, began))
     say("stopping the job so nothing is left running:")
     cli(env, "stop", checkpoint)
     say(disk_use(checkpoint))
@@ -134,18 +135,21 @@ def look_commands(env: dict[str, str], checkpoint: str) -> list[str]:
     ]
 
 
-def longest_idle_text(checkpoint: str) -> str:
-    """The stream's longest pause over the whole demo, from the progress log's own timestamps."""
-    from airflow_async_stream.insight.batches import longest_idle
+def longest_idle_text(checkpoint: str, since: float) -> str:
+    """The stream's longest pause over this run of the demo (batches that started after ``since``: a run on an
+    existing var/ continues the job of the run before, and the time between the two runs is not a pause of
+    this one's), from the progress log's own timestamps."""
+    from airflow_async_stream.insight.batches import batch_window, longest_idle, ran_a_batch
     from airflow_async_stream.state.control import ControlArea
 
-    found = longest_idle(ControlArea.for_checkpoint(checkpoint).read_progress())
+    events = ControlArea.for_checkpoint(checkpoint).read_progress()
+    found = longest_idle(e for e in events if ran_a_batch(e) and batch_window(e)[0] >= since)
     if found is None:
-        return "fewer than two micro-batches in the progress log"
+        return "fewer than two micro-batches in this run's progress log"
     idle, before, after = found
     return (
         f"longest idle time between consecutive micro-batches: {idle:.2f} s (after batch {before['batch_id']}, "
-        f"before batch {after['batch_id']}; from the progress log's timestamps, start of the job to now)"
+        f"before batch {after['batch_id']}; from the progress log's timestamps, this run's first batch to now)"
     )
 
 

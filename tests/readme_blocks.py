@@ -1,4 +1,5 @@
-"""The README's fenced blocks as the tests read them, with the marks that say what each block is."""
+"""The fenced blocks of the README and of the docs/ pages it links, as the tests read them, with the marks that say
+what each block is: a page the README sends a reader to is held to the README's standard."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
+#: Every page under test, by its path in the repository: the README first.
+DOCUMENTS = {"README.md": README, **{f"docs/{p.name}": p.read_text() for p in sorted((REPO / "docs").glob("*.md"))}}
+#: All of them, for what may be said on any page (figures, file names).
+TEXT = "\n".join(DOCUMENTS.values())
 FENCE = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```$", re.M | re.S)
 MARK = re.compile(r"<!-- readme-test: (?P<kind>[a-z-]+)(?: (?P<arg>.*?))? -->\s*\Z")
 #: Where the README's examples keep their files, and the README's own full spec.
@@ -19,6 +24,7 @@ FULL_SPEC_NAME = "clicks-to-alerts"
 
 @dataclass(frozen=True)
 class Block:
+    file: str
     lang: str
     body: str
     line: int
@@ -26,16 +32,24 @@ class Block:
     arg: str
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.lang or 'text'}{', ' + self.kind if self.kind else ''})"
+        return f"{self.file}:{self.line} ({self.lang or 'text'}{', ' + self.kind if self.kind else ''})"
 
 
 def _blocks() -> list[Block]:
     found = []
-    for match in FENCE.finditer(README):
-        before = README[: match.start()]
+    for file, text in DOCUMENTS.items():
+        found += _blocks_of(file, text)
+    return found
+
+
+def _blocks_of(file: str, text: str) -> list[Block]:
+    found = []
+    for match in FENCE.finditer(text):
+        before = text[: match.start()]
         mark = MARK.search(before[-300:])
         found.append(
             Block(
+                file,
                 match["lang"],
                 match["body"],
                 before.count("\n") + 1,

@@ -3,8 +3,8 @@ the rollback's message), and the error a rolled-back run fails with."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Self
 
 from airflow_async_stream.exceptions import (
     SafeDisableRolledBackError,
@@ -12,12 +12,15 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import (
+    Status,
     SwitchOutcome,
     now,
 )
 
-__all__ = ["Switch", "failure_reason", "note_failure", "restart_pause", "rolled_back_error"]
+__all__ = ["Switch", "failure_reason", "note_failure", "ran_when_taken", "restart_pause", "rolled_back_error"]
 
 
 def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolledBackError:
@@ -62,9 +65,15 @@ class Switch:
     outcome: str = SwitchOutcome.SWITCHED
     #: The driver's reason when the switch did not go as asked (the gate's verdict).
     reason: str | None = None
+    #: Why ``pause_s`` is None: no batch ran yet, or the job was not running before (nothing paused).
+    unmeasured: str = "no batch ran yet"
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
     def describe(self) -> str:
-        pause = "not measured: no batch ran yet" if self.pause_s is None else f"{self.pause_s:.2f} s"
+        pause = f"not measured: {self.unmeasured}" if self.pause_s is None else f"{self.pause_s:.2f} s"
         return f"to {self.to}: {self.path.replace('_', ' ')} ({self.why}), pause {pause}"
 
     def to_json(self) -> dict[str, Any]:
@@ -77,11 +86,30 @@ class Switch:
             "pause_s": self.pause_s,
             "outcome": self.outcome,
             "reason": self.reason,
+            "unmeasured": self.unmeasured,
         }
 
 
-def restart_pause(control: ControlArea, before_id: str | None, after_id: str) -> float | None:
-    """Idle time across a redeploy: end of the previous deployment's last batch to the new one's first."""
-    before = control.latest_progress(before_id, ran_a_batch) if before_id else None
+def ran_when_taken(control: ControlArea, before: Status | None, holder: Holder | None) -> bool:
+    """Whether the job ran when ``holder`` took it: it is live now, or it stopped since (by that holder's own
+    step). Judge it before a redeploy: the redeploy stops the driver."""
+    if before is None:
+        return False
+    if liveness(before).live:
+        return True
+    hold = control.read_hold()
+    took = hold.acquired_at if hold and holder and hold.holder == holder.name else None
+    return took is not None and (before.finished_at or 0) >= took
+
+
+def restart_pause(control: ControlArea, before: Status | None, after_id: str, ran: bool) -> tuple[float | None, str]:
+    """Idle time across a redeploy: end of the previous deployment's last batch to the new one's first; None
+    with the reason when there is none to measure. Only a job that ran (``ran_when_taken``) paused: the time
+    a job stopped before stood still is not a pause of the redeploy's."""
+    if before is None or not ran:
+        return None, f"the job was not running before ({before.state if before else 'never deployed'})"
+    last = control.latest_progress(before.deployment_id, ran_a_batch)
     after = [e for e in control.read_progress(after_id) if ran_a_batch(e)]  # a deployment just started: short
-    return idle_between(before, after[0]) if before and after else None
+    if last is None or not after:
+        return None, "no batch ran yet" if last else "no batch ran before"
+    return idle_between(last, after[0]), ""

@@ -35,6 +35,7 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.migrations.outcome import (
     Switch,
+    ran_when_taken,
     restart_pause,
 )
 from airflow_async_stream.migrations.specs import at_interval_0, synchronous
@@ -231,9 +232,11 @@ class SafeDisable:
 
     def _restart(self, to: str, target: JobSpec, *, redeploy: bool, why: str) -> Switch:
         status = self.control.read_status()
+        ran = ran_when_taken(self.control, status, self.holder)
         record = self._deploy(target, redeploy=redeploy)
-        pause = restart_pause(self.control, status.deployment_id if status else None, record.deployment_id)
-        switch = Switch(to, RESTART, why, record.deployment_id, record.start_batch, pause, "deployed")
+        pause, unmeasured = restart_pause(self.control, status, record.deployment_id, ran)
+        switch = Switch(to, RESTART, why, record.deployment_id, record.start_batch, pause, "deployed",
+                        unmeasured=unmeasured or Switch.unmeasured)  # fmt: skip
         self.log.info("%s: %s", self.spec.name, switch.describe())
         return switch
 

@@ -11,7 +11,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.launchers import launcher_for
-from airflow_async_stream.migrations.outcome import failure_reason, note_failure, rolled_back_error
+from airflow_async_stream.migrations.outcome import Switch, failure_reason, note_failure, rolled_back_error
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.migrations.specs import at_interval_0
@@ -133,8 +133,7 @@ class ReleaseAfterSafeDisableOperator(ReleaseJobHoldOperator):
         super().execute(context)
         switches = [context["ti"].xcom_pull(task_ids=task_id) for task_id in self.switch_task_ids]
         for switch in filter(None, switches):
-            self.log.info("switched to %s %s, pause %s s (%s)", switch["to"], switch["path"], switch["pause_s"],
-                          switch["why"])  # fmt: skip
+            self.log.info("switched %s", Switch.from_json(switch).describe())
         # The migration changed what runs, not the spec it came from: say which file would turn async back on.
         checks = spec_follow_up(self.job, self.spec_file, ControlArea.for_checkpoint(self.checkpoint),
                                 self.sync_overrides)  # fmt: skip

@@ -5,11 +5,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from airflow_async_stream.state import registry
+from airflow_async_stream.state.control import ControlArea
 from tests.unit.helpers import fake_deployment, gapped_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,3 +51,20 @@ def test_the_printed_commands_work_in_a_new_shell(tmp_path: Path, monkeypatch: p
     bare = commands[0].split(" ", 1)[1]
     unknown = subprocess.run(["bash", "-c", bare], capture_output=True, text=True, env=shell_env, cwd="/")
     assert unknown.returncode == 2 and f"no job named '{demo.JOB}'" in unknown.stderr
+
+
+def test_a_second_run_measures_its_own_pauses_only(tmp_path: Path) -> None:
+    """A second demo on an existing var/ reported the 772 s between the two runs as the longest idle time."""
+    demo = _demo()
+    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
+    control.ensure()
+    runs = [("d1", 1, 0.0), ("d1", 2, 1.0), ("d2", 3, 773.0), ("d2", 4, 774.0), ("d2", 5, 775.9)]  # second run at 772
+    for deployment, batch, at in runs:
+        start = datetime.fromtimestamp(1_800_000_000 + at, timezone.utc).isoformat()
+        control.append_progress({"deployment_id": deployment, "batch_id": batch, "timestamp": start,
+                                 "duration_ms": {"triggerExecution": 500, "addBatch": 400}})  # fmt: skip
+    text = demo.longest_idle_text(str(tmp_path / "ck"), since=1_800_000_000 + 772)
+    assert text.startswith("longest idle time between consecutive micro-batches: 1.40 s (after batch 4, before batch 5")
+    assert demo.longest_idle_text(str(tmp_path / "ck"), since=1_800_000_000).startswith(
+        "longest idle time between consecutive micro-batches: 771.50 s"  # the whole log: what it said before
+    )

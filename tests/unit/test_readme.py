@@ -25,7 +25,18 @@ from airflow.dag_processing.dagbag import DagBag
 
 from airflow_async_stream.cli.commands import build_parser
 from tests.helpers import make_checkpoint
-from tests.readme_blocks import BLOCKS, DAG_FOLDER, FULL_SPEC_NAME, PYTHON, README, REPO, Block, full_spec
+from tests.readme_blocks import (
+    BLOCKS,
+    DAG_FOLDER,
+    DOCUMENTS,
+    FULL_SPEC_NAME,
+    PYTHON,
+    README,
+    REPO,
+    TEXT,
+    Block,
+    full_spec,
+)
 
 
 def test_every_python_block_says_what_it_is() -> None:
@@ -143,16 +154,23 @@ def test_the_doctor_commands_run_as_written_on_a_checkpoint_left_with_gaps(tmp_p
 
 
 def test_every_script_and_file_the_readme_names_exists() -> None:
-    for script in re.findall(r"bash (scripts/[\w.]+)", README):
+    for script in re.findall(r"bash (scripts/[\w.]+)", TEXT):
         assert (REPO / script).is_file(), script
-    for name in set(re.findall(r"`([\w./-]+\.(?:py|sh|md|png|toml|yaml|json))`", README)):
+    for name in set(re.findall(r"`([\w./-]+\.(?:py|sh|md|png|toml|yaml|json))`", TEXT)):
         if "/" not in name and not name.endswith((".md", ".toml")):
             continue  # a bare file name: a control-area record (spec.json, ...) or a spec's own name
         if name.startswith(("/", "~", "dags/specs/clicks-to-alerts", "specs/")) or "<" in name:
             continue  # a user's path in an example
         assert (REPO / name).exists() or (REPO / "airflow_async_stream" / name).exists(), name
-    for document in set(re.findall(r"(?<![\w/.-])([\w/-]+\.md)\b", README)):  # README.md, docs/lineage.md
-        assert (REPO / document).is_file(), f"the README names {document}, which is not in the repository"
+    for file, text in DOCUMENTS.items():  # README.md, docs/lineage.md; a page in docs/ links its siblings by name
+        for document in set(re.findall(r"(?<![\w/.-])([\w/-]+\.md)\b", text)):
+            found = REPO / document if "/" in document or file == "README.md" else REPO / "docs" / document
+            assert found.is_file() or (REPO / document).is_file(), f"{file} names {document}, which is not here"
+
+
+def test_every_page_in_docs_is_linked_from_the_readme() -> None:
+    for file in DOCUMENTS:
+        assert file == "README.md" or f"]({file})" in README, f"the README links no {file}: a reader never finds it"
 
 
 def _percent_range(text: str) -> tuple[int, int]:
@@ -166,19 +184,19 @@ def test_the_latency_figures_agree_with_each_other_and_the_results() -> None:
     measured = sorted(round(100 * v) for v in cuts.values())
     intro = README.split("## Two commands", 1)[0]
     assert _percent_range(intro.split("turning it on", 1)[1]) == (measured[0], measured[-1])
-    shown = re.search(r"Async reduction: (\d+) % \(interval 1000\) and (\d+) % \(interval 0\)", README)
+    shown = re.search(r"Async reduction: (\d+) % \(interval 1000\) and (\d+) % \(interval 0\)", TEXT)
     assert shown and (int(shown[1]), int(shown[2])) == (round(100 * cuts["async1000"]), round(100 * cuts["async0"]))
 
 
 def test_the_benchmark_duration_is_one_figure() -> None:
-    readme = re.search(r"`bash scripts/bench\.sh` \(about (\d+) minutes", README)
+    readme = re.search(r"`bash scripts/bench\.sh` \(about (\d+) minutes", TEXT)
     script = re.search(r"about (\d+) minutes", (REPO / "scripts" / "bench.sh").read_text())
     assert readme and script and readme[1] == script[1]
 
 
 def test_the_switch_and_fleet_figures_are_the_results() -> None:
     results = json.loads((REPO / "bench" / "results" / "results.json").read_text())
-    section = README.split("**In-place switches beside their floor**", 1)[1].split("**Migration cost.**", 1)[0]
+    section = TEXT.split("**In-place switches beside their floor**", 1)[1].split("**Migration cost.**", 1)[0]
     sources = {"`rate` (the main job's)": "rate", "`rate-micro-batch`": "rate_micro_batch"}
     kinds = {"to interval 0": "to_interval_0", "gated, to synchronous": "to_synchronous",
              "back to async 3000 ms": "to_async_3000"}  # fmt: skip
@@ -187,7 +205,7 @@ def test_the_switch_and_fleet_figures_are_the_results() -> None:
     for source, kind, ratio in rows:
         measured = results["switch"][sources[source]]["ratio_provider_over_plain_p50"][kinds[kind]]
         assert float(ratio) == round(measured, 2), (source, kind)
-    fleet = README.split("**Fleet cost**", 1)[1].split("**Sensor cost.**", 1)[0]
+    fleet = TEXT.split("**Fleet cost**", 1)[1].split("**Sensor cost.**", 1)[0]
     walls = re.findall(r"^\| (\d) \| (\d) \| \*\*([\d.]+) s\*\* \|", fleet, re.M)
     assert [(int(n), int(p), float(w)) for n, p, w in walls] == [
         (v["jobs"], v["max_parallel"], round(v["wall_s"], 1)) for k, v in results["fleet"].items() if k.startswith("n")
