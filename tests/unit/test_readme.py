@@ -29,6 +29,7 @@ from tests.readme_blocks import (
     BLOCKS,
     DAG_FOLDER,
     DOCUMENTS,
+    FENCE,
     FULL_SPEC_NAME,
     PYTHON,
     README,
@@ -210,3 +211,21 @@ def test_the_switch_and_fleet_figures_are_the_results() -> None:
     assert [(int(n), int(p), float(w)) for n, p, w in walls] == [
         (v["jobs"], v["max_parallel"], round(v["wall_s"], 1)) for k, v in results["fleet"].items() if k.startswith("n")
     ]
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation but - and _ dropped, spaces to -."""
+    prose = FENCE.sub("", text)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"(?m)^#+ (.+)$", prose)}
+
+
+def test_every_link_to_a_heading_finds_it() -> None:
+    """The contents and the cross references: a renamed or moved section must not leave a dead link."""
+    pages = {file: _anchors(text) for file, text in DOCUMENTS.items()}
+    checked = 0
+    for file, text in DOCUMENTS.items():
+        for target, anchor in re.findall(r"\]\(([\w./-]*)#([\w-]+)\)", text):
+            page = file if not target else str((REPO / file).parent.joinpath(target).resolve().relative_to(REPO))
+            assert anchor in pages[page], f"{file} links {target}#{anchor}: no such heading in {page}"
+            checked += 1
+    assert checked >= 15
