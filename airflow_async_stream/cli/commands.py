@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, fail
 from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
@@ -122,8 +122,16 @@ def _add_inspect(sub: Any) -> None:
     p.set_defaults(func=cmd_inspect)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors say what is wrong on one line with the one prefix (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("airflow-async-stream").strip()
+        sys.exit(fail(f"{where + ': ' if where else ''}{message} (see {self.prog} --help)"))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="airflow-async-stream", description=__doc__)
+    parser = _Parser(prog="airflow-async-stream", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     add_validate(sub)
     p = sub.add_parser("plan", help="compare a folder of job specs with what runs, and say what a rollout would do")
@@ -183,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(format=PREFIX + "%(message)s", level=logging.WARNING)  # warnings too: the one prefix
+    logging.captureWarnings(True)  # a library's DeprecationWarning and the like, the same way
     try:
         code = int(args.func(args))
         sys.stdout.flush()

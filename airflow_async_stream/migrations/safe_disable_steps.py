@@ -189,7 +189,7 @@ class SafeDisable:
                 if switch.outcome == SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0:
                     raise UnsafeSyncRestartError(
                         f"a synchronous restart is not safe: {switch.reason}; the job runs on with async on "
-                        "at interval 0"
+                        "at interval 0: run the migration again once two batches have committed there"
                     )
                 return switch
         if self.live():

@@ -373,3 +373,26 @@ def test_a_switch_that_changes_nothing_asks_no_driver(tmp_path: Path) -> None:
         assert control.read_json(ControlArea.SWITCH_REQUEST) is None
     real = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=500")
     assert real.returncode == 1 and "does not switch in place (an earlier release)" in real.stderr  # it was asked
+
+
+def test_every_error_line_carries_the_one_prefix_and_bad_input_exits_2(tmp_path: Path) -> None:
+    """`switch --set trigerr...` exited 1 with a bare `field: reason` line; argparse wrote `prog: error:`."""
+    (tmp_path / "bad.yaml").write_text(BAD)
+    answers = {
+        ("lst",): "argument command: invalid choice: 'lst'",
+        ("inspect",): "inspect: the following arguments are required: JOB_OR_CHECKPOINT",
+        ("report", str(tmp_path), "--since", "soon"): "--since: ",
+        ("list", "--folder", str(tmp_path / "none")): "--folder ",
+        ("status", "no-such-job"): "no job named 'no-such-job'",
+        ("plan", str(tmp_path / "bad.yaml")): None,  # findings go to stdout, FILE: FIELD: REASON
+        ("validate", str(tmp_path / "bad.yaml")): None,
+    }
+    for args, says in answers.items():
+        result = cli(*args)
+        assert result.returncode == 2, (args, result)
+        if says is None:
+            assert result.stderr == "" and result.stdout.startswith(str(tmp_path / "bad.yaml")), (args, result)
+            continue
+        lines = result.stderr.splitlines()
+        assert lines and all(line.startswith("airflow-async-stream: ") for line in lines), (args, result.stderr)
+        assert says in result.stderr, (args, result.stderr)
