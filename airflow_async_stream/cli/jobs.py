@@ -15,6 +15,7 @@ from airflow_async_stream.insight import overview
 from airflow_async_stream.insight.overview import Found
 from airflow_async_stream.rollout.sources import find_jobs, once_each
 from airflow_async_stream.state import registry
+from airflow_async_stream.state.records import ACTIVE_STATES
 
 __all__ = ["add_list", "cmd_list"]
 
@@ -49,7 +50,8 @@ def _restart(row: dict[str, Any]) -> str:
 
 
 def _line(row: dict[str, Any]) -> tuple[str, ...]:
-    state = str(row["state"]) + ("" if row["live"] or row["state"] in ("never deployed", "retired") else " (not live)")
+    stale = row["state"] in ACTIVE_STATES and not row["live"]  # says it runs, but its heartbeat is gone
+    state = f"{row['state']} (not live)" if stale else str(row["state"])
     return (row["name"], state, _async(row), _last_batch(row), _restart(row))
 
 
@@ -57,16 +59,19 @@ def _print(rows: list[dict[str, Any]]) -> None:
     if not rows:
         print("no jobs found")
         return
-    lines = [_COLUMNS, *(_line(row) for row in rows if not row["error"])]
-    widths = [max(len(line[i]) for line in lines + [(row["name"], "unreadable") for row in rows]) for i in (0, 1)]
-    widths += [max(len(line[i]) for line in lines) for i in (2, 3)]
-    shown = iter(lines[1:])
-    for row in [None, *rows]:
-        if row is not None and row["error"]:
-            print(f"{row['name']:<{widths[0]}}  {'unreadable':<{widths[1]}}  {row['error']}")
-            continue
-        line = _COLUMNS if row is None else next(shown)
+    cells = {id(row): _line(row) for row in rows if not row["error"]}
+    table = [_COLUMNS, *cells.values(), *((row["name"], "unreadable", "", "", "") for row in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS) - 1)]
+
+    def show(line: tuple[str, ...]) -> None:
         print("  ".join(f"{cell:<{width}}" for cell, width in zip(line, widths, strict=False)) + "  " + line[-1])
+
+    show(_COLUMNS)
+    for row in rows:
+        if row["error"]:  # the reason in place of the columns, which it would stretch
+            print(f"{row['name']:<{widths[0]}}  {'unreadable':<{widths[1]}}  {row['error']}")
+        else:
+            show(cells[id(row)])
     print(f"{len(rows)} job{'' if len(rows) == 1 else 's'}")
 
 

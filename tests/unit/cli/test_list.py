@@ -49,6 +49,11 @@ def test_list_shows_each_job_once_from_every_source(tmp_path: Path, monkeypatch:
         scoped.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(home))
         registry.record("clicks", str(folder / "clicks"), here.url, "d1")
     FleetIndex(str(tmp_path / "index")).record_active("orders", indexed.url, "run-1")
+    indexed.write_json("status.json", {**indexed.read_json("status.json"), "state": "stopped"})
+    _job(tmp_path / "third", "views", ended_s_ago=30, offsets=[0], commits=[0])
+    gone = ControlArea(f"{tmp_path / 'third' / 'views'}.async-stream")
+    gone.write_json("status.json", {**gone.read_json("status.json"), "heartbeat_at": time.time() - 600})
+    FleetIndex(str(tmp_path / "index")).record_active("views", gone.url, "run-1")
 
     asked = time.time()
     result = _list("--folder", str(folder), "--index", str(tmp_path / "index"), home=home)
@@ -57,13 +62,15 @@ def test_list_shows_each_job_once_from_every_source(tmp_path: Path, monkeypatch:
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["NAME", "STATE", "ASYNC", "PROGRESS", "LAST", "BATCH", "RESTART"]
     rows = {line.split()[0]: line for line in lines[1:-1]}
-    assert set(rows) == {"clicks", "orders"}, lines  # clicks: in the registry and the folder, listed once
+    assert set(rows) == {"clicks", "orders", "views"}, lines  # clicks: in the registry and the folder, listed once
     assert rows["clicks"].split("  ")[0] == "clicks"
     assert "running" in rows["clicks"] and "on, interval 0 ms" in rows["clicks"]
     age = int(re.search(r" 9 \((\d+) s ago\)", rows["clicks"])[1])  # type: ignore[index]
     assert 3 <= age <= 3 + late + 1 and rows["clicks"].endswith("UNSAFE")
     assert "9 (10 min ago)" in rows["orders"] and rows["orders"].endswith("SAFE")
-    assert lines[-1] == "2 jobs"
+    assert rows["orders"].split()[1] == "stopped" and "not live" not in rows["orders"]  # ended: nothing to say
+    assert "running (not live)" in rows["views"]  # says it runs, but its heartbeat is 10 minutes old
+    assert lines[-1] == "3 jobs"
 
     data = json.loads(_list("--json", "--folder", str(folder), home=home).stdout)
     assert [(r["name"], r["source"].split(" ")[0], r["restart"]["sync_restart_safe"]) for r in data] == [
