@@ -22,6 +22,7 @@ __all__ = [
     "HoldRevokedError",
     "DesiredStateError",
     "RolloutError",
+    "SettingsError",
     "SwitchError",
     "NotSwitchableError",
     "SwitchRefusedError",
@@ -119,6 +120,10 @@ class DesiredStateError(AsyncStreamError, ValueError):
         self.problems = problems
         lines = [f"{file}: {field}: {reason}" for file, field, reason in problems]
         super().__init__(f"desired state {folder} is invalid:\n  " + "\n  ".join(lines))
+
+
+class SettingsError(AsyncStreamError, RuntimeError):
+    """The provider's ``[async_stream]`` settings cannot be read (never read as "nothing configured")."""
 
 
 class RolloutError(AsyncStreamError, RuntimeError):

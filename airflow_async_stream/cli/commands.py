@@ -83,8 +83,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 _JOB_HELP = (
-    "a job name deployed from this host (looked up in $AIRFLOW_ASYNC_STREAM_HOME/jobs), "
-    "a spec file, a checkpoint path or URL, or a control area"
+    "a job name (looked up in $AIRFLOW_ASYNC_STREAM_HOME/jobs, then in the [async_stream] fleet indexes and "
+    "checkpoint folders), a spec file, a checkpoint path or URL, or a control area"
 )
 
 

@@ -1,6 +1,6 @@
 """``list``: one line per job (name, state, async settings, last batch and its age, restart verdict), from this
-host's registry and the fleet indexes and checkpoint folders named (the sources the streaming-jobs page reads).
-Read-only. A job or source that cannot be read is its own line with the reason, and exit 1."""
+host's registry, the fleet indexes and checkpoint folders of the ``[async_stream]`` settings (the sources the
+streaming-jobs page reads, so every host lists the same) and those named on the command line. Read-only. A job or source that cannot be read is its own line with the reason, and exit 1."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
 from airflow_async_stream.insight import overview
 from airflow_async_stream.insight.overview import Found
-from airflow_async_stream.rollout.sources import find_jobs, once_each
+from airflow_async_stream.rollout.sources import configured, find_jobs, once_each
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.records import ACTIVE_STATES
 
@@ -81,7 +81,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             if "://" not in url and not os.path.isdir(url):
                 return fail(f"{option} {url}: no folder there")
     found = [] if args.no_registry else _registered()
-    found += find_jobs(args.index, args.folder)
+    settings = {} if args.no_settings else configured() or {}
+    found += find_jobs(args.index + settings.get("fleet_indexes", []), args.folder + settings.get("checkpoint_folders", []))  # fmt: skip
     logging.getLogger(overview.__name__).setLevel(logging.ERROR)  # a row that cannot be read says so itself
     rows = overview.job_rows(once_each(found))
     if args.json:
@@ -94,12 +95,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 def add_list(sub: Any) -> None:
     p = sub.add_parser(
         "list",
-        help="the jobs this host deployed, and those of fleet indexes and checkpoint folders: one line each",
+        help="the jobs this host deployed, and those of the [async_stream] settings' and the named fleet indexes "
+        "and checkpoint folders: one line each",
     )
     p.add_argument("--index", action="append", default=[], metavar="URL",
                    help="a fleet index (a _fleet.yaml's `index:`): its jobs too; repeat")  # fmt: skip
     p.add_argument("--folder", action="append", default=[], metavar="URL",
                    help="a folder of checkpoints: each with a control area beside it is a job; repeat")  # fmt: skip
     p.add_argument("--no-registry", action="store_true", help="leave out the jobs of this host's registry")
+    p.add_argument("--no-settings", action="store_true",
+                   help="leave out the fleet indexes and checkpoint folders of Airflow's [async_stream] settings")  # fmt: skip
     p.add_argument("--json", action="store_true", help="machine-readable output: every job's row, as the page reads it")
     p.set_defaults(func=cmd_list)

@@ -1,9 +1,11 @@
 """How a command names a job: by its name, a spec file, a checkpoint or a control area.
 
-Every command that acts on one job (``status``, ``inspect``, ``stop``, ``release``, ``switch``)
-finds the job here, so they accept the same things. A name that is neither a known job nor an
-existing checkpoint is a ``JobNotFoundError`` saying what was looked for where, never an empty answer: a typo
-must not read as "never deployed" or "safe".
+Every command that acts on one job (``status``, ``inspect``, ``report``, ``doctor``, ``stop``, ``release``,
+``switch``) finds the job here, so they accept the same things. A job name is looked up in this host's registry,
+then in the fleet indexes and checkpoint folders of the provider's ``[async_stream]`` settings (shared storage:
+every host answers the same). A name that is neither a known job nor an existing checkpoint is a
+``JobNotFoundError`` saying what was looked for where, never an empty answer: a typo must not read as "never
+deployed" or "safe".
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from airflow_async_stream._moved import renamed
 from airflow_async_stream.exceptions import AsyncStreamError
+from airflow_async_stream.rollout import sources
 from airflow_async_stream.spec.folder import SPEC_SUFFIXES
 from airflow_async_stream.spec.load import load_spec
 from airflow_async_stream.state import registry
@@ -53,15 +56,39 @@ def _by_job_name(name: str) -> NamedJob:
     entry = registry.lookup(name)
     if entry is None and Path(name).is_dir():
         return _by_checkpoint(name)
-    if entry is None:
+    if entry is not None:
+        control = ControlArea(entry["control_area"])
+        return NamedJob(entry.get("checkpoint") or control.url[: -len(SUFFIX)], control, "job name", name)
+    return _by_settings(name)
+
+
+def _by_settings(name: str) -> NamedJob:
+    """``name`` in the ``[async_stream]`` fleet indexes and checkpoint folders: the one job there, or why not."""
+    settings = sources.configured()
+    looked = f"this host's registry {registry.registry_dir()} (AIRFLOW_ASYNC_STREAM_HOME/jobs)"
+    instead = "give the job's checkpoint or spec file instead"
+    if settings is None:
+        raise JobNotFoundError(f"no job named {name!r}: not in {looked}, and Airflow is not installed here to read "
+                               f"the [{sources.SECTION}] fleet indexes and checkpoint folders; {instead}")  # fmt: skip
+    where = settings["fleet_indexes"] + settings["checkpoint_folders"]
+    if not where:
         raise JobNotFoundError(
-            f"no job named {name!r} was deployed from this host: job names are looked up in "
-            f"{registry.registry_dir()} (AIRFLOW_ASYNC_STREAM_HOME/jobs; set AIRFLOW_ASYNC_STREAM_HOME to the "
-            "folder the deploying Airflow used), or give the job's checkpoint or spec file instead"
+            f"no job named {name!r} was deployed from this host: not in {looked}, and no [{sources.SECTION}] "
+            f"fleet_indexes or checkpoint_folders are set to look in (the settings the streaming-jobs page reads, "
+            f"which let every host find every job); {instead}"
         )
-    control = ControlArea(entry["control_area"])
-    checkpoint = entry.get("checkpoint") or control.url[: -len(SUFFIX)]
-    return NamedJob(checkpoint, control, "job name", name)
+    found = sources.named(name, settings["fleet_indexes"], settings["checkpoint_folders"])
+    jobs = [job for job in found if not job.error]
+    if len(jobs) == 1:
+        return NamedJob(jobs[0].checkpoint, ControlArea(jobs[0].control_area), "job name", name)
+    if jobs:
+        raise JobNotFoundError(f"{len(jobs)} jobs are named {name!r} in the [{sources.SECTION}] sources: give one's "
+                               "checkpoint instead: " + ", ".join(job.checkpoint for job in jobs))  # fmt: skip
+    unread = "".join(f"; {job.source}: {job.error}" for job in found)
+    raise JobNotFoundError(
+        f"no job named {name!r}: not in {looked}, nor in the [{sources.SECTION}] sources {', '.join(where)}"
+        f"{unread}; {instead}"
+    )
 
 
 def _by_spec_file(path: str) -> NamedJob:

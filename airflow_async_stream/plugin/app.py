@@ -16,24 +16,17 @@ from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse
 
 from airflow_async_stream.insight.overview import Found, job_detail, job_row, job_rows
-from airflow_async_stream.rollout.sources import find_jobs, split_setting
+from airflow_async_stream.rollout.sources import OPTIONS, SECTION, configured, find_jobs
 
 __all__ = ["SECTION", "create_app", "sources"]
 
-#: The provider's config section (get_provider_info() documents its options).
-SECTION = "async_stream"
 _PAGES = Path(__file__).parent
 
 
 def sources() -> dict[str, list[str]]:
     """The configured fleet indexes and checkpoint folders; a config that cannot be read raises, never
     falls back to nothing."""
-    from airflow.configuration import conf
-
-    return {
-        option: split_setting(conf.get(SECTION, option, fallback=""))
-        for option in ("fleet_indexes", "checkpoint_folders")
-    }
+    return configured() or {option: [] for option in OPTIONS}  # the api-server has Airflow: never None here
 
 
 def _found() -> tuple[dict[str, list[str]], list[Found]]:

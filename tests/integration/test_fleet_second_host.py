@@ -32,11 +32,14 @@ BIN = Path(sys.executable).parent
 SECOND_HOST = "rollout-worker-2"
 
 
-def _on_second_host(tmp_path: Path, *command: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``command`` on the simulated second host: own hostname and pids, empty HOME, no registry setting."""
+def _on_second_host(
+    tmp_path: Path, *command: str, timeout: float = 600, settings: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``command`` on the simulated second host: own hostname and pids, empty HOME, no registry setting, and
+    ``settings`` as its Airflow's environment (e.g. ``AIRFLOW__ASYNC_STREAM__FLEET_INDEXES``)."""
     home = tmp_path / "second-host-home"
     home.mkdir(exist_ok=True)
-    env = {**os.environ, "HOME": str(home)}
+    env = {**os.environ, "HOME": str(home), **(settings or {})}
     env.pop("AIRFLOW_ASYNC_STREAM_HOME", None)
     script = f'hostname {SECOND_HOST} && exec "$@"'
     return subprocess.run(
@@ -91,6 +94,11 @@ def test_a_second_host_retires_removed_jobs_and_refuses_moves_like_the_first(air
     # The second host knows nothing of host one's registry, yet plans exactly as host one does.
     unknown = _on_second_host(tmp_path, str(BIN / "airflow-async-stream"), "status", "kept")
     assert unknown.returncode != 0 and "no job named 'kept'" in unknown.stdout + unknown.stderr
+    # ... until its Airflow names the fleet index: then the name resolves there as here.
+    index = {"AIRFLOW__ASYNC_STREAM__FLEET_INDEXES": str(root / "fleet-index")}
+    named = _on_second_host(tmp_path, str(BIN / "airflow-async-stream"), "status", "--json", "kept", settings=index)
+    assert named.returncode == 0, named.stderr
+    assert json.loads(named.stdout)["control_area"] == ControlArea.for_checkpoint(specs["kept"]["checkpoint"]).url
     here, there = _plan(folder), _plan(folder, tmp_path)
     assert there == here
     assert _actions(there) == {"kept": "unchanged", "removed": "retire", "moved": "refuse"}

@@ -77,7 +77,7 @@ import sys
 class _NoAirflow:
     def find_spec(self, name, path=None, target=None):
         if name == "airflow" or name.startswith("airflow."):
-            raise ImportError(f"Airflow is blocked here: {name}")
+            raise ModuleNotFoundError(f"Airflow is blocked here: {name}", name=name)  # as when not installed
 sys.meta_path.insert(0, _NoAirflow())
 """
 ROOT = Path(__file__).resolve().parents[2]

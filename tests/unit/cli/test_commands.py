@@ -234,8 +234,8 @@ def test_a_target_that_names_nothing_is_an_error_never_a_verdict(tmp_path: Path)
         ("status", str(not_a_checkpoint / "specs" / "missing.yaml")): "no spec file at ",
         ("inspect", str(not_a_checkpoint)): "is not a Spark checkpoint (it holds no metadata, offsets/ or commits/)",
         ("inspect", str(not_a_checkpoint) + ".async-stream"): "no control area at ",
-        ("inspect", "clicks-async"): f"no job named 'clicks-async' was deployed from this host: job names are "
-        f"looked up in {tmp_path / 'home' / 'jobs'}",
+        ("inspect", "clicks-async"): f"no job named 'clicks-async' was deployed from this host: not in this host's "
+        f"registry {tmp_path / 'home' / 'jobs'}",
         (
             "inspect",
             str(undeployed),
