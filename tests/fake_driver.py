@@ -3,12 +3,13 @@ status record in a control area and, with ``--obey``, answers a stop request lik
 (final status ``stopped``), then lingers ``--linger`` seconds before it exits, as a JVM does.
 
     python -m tests.fake_driver CONTROL_AREA DEPLOYMENT_ID [--obey] [--linger S] [--linger-until FILE]
-                                [--record-deployment]
+                                [--record-deployment [--exit-record]]
 
 ``--linger-until FILE``: after its final status, linger until FILE exists (the test decides when it exits).
 
 ``--record-deployment`` writes the deployment record naming this process as its launcher, as a
-deploy from this host would.
+deploy from this host would; ``--exit-record`` says in it that its log pump records its exit (pipe its
+output through ``python -m airflow_async_stream.driver.log ... --exit-record``, as a launch does).
 """
 
 from __future__ import annotations
@@ -31,11 +32,16 @@ def main() -> None:
     parser.add_argument("--linger", type=float, default=0.0)
     parser.add_argument("--linger-until")
     parser.add_argument("--record-deployment", action="store_true")
+    parser.add_argument("--exit-record", action="store_true")
     args = parser.parse_args()
     control = ControlArea(args.control)
     control.ensure()
     if args.record_deployment:
-        driver = {"kind": "local-process", **identify(os.getpid())}
+        driver = {
+            "kind": "local-process",
+            **identify(os.getpid()),
+            **({"exit_record": True} if args.exit_record else {}),
+        }
         record = {"deployment_id": args.deployment_id, "driver": driver, "deployed_at": now(), "confirmed_at": now()}
         control.write_json(ControlArea.DEPLOYMENT, record)
     status = {"deployment_id": args.deployment_id, "pid": os.getpid(), "host": socket.gethostname(), "batches": 1}

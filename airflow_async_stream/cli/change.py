@@ -61,8 +61,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
         print("stopped: the deployment that was launching ended before its driver reported")
         return EXIT_OK
     state = outcome.status.state if outcome.status else "never deployed"
-    if outcome.exiting_pid:
-        print(f"stopping: state {state}, but driver process {outcome.exiting_pid} on this host is still exiting")
+    if outcome.exiting:  # its query ended, but its process has not been seen to exit
+        print(f"stopping: state {state}, but {outcome.exiting.describe()}")
         return EXIT_BAD_STATE
     print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
     return EXIT_BAD_STATE if outcome.was_live and state == State.FAILED else EXIT_OK

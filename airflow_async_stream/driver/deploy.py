@@ -15,10 +15,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow_async_stream.driver.deferred import DeferredLauncher
+from airflow_async_stream.driver.exits import wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher, Submission
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.start import refuse_unsafe_sync_start, wait_until_running
-from airflow_async_stream.driver.stop import StopOutcome, stop_driver, wait_for_driver_exit
+from airflow_async_stream.driver.stop import StopOutcome, stop_driver
 from airflow_async_stream.exceptions import (
     DeployError,
     DriverFailedError,
@@ -226,12 +227,12 @@ def _make_room(
     status = control.read_status()
     judged = liveness(status)
     if not judged.live:
-        # Its status is final (or stale), but a driver process of this host may still be on its way out.
+        # Its status is final (or stale), but its driver process (of any host) may still be on its way out.
         exiting = wait_for_driver_exit(control, settings.stop_kill_after_s, log)
         if exiting:
             raise JobAlreadyRunningError(
-                f"job {spec.name!r}: the previous driver's process (pid {exiting}) on this host has not exited "
-                f"{settings.stop_kill_after_s:.0f} s after its query ended ({judged.reason}); not deploying beside it"
+                f"job {spec.name!r}: the previous driver's query ended ({judged.reason}), but {exiting.describe()} "
+                f"{settings.stop_kill_after_s:.0f} s later; not deploying beside it{exiting.remedy(spec.name)}"
             )
         return
     assert status is not None
@@ -250,11 +251,11 @@ def _make_room(
         log=log,
         launcher=launcher,
     )
-    if outcome.exiting_pid:
+    if outcome.exiting:
         raise JobAlreadyRunningError(
-            f"job {spec.name!r}: the previous driver stopped its query, but its process (pid "
-            f"{outcome.exiting_pid}) is still exiting {settings.stop_kill_after_s:.0f} s after the stop request; "
-            "not deploying beside it"
+            f"job {spec.name!r}: the previous driver stopped its query, but {outcome.exiting.describe()} "
+            f"{settings.stop_kill_after_s:.0f} s after the stop request; not deploying beside it"
+            f"{outcome.exiting.remedy(spec.name)}"
         )
     log.info("Previous deployment ended: %s", outcome.status.state if outcome.status else None)
 

@@ -119,21 +119,25 @@ class LocalLauncher:
 
     def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
         log_path, on_host = self.log_path(submission, control)
-        pid, pump_pid = self._start(self.command(submission), submission, log_path)
+        exit_record = (control.url, submission.deployment_id)
+        pid, pump_pid = self._start(self.command(submission), submission, log_path, exit_record)
         return {
             "kind": "local-process",
             **identify(pid),
             "log": log_path,
             "log_on_host": on_host,
             "log_pump_pid": pump_pid,
+            "exit_record": True,  # its pump records the exit in the control area (driver/exits.py)
         }
 
-    def _start(self, command: list[str], submission: Submission, log_path: str) -> tuple[int, int]:
+    def _start(
+        self, command: list[str], submission: Submission, log_path: str, exit_record: tuple[str, str] | None = None
+    ) -> tuple[int, int]:
         """Start spark-submit in its own session, output through the pump; its and the pump's pids."""
         env = {**os.environ, **self.env, **submission.env}
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        pump, output = start_pump(log_path, *submission.log_limits)
+        pump, output = start_pump(log_path, *submission.log_limits, exit_record)
         try:
             process = subprocess.Popen(
                 command,

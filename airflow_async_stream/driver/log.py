@@ -1,6 +1,7 @@
 """A driver's output, capped: spark-submit writes into a pipe, a small pump writes rotated files from it.
 
-    python -m airflow_async_stream.driver.log PATH --max-bytes N --files K  < spark-submit's output
+    python -m airflow_async_stream.driver.log PATH --max-bytes N --files K [--exit-record CONTROL_AREA
+        --deployment ID]  < spark-submit's output
 
 The pump writes ``PATH`` until the next line would take it past ``N`` bytes, then renames ``PATH`` to
 ``PATH.1`` (``PATH.1`` to ``PATH.2`` ...) and starts a new ``PATH``; at most ``K`` files are kept, so a job
@@ -8,7 +9,8 @@ that runs for months holds at most ``N * K`` bytes of driver log. The pump runs 
 stop that kills the driver's process group leaves it to write the driver's last lines; it ends when the
 driver and everything it started have closed their output. It never stops reading: when a write fails (a
 full disk), it drops that output and says so in the log once it can write again, so the driver never
-blocks on a full pipe. Standard library only: it starts in a few milliseconds.
+blocks on a full pipe. Standard library only: it starts in a few milliseconds. At the end of the output it
+records, with ``--exit-record``, that the driver has exited (exits.py: what other hosts wait for).
 """
 
 from __future__ import annotations
@@ -99,18 +101,22 @@ def pump(source: BinaryIO, log: RotatingLog) -> None:
     log.close()
 
 
-def start_pump(path: str, max_bytes: int, files: int) -> tuple[subprocess.Popen[bytes], int]:
+def start_pump(
+    path: str, max_bytes: int, files: int, exit_record: tuple[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
     """Start a pump writing ``path``; return it and the pipe's write end, for the driver's stdout and stderr.
 
     The caller hands the write end to spark-submit and closes its own copy, so the pump sees end of file
-    when the driver's output closes.
+    when the driver's output closes; with ``exit_record`` (control area URL, deployment id) it then records
+    the driver's exit there.
     """
     open(path, "ab").close()  # a log that cannot be written fails the deploy here, not silently in the pump
     read_end, write_end = os.pipe()
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "airflow_async_stream.driver.log", path, "--max-bytes", str(max_bytes)]
-            + ["--files", str(files)],
+            + ["--files", str(files)]
+            + (["--exit-record", exit_record[0], "--deployment", exit_record[1]] if exit_record else []),
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -143,9 +149,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("path")
     parser.add_argument("--max-bytes", type=int, required=True)
     parser.add_argument("--files", type=int, required=True)
+    parser.add_argument("--exit-record", metavar="CONTROL_AREA", help="record the driver's exit there at the end")
+    parser.add_argument("--deployment", help="the deployment whose driver's exit is recorded")
     args = parser.parse_args(argv)
-    pump(sys.stdin.buffer, RotatingLog(args.path, args.max_bytes, args.files))
+    log = RotatingLog(args.path, args.max_bytes, args.files)
+    pump(sys.stdin.buffer, log)
+    if args.exit_record:
+        _record_exit(args.exit_record, args.deployment, log)
     return 0
+
+
+def _record_exit(control_url: str, deployment_id: str, log: RotatingLog) -> None:
+    """Every process holding the driver's output has closed it: the driver has exited. Said in its control
+    area for the hosts that cannot see this one's processes (imported only now: the pump starts fast)."""
+    try:
+        from airflow_async_stream.driver.exits import record_exit
+        from airflow_async_stream.state.control import ControlArea
+
+        record_exit(ControlArea(control_url), deployment_id, "its output closed (the log pump read it to the end)")
+    except Exception as exc:  # noqa: BLE001 - said in the log the driver's readers see; never lost silently
+        log.write(f"[airflow-async-stream: the driver's exit could not be recorded in {control_url}: {exc}]\n".encode())
+        log.close()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,17 @@ from typing import Any
 from airflow_async_stream.exceptions import NotSignalledError
 from airflow_async_stream.state.liveness import local_pid_alive
 
-__all__ = ["DriverProcess", "identify", "kill", "launch_ended", "launcher_running_here", "on_a_host", "this_host"]
+__all__ = [
+    "DriverProcess",
+    "identify",
+    "kill",
+    "launch_ended",
+    "gone_here",
+    "launched_elsewhere",
+    "launcher_running_here",
+    "on_a_host",
+    "this_host",
+]
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 #: How long a killed driver process may take to vanish before the stop reports.
@@ -62,6 +72,15 @@ def on_a_host(driver: dict[str, Any]) -> bool:
     """A record of a driver process launched from an Airflow host (which one, its identity says), not of a
     driver on a cluster."""
     return driver.get("kind", "local-process") == "local-process"
+
+
+def launched_elsewhere(driver: dict[str, Any]) -> bool:
+    """A driver process launched from another host (or another pid space of this host's name), whose
+    processes this host cannot see."""
+    if not on_a_host(driver) or not driver.get("launcher_pid"):
+        return False
+    namespace = driver.get("pid_namespace")
+    return driver.get("host") != this_host() or (namespace is not None and namespace != _pid_namespace())
 
 
 def identify(pid: int) -> dict[str, Any]:
@@ -119,6 +138,17 @@ class DriverProcess:
         if started != int(driver["launcher_started"]):
             return cls(pid, host, f"pid {pid} on this host is now another process, not the driver", False)
         return cls(pid, host, None, True)
+
+
+def gone_here(driver: dict[str, Any]) -> bool:
+    """A driver process this host launched that has provably exited: this host has restarted since, or its
+    pid is gone (or now another process's)."""
+    if not on_a_host(driver) or launched_elsewhere(driver) or driver.get("launcher_started") is None:
+        return False
+    if driver.get("boot_id") != _boot_id():
+        return True
+    started = _start_ticks(int(driver["launcher_pid"]))
+    return started is None or started != int(driver["launcher_started"])
 
 
 def launcher_running_here(driver: dict[str, Any] | None) -> bool | None:

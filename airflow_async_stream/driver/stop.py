@@ -1,6 +1,6 @@
 """Stopping a driver: a graceful stop request through its control area, then (only for a driver this host
-launched, or through its cluster's launcher) a kill; also a launch that never reported, and waiting for the
-driver's process to exit."""
+launched, or through its cluster's launcher) a kill; also a launch that never reported. A stop reports once
+the driver's process has exited, seen from any host (exits.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_async_stream.driver.exits import Exiting, wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
-from airflow_async_stream.driver.process import DriverProcess
-from airflow_async_stream.driver.start import POLL_S, poll_interval, status_of
+from airflow_async_stream.driver.start import poll_interval, status_of
 from airflow_async_stream.exceptions import (
     DriverFailedError,
     NotSignalledError,
@@ -24,7 +24,7 @@ from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, State, Status, now
 from airflow_async_stream.waits import WaitLog
 
-__all__ = ["StopOutcome", "stop_driver", "wait_for_driver_exit"]
+__all__ = ["StopOutcome", "stop_driver", "wait_for_driver_exit"]  # the last from exits.py, as before
 
 _log = logging.getLogger(__name__)
 
@@ -32,18 +32,23 @@ _log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class StopOutcome:
     """How a stop went: whether a driver was live when asked, its final status record, and, when its
-    process on this host had not exited by the stop's time limit, that process's pid."""
+    process had not been seen to exit by the stop's time limit (on this host, or by the host that launched
+    it), which and where."""
 
     was_live: bool
     status: Status | None
-    exiting_pid: int | None = None
+    exiting: Exiting | None = None
+
+    @property
+    def exiting_pid(self) -> int | None:
+        return self.exiting.pid if self.exiting else None
 
     def raise_unless_stopped(self, job: str, kill_after_s: float) -> None:
         """Fail when the driver's process is still exiting, or when it failed instead of stopping."""
-        if self.exiting_pid:
+        if self.exiting:
             raise StopTimeoutError(
-                f"job {job!r} stopped its query, but its driver process (pid {self.exiting_pid}) is "
-                f"still exiting {kill_after_s:.0f} s after the stop request"
+                f"job {job!r} stopped its query, but {self.exiting.describe()} {kill_after_s:.0f} s after the "
+                "stop request"
             )
         if self.was_live and self.status and self.status.state == State.FAILED:
             raise DriverFailedError(f"job {job!r} did not stop cleanly: {self.status.error}")
@@ -60,8 +65,9 @@ def stop_driver(
 ) -> StopOutcome:
     """Ask the live driver to stop between micro-batches and wait for its final status.
 
-    A driver process this host launched is then awaited until it has exited, so a deploy right after
-    never overlaps it (still there ``kill_after_s`` after the request: the outcome names its pid).
+    The driver's process is then awaited until it has exited (here in ``/proc``, for another host's driver
+    through that host's exit record), so a deploy right after never overlaps it, whichever host it runs on
+    (not seen to exit ``kill_after_s`` after the request: the outcome names its pid and host).
     A driver that has not stopped ``kill_after_s`` seconds after the request is killed by ``launcher``
     (default: this host's, which kills only a process it provably launched; a cluster launcher also kills
     on its cluster), and its status is rewritten to say so; any other raises StopTimeoutError naming
@@ -75,7 +81,8 @@ def stop_driver(
         if launching is not None:
             return _stop_launching(control, launching, reason, graceful_timeout_s, kill_after_s, log, sleep, launcher)
         log.info("Nothing to stop for %s: %s", control.url, judged.reason)
-        return StopOutcome(False, status)
+        # its process may still be on its way out; on the host that launched it, this confirms its exit
+        return StopOutcome(False, status, wait_for_driver_exit(control, kill_after_s, log, sleep))
     assert status is not None
     control.request_stop(status.deployment_id, reason, graceful_timeout_s)
     log.info("Requested a graceful stop of deployment %s (%s)", status.deployment_id, reason)
@@ -198,30 +205,6 @@ def _driver_of(control: ControlArea, deployment_id: str | None = None) -> dict[s
     if deployment is None or (deployment_id is not None and deployment.deployment_id != deployment_id):
         return None
     return deployment.driver
-
-
-def wait_for_driver_exit(
-    control: ControlArea,
-    timeout_s: float,
-    log: logging.Logger = _log,
-    sleep: Callable[[float], None] = time.sleep,
-    deployment_id: str | None = None,
-) -> int | None:
-    """Wait until the latest deployment's driver process on this host has exited; its pid if it is
-    still there after ``timeout_s``. Drivers of other hosts and clusters are not waited for here."""
-    driver = _driver_of(control, deployment_id)
-    process = DriverProcess.of(driver)
-    if process.refusal is not None or not process.alive:
-        return None
-    deadline = time.monotonic() + timeout_s
-    say = WaitLog(log, f"Waiting for the driver process (pid {process.pid}) to exit", timeout_s)
-    while DriverProcess.of(driver).alive:  # /proc only: the record is read once
-        say("still running")
-        if time.monotonic() >= deadline:
-            log.warning("The driver process (pid %s) is still exiting after %.0f s", process.pid, timeout_s)
-            return process.pid
-        sleep(POLL_S)
-    return None
 
 
 def _kill(control: ControlArea, status: Status, waited_s: float, launcher: Launcher) -> Status:

@@ -82,7 +82,7 @@ def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the
         "driver/launcher.py",
         "driver/local.py",
         "driver/start.py",
-        "driver/stop.py",
+        "driver/exits.py",  # the previous driver's exit, from any host (a first deploy stops nothing)
         "state/control.py",
         "state/records.py",
         "state/liveness.py",

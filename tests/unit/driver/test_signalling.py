@@ -5,12 +5,10 @@ Spark); a second host is a process under ``unshare --uts --pid --fork --mount-pr
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +30,6 @@ def _on_other_host(*command: str) -> list[str]:
     """A command run under its own hostname and pid space, over the same files (a second host)."""
     return ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c",
             f'hostname {OTHER_HOST} && exec "$0" "$@"', *command]  # fmt: skip
-
-
-@pytest.fixture
-def control(tmp_path: Path) -> ControlArea:
-    area = ControlArea(str(tmp_path / "ck.async-stream"))
-    area.ensure()
-    return area
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)  # its group: under unshare, the driver is a child
-            process.wait()
 
 
 def _fake_driver(

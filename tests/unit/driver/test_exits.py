@@ -1,0 +1,143 @@
+"""A driver's exit, seen from every host: the launching host's log pump records it in the control area when the
+driver's output closes, and a stop or deploy on another host waits for that record (bounded, naming the host).
+Real processes (tests/fake_driver.py and the real log pump, no Spark); the other host is ``unshare --uts --pid
+--fork --mount-proc`` with its own hostname over the same files."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.driver.exits import EXIT, exit_recorded, wait_for_driver_exit
+from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.log import start_pump
+from airflow_async_stream.driver.process import identify
+from airflow_async_stream.driver.stop import StopOutcome, stop_driver
+from airflow_async_stream.exceptions import JobAlreadyRunningError, StopTimeoutError
+from airflow_async_stream.spec import parse_spec
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
+
+ROOT = Path(__file__).resolve().parents[3]
+OTHER_HOST = "worker-a"
+
+
+def _await(condition: Any, what: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout_s} s: {what}"
+        time.sleep(0.02)
+
+
+def _pids_of(deployment_id: str) -> list[int]:
+    """Processes of this machine, whichever pid space, whose command line names ``deployment_id`` (a /proc watch)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and deployment_id.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _driver_on_other_host(control: ControlArea, processes: list[Any], tmp_path: Path) -> tuple[str, Path]:
+    """A fake driver launched on the other host as a launch does it: its output through the log pump, which
+    records its exit. It obeys a stop, then lingers until the test creates the returned file."""
+    deployment_id, release = f"d-{uuid.uuid4().hex[:6]}", tmp_path / "let-it-exit"
+    driver = f"{sys.executable} -m tests.fake_driver {control.url} {deployment_id} --obey --linger-until {release} --record-deployment --exit-record"  # fmt: skip
+    pump = f"{sys.executable} -m airflow_async_stream.driver.log {tmp_path / 'driver.log'} --max-bytes 100000 --files 2 --exit-record {control.url} --deployment {deployment_id}"  # fmt: skip
+    command = ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c",
+               f"hostname {OTHER_HOST} && {driver} 2>&1 | {pump}"]  # fmt: skip
+    processes.append(subprocess.Popen(command, cwd=ROOT, start_new_session=True))
+    _await(lambda: (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") == deployment_id, "a status")
+    _await(lambda: (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id") == deployment_id, "a record")
+    return deployment_id, release
+
+
+def test_the_log_pump_records_the_exit_when_the_output_closes(control: ControlArea, tmp_path: Path) -> None:
+    log = tmp_path / "driver.log"
+    pump, output = start_pump(str(log), 100_000, 2, (control.url, "d-1"))
+    driver = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=output)
+    os.close(output)
+    assert driver.stdin is not None
+    driver.stdin.write(b"a line of the driver\n")
+    driver.stdin.flush()
+    _await(lambda: log.exists() and b"a line of the driver" in log.read_bytes(), "the pump to write the line")
+    assert exit_recorded(control, "d-1") is None, "an exit recorded while the driver's output was still open"
+    driver.stdin.close()  # the driver exits
+    assert driver.wait(timeout=10) == 0 and pump.wait(timeout=10) == 0
+    record = exit_recorded(control, "d-1")
+    assert record is not None and record["host"] == identify(os.getpid())["host"]
+    assert record["seen"] == "its output closed (the log pump read it to the end)"
+    assert exit_recorded(control, "d-2") is None  # a record names its deployment
+
+
+def test_a_stop_from_another_host_returns_once_the_drivers_host_confirms_its_exit(
+    control: ControlArea, processes: list[Any], tmp_path: Path
+) -> None:
+    deployment_id, release = _driver_on_other_host(control, processes, tmp_path)
+    outcome: list[StopOutcome] = []
+    stopping = threading.Thread(target=lambda: outcome.append(stop_driver(control, "test", 1, kill_after_s=60)))
+    stopping.start()
+    _await(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "stopped", "the final status")
+    assert _pids_of(deployment_id), "the driver process exited before the test let it"
+    stopping.join(timeout=1.0)  # its query has stopped; its process has not exited: the stop must still wait
+    assert stopping.is_alive() and not outcome, "a stop returned at the final status, before the process exit"
+    release.touch()
+    stopping.join(timeout=30)
+    assert outcome and outcome[0].status.state == "stopped" and outcome[0].exiting is None
+    assert _pids_of(deployment_id) == [], "the stop returned while the driver process still ran"
+    assert exit_recorded(control, deployment_id)["host"] == OTHER_HOST  # type: ignore[index]
+
+
+def test_an_exit_not_confirmed_in_time_is_said_naming_the_host_and_a_deploy_refuses(
+    control: ControlArea, processes: list[Any], tmp_path: Path
+) -> None:
+    deployment_id, release = _driver_on_other_host(control, processes, tmp_path)
+    outcome = stop_driver(control, "test", 1, kill_after_s=2)
+    assert outcome.status.state == "stopped" and outcome.exiting is not None and not outcome.exiting.here
+    said = f"host {OTHER_HOST} has not confirmed yet that its process (pid {outcome.exiting.pid}) exited"
+    assert outcome.exiting.describe() == said
+    with pytest.raises(StopTimeoutError, match=re.escape(f"stopped its query, but {said} 2 s after the stop request")):
+        outcome.raise_unless_stopped("job", 2)
+
+    spec = parse_spec({"name": "job", "checkpoint": control.url.removesuffix(".async-stream"),
+                       "source": {"format": "rate"}, "sink": {"format": "noop"}})  # fmt: skip
+    settings = DeploySettings(launcher=LocalLauncher(base=["/bin/false"]), stop_kill_after_s=0.5)
+    with pytest.raises(JobAlreadyRunningError) as refused:
+        deploy_job(spec, Holder.this_process("test"), settings)
+    assert f"but {said} 0 s later; not deploying beside it (on {OTHER_HOST}, `airflow-async-stream stop job`" in str(refused.value)  # fmt: skip
+    assert (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id") == deployment_id, "it launched"
+
+    release.touch()  # the driver exits; its pump says so; the same wait now passes
+    _await(lambda: exit_recorded(control, deployment_id) is not None, "the exit record")
+    assert wait_for_driver_exit(control, 0.5) is None
+
+
+def test_the_launching_hosts_stop_confirms_an_exit_its_pump_never_recorded(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    """The pump died with its host (a restart) or was killed: the launching host's stop sees the process gone
+    in /proc and records the exit, so the other hosts' deploys go on."""
+    driver = subprocess.Popen([sys.executable, "-c", "pass"])
+    driver.wait()
+    entry = {"kind": "local-process", **identify(os.getpid()), "launcher_pid": driver.pid, "exit_record": True}
+    entry["launcher_started"] = 1  # the pid's start, as recorded: whatever now has that pid is not it
+    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d-gone", "driver": entry})
+    control.write_json(ControlArea.STATUS, {"deployment_id": "d-gone", "state": "stopped", "heartbeat_at": 1.0})
+    assert control.read_json(EXIT) is None
+    outcome = stop_driver(control, "test", 1, kill_after_s=5)
+    assert not outcome.was_live and outcome.exiting is None
+    record = exit_recorded(control, "d-gone")
+    assert record is not None and record["seen"] == f"this host's /proc: the driver process (pid {driver.pid}) is gone"
