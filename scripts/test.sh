@@ -15,5 +15,6 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 bash scripts/setup.sh
 bash scripts/browser.sh
+bash scripts/services.sh
 .venv/bin/ruff check airflow_async_stream dags tests
 exec .venv/bin/pytest "${tier[@]}" "$@"

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from airflow_async_stream.state.control import ControlArea
+
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 T = TypeVar("T")
 
@@ -67,12 +69,16 @@ class AirflowStack:
         assert done.returncode == 0, f"airflow {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         return done.stdout
 
-    def start(self, name: str, *command: str) -> subprocess.Popen[bytes]:
-        """Start a component (``name`` e.g. ``triggerer-2``), logging to ``home/<name>.log``."""
+    def start(
+        self, name: str, *command: str, prefix: tuple[str, ...] = (), env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start a component (``name`` e.g. ``triggerer-2``), logging to ``home/<name>.log``; ``prefix`` runs it
+        under another command (``unshare ...``: another host), ``env`` in place of the deployment's."""
         log = open(self.home / f"{name}.log", "wb")  # noqa: SIM115 - the process writes it until stopped
         proc = subprocess.Popen(
-            [AIRFLOW, *command], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            [*prefix, AIRFLOW, *command], env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
         log.close()
         self.procs[name] = proc
         self.started.append(name)
@@ -158,3 +164,22 @@ def _descendants(root: int) -> set[tuple[int, str]]:
             found.add((pid, start))
             todo.extend(children.get(pid, []))
     return found
+
+
+class Feeder:
+    """Gives the job one single-row file at a time, the next once the job has read every row given so far."""
+
+    def __init__(self, stack: AirflowStack, checkpoint: str, incoming: Path) -> None:
+        self.stack, self.control, self.incoming, self.given = stack, ControlArea.for_checkpoint(checkpoint), incoming, 0
+
+    def feed_until(self, probe: Callable[[], T | None], what: str, timeout_s: float) -> T:
+        """Feed while awaiting ``probe``'s answer."""
+
+        def fed_probe() -> T | None:
+            answer = probe()
+            if not answer and sum(e["num_input_rows"] for e in self.control.read_progress()) >= self.given:
+                self.given += 1
+                (self.incoming / f"{self.given:05d}.json").write_text(f'{{"v": {self.given}}}\n')
+            return answer
+
+        return self.stack.await_(fed_probe, what, timeout_s)

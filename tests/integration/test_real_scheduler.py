@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from tests.integration.airflow_stack import AirflowStack
+from tests.integration.airflow_stack import AirflowStack, Feeder
 
 pytestmark = pytest.mark.integration
 DAG_ID = "under_a_real_scheduler"
-T = TypeVar("T")
 TRIGGER = "airflow_async_stream.triggers.committed_batches.CommittedBatchesTrigger"
 
 
@@ -73,25 +71,6 @@ def _write_dag(stack: AirflowStack, checkpoint: str, incoming: Path) -> None:
         {DAG_ID}()
         """
     (stack.dags / f"{DAG_ID}.py").write_text(textwrap.dedent(body))
-
-
-class Feeder:
-    """Gives the job one single-row file at a time, the next once the job has read every row given so far."""
-
-    def __init__(self, stack: AirflowStack, checkpoint: str, incoming: Path) -> None:
-        self.stack, self.control, self.incoming, self.given = stack, ControlArea.for_checkpoint(checkpoint), incoming, 0
-
-    def feed_until(self, probe: Callable[[], T | None], what: str, timeout_s: float) -> T:
-        """Feed while awaiting ``probe``'s answer."""
-
-        def fed_probe() -> T | None:
-            answer = probe()
-            if not answer and sum(e["num_input_rows"] for e in self.control.read_progress()) >= self.given:
-                self.given += 1
-                (self.incoming / f"{self.given:05d}.json").write_text(f'{{"v": {self.given}}}\n')
-            return answer
-
-        return self.stack.await_(fed_probe, what, timeout_s)
 
 
 def test_the_migration_survives_a_killed_triggerer(checkpoint_dir: str, stack: AirflowStack, tmp_path: Path) -> None:
