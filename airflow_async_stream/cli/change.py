@@ -13,7 +13,9 @@ from typing import Any
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
 from airflow_async_stream.cli.names import control_for
 from airflow_async_stream.driver.deferred import DeferredLauncher
+from airflow_async_stream.driver.exits import exit_recorded, record_exit
 from airflow_async_stream.driver.launcher import Launcher
+from airflow_async_stream.driver.process import this_host
 from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import (
     JobHeldError,
@@ -25,6 +27,7 @@ from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
+from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State, SwitchAccount, SwitchOutcome, hold_ttl_s
 
 __all__ = ["cmd_release", "cmd_stop", "cmd_switch"]
@@ -37,8 +40,28 @@ def _connection_launcher(conn_id: str) -> Launcher:
     return launcher_for(conn_id)
 
 
+def _driver_gone(control: ControlArea, host: str) -> int:
+    """On a person's word, record the exit of the newest driver, launched on ``host``, which is gone for good
+    (and its driver with it): deploys from other hosts wait for that record, which no host can write now."""
+    deployment = control.read_deployment()
+    launched_on = ((deployment.driver if deployment else None) or {}).get("host")
+    if deployment is None or launched_on != host:
+        return fail(f"--driver-gone {host}: the newest driver of {control.url} was launched on {launched_on or 'no host'}, not {host}")  # fmt: skip
+    status = control.read_status()
+    judged = liveness(status)
+    if judged.live and status is not None and status.deployment_id == deployment.deployment_id:
+        return fail(f"--driver-gone {host}: its driver still reports ({judged.reason}), so {host} is not gone; "
+                    "stop it instead", EXIT_BAD_STATE)  # fmt: skip
+    if exit_recorded(control, deployment.deployment_id) is None:
+        record_exit(control, deployment.deployment_id, f"said by hand on {this_host()}: host {host} is gone, its driver with it")  # fmt: skip
+    print(f"recorded: the driver of deployment {deployment.deployment_id} on {host} has exited; a deploy from any host goes on")  # fmt: skip
+    return EXIT_OK
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     control = control_for(args.job)
+    if args.driver_gone:
+        return _driver_gone(control, args.driver_gone)
     holder = Holder.this_process("stop from the command line")
     if args.force:
         revoked = revoke(control, holder, "stop --force from the command line")

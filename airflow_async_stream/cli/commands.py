@@ -108,6 +108,12 @@ def _add_stop(sub: Any) -> None:
         action="store_true",
         help="stop even while a migration, rollout or DAG run holds the job; that holder then fails unchanged",
     )
+    p.add_argument(
+        "--driver-gone",
+        metavar="HOST",
+        help="HOST, which launched the job's newest driver, is gone for good (and its driver with it): record the "
+        "driver's exit, which deploys from other hosts wait for; refused while that driver still reports",
+    )
     p.set_defaults(func=cmd_stop)
 
 

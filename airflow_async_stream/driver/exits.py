@@ -63,7 +63,8 @@ class Exiting:
         if self.here:
             return ""
         return (f" (on {self.host}, `airflow-async-stream stop {job}` confirms the exit, killing the driver if it "
-                "lingers; also after that host restarted)")  # fmt: skip
+                f"lingers, also after that host restarted; if {self.host} is gone for good, `airflow-async-stream "
+                f"stop {job} --driver-gone {self.host}` says so)")  # fmt: skip
 
 
 def await_exit_record(

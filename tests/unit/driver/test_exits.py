@@ -141,3 +141,27 @@ def test_the_launching_hosts_stop_confirms_an_exit_its_pump_never_recorded(
     assert not outcome.was_live and outcome.exiting is None
     record = exit_recorded(control, "d-gone")
     assert record is not None and record["seen"] == f"this host's /proc: the driver process (pid {driver.pid}) is gone"
+
+
+def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longer_reports(
+    control: ControlArea,
+) -> None:
+    """No host can confirm the exit of a driver whose host is gone for good: ``stop --driver-gone HOST`` says so,
+    naming that host (a typo, or a driver still reporting, is refused)."""
+    driver = {"kind": "local-process", "host": OTHER_HOST, "launcher_pid": 4242, "launcher_started": 1,
+              "pid_namespace": "pid:[1]", "exit_record": True}  # fmt: skip
+    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d-a", "driver": driver})
+    control.write_json(ControlArea.STATUS, {"deployment_id": "d-a", "state": "running", "heartbeat_at": time.time(),
+                                            "host": OTHER_HOST, "pid": 4242})  # fmt: skip
+    cli = [str(Path(sys.executable).parent / "airflow-async-stream"), "stop", control.url, "--driver-gone"]
+    live = subprocess.run([*cli, OTHER_HOST], capture_output=True, text=True)
+    assert live.returncode == 1 and "its driver still reports (" in live.stderr, live
+    control.write_json(ControlArea.STATUS, {"deployment_id": "d-a", "state": "stopped", "heartbeat_at": 1.0})
+    typo = subprocess.run([*cli, "worker-z"], capture_output=True, text=True)
+    assert typo.returncode == 2 and f"was launched on {OTHER_HOST}, not worker-z" in typo.stderr, typo
+    assert wait_for_driver_exit(control, 0.2) is not None and exit_recorded(control, "d-a") is None
+    said = subprocess.run([*cli, OTHER_HOST], capture_output=True, text=True)
+    assert said.returncode == 0, said
+    assert said.stdout == f"recorded: the driver of deployment d-a on {OTHER_HOST} has exited; a deploy from any host goes on\n"  # fmt: skip
+    assert exit_recorded(control, "d-a")["seen"].endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[index]
+    assert wait_for_driver_exit(control, 0.2) is None
