@@ -1,6 +1,7 @@
 """``list``: one line per job (name, state, async settings, last batch and its age, restart verdict), from this
 host's registry, the fleet indexes and checkpoint folders of the ``[async_stream]`` settings (the sources the
-streaming-jobs page reads, so every host lists the same) and those named on the command line. Read-only. A job or source that cannot be read is its own line with the reason, and exit 1."""
+streaming-jobs page reads, so every host lists the same) and those named on the command line. Read-only. A job
+or source that cannot be read is its own line with the reason, and exit 1."""
 
 from __future__ import annotations
 

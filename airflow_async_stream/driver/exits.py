@@ -22,7 +22,15 @@ from airflow_async_stream.driver.process import DriverProcess, gone_here, launch
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.waits import WaitLog
 
-__all__ = ["EXIT", "Exiting", "await_exit_record", "exit_recorded", "record_exit", "wait_for_driver_exit"]
+__all__ = [
+    "EXIT",
+    "Exiting",
+    "await_exit_record",
+    "confirm_exit_here",
+    "exit_recorded",
+    "record_exit",
+    "wait_for_driver_exit",
+]
 
 #: The control area's record of the newest driver exit a launching host saw.
 EXIT = "driver-exit.json"
@@ -62,9 +70,9 @@ class Exiting:
         """What confirms the exit of another host's driver: a stop on that host, which sees its processes."""
         if self.here:
             return ""
-        return (f" (on {self.host}, `airflow-async-stream stop {job}` confirms the exit, killing the driver if it "
-                f"lingers, also after that host restarted; if {self.host} is gone for good, `airflow-async-stream "
-                f"stop {job} --driver-gone {self.host}` says so)")  # fmt: skip
+        return (f" (on {self.host}, `airflow-async-stream stop {job}` confirms the exit once the process is gone, "
+                f"also after that host restarted; if {self.host} is gone for good, `airflow-async-stream stop {job} "
+                f"--driver-gone {self.host}` says so)")  # fmt: skip
 
 
 def await_exit_record(
@@ -119,7 +127,19 @@ def wait_for_driver_exit(
                 log.warning("The driver process (pid %s) is still exiting after %.0f s", process.pid, timeout_s)
                 return Exiting(process.pid, process.host, here=True)
             sleep(POLL_S)
-    if driver.get("exit_record") and gone_here(driver) and exit_recorded(control, deployment_id) is None:
-        # its pump may not have written it yet (or ever, after a restart of this host): said for the others
-        record_exit(control, deployment_id, f"this host's /proc: the driver process (pid {process.pid}) is gone")
+    _confirm_here(control, deployment_id, driver)
     return None
+
+
+def confirm_exit_here(control: ControlArea) -> None:
+    """Record the exit of the newest driver when this host launched it and it is provably gone (its pump may
+    not have, after a restart of this host); never waits."""
+    deployment = control.read_deployment()
+    if deployment is not None and deployment.driver:
+        _confirm_here(control, deployment.deployment_id, deployment.driver)
+
+
+def _confirm_here(control: ControlArea, deployment_id: str, driver: dict[str, Any]) -> None:
+    if driver.get("exit_record") and gone_here(driver) and exit_recorded(control, deployment_id) is None:
+        pid = driver.get("launcher_pid")
+        record_exit(control, deployment_id, f"this host's /proc: the driver process (pid {pid}) is gone")

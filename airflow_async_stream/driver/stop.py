@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.driver.exits import Exiting, wait_for_driver_exit
+from airflow_async_stream.driver.exits import Exiting, confirm_exit_here, wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.start import poll_interval, status_of
@@ -81,8 +81,8 @@ def stop_driver(
         if launching is not None:
             return _stop_launching(control, launching, reason, graceful_timeout_s, kill_after_s, log, sleep, launcher)
         log.info("Nothing to stop for %s: %s", control.url, judged.reason)
-        # its process may still be on its way out; on the host that launched it, this confirms its exit
-        return StopOutcome(False, status, wait_for_driver_exit(control, kill_after_s, log, sleep))
+        confirm_exit_here(control)  # on the host that launched it: a gone driver's exit, for the other hosts
+        return StopOutcome(False, status)
     assert status is not None
     control.request_stop(status.deployment_id, reason, graceful_timeout_s)
     log.info("Requested a graceful stop of deployment %s (%s)", status.deployment_id, reason)

@@ -217,11 +217,15 @@ def test_a_transport_that_hangs_neither_holds_the_query_nor_its_stop(checkpoint_
         started = [datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() for p in progress]
         gaps = sorted(b - a for a, b in zip(started[1:-1], started[2:], strict=True))  # after the first batch's warm-up
         assert gaps[len(gaps) // 2] < 0.9, gaps  # the trigger's 0.5 s, not a send's 1 s timeout and retries
+        driver_log = Path(control.path(ControlArea.DRIVER_LOG))
+        # the first send fails after its timeout and the transport's retries: awaited, on a busy machine it came
+        # after ten batches
+        until(lambda: "lineage: the OpenLineage transport failed" in driver_log.read_text(errors="replace"), 120)
         began = time.monotonic()
         outcome = stop_driver(control, "test: stop with the transport hanging", graceful_timeout_s=30, kill_after_s=60)
         assert outcome.status is not None and outcome.status.state == "stopped"
         assert time.monotonic() - began < DRAIN_S + 20  # the last events wait at most DRAIN_S
-        log = Path(control.path(ControlArea.DRIVER_LOG)).read_text(errors="replace")
+        log = driver_log.read_text(errors="replace")
         assert log.count("lineage: the OpenLineage transport failed") == 1, log[-3000:]
     finally:
         hanging.close()
