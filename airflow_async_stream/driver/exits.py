@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_async_stream.driver.process import DriverProcess, gone_here, launched_elsewhere, this_host
+from airflow_async_stream.driver.start import POLL_S, poll_interval
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.waits import WaitLog
 
@@ -34,8 +35,6 @@ __all__ = [
 
 #: The control area's record of the newest driver exit a launching host saw.
 EXIT = "driver-exit.json"
-#: How often a wait looks (``/proc``, a local control area; a remote one).
-POLL_S, REMOTE_POLL_S = 0.1, 0.5
 
 _log = logging.getLogger(__name__)
 
@@ -115,8 +114,7 @@ def wait_for_driver_exit(
         return None
     driver, deployment_id = deployment.driver, deployment.deployment_id
     if launched_elsewhere(driver):
-        poll_s = POLL_S if control.is_local else REMOTE_POLL_S
-        return await_exit_record(control, deployment_id, driver, timeout_s, log, sleep, poll_s)
+        return await_exit_record(control, deployment_id, driver, timeout_s, log, sleep, poll_interval(control))
     process = DriverProcess.of(driver)
     if process.refusal is None and process.alive:
         deadline = time.monotonic() + timeout_s
