@@ -40,14 +40,17 @@ def _await(condition: Any, what: str, timeout_s: float = 30) -> None:
 
 
 def _pids_of(deployment_id: str) -> list[int]:
-    """Processes of this machine, whichever pid space, whose command line names ``deployment_id`` (a /proc watch)."""
+    """The fake driver's processes on this machine, whichever pid space (a /proc watch): ``-m tests.fake_driver``
+    and ``deployment_id`` as arguments of their own, so the shell, ``unshare`` and the log pump, whose command
+    lines also name them, and which end only after the pump recorded the exit, do not count."""
     found = []
     for entry in os.listdir("/proc"):
         try:
-            if entry.isdigit() and deployment_id.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                found.append(int(entry))
+            arguments = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0") if entry.isdigit() else []
         except OSError:
             continue
+        if b"tests.fake_driver" in arguments and deployment_id.encode() in arguments:
+            found.append(int(entry))
     return found
 
 
