@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 def _event(i: int, start: float, enabled: bool) -> dict[str, Any]:
     """One batch's record as the driver writes it (runtime/progress.py), one batch every 100 ms."""
-    stamp = datetime.fromtimestamp(start + i / 10, timezone.utc).isoformat(timespec="milliseconds")
+    stamp = datetime.fromtimestamp(start + i / 10, UTC).isoformat(timespec="milliseconds")
     managed = (i % 7) if enabled else 110 + i % 20
     return {
         "deployment_id": "20261124T120000Z-0a1b2c3d",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_async_stream.cli import EXIT_OK, fail
@@ -33,7 +33,7 @@ def parse_duration(text: str) -> float:
 
 
 def _when(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "-"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "-"
 
 
 def _ms(value: float | None) -> str:

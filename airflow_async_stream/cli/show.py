@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK
@@ -22,7 +22,7 @@ def _when(ts: Any) -> str:
     if not ts:
         return "-"
     ago = time.time() - float(ts)
-    stamp = datetime.fromtimestamp(float(ts), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    stamp = datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"{stamp} ({ago:.0f} s ago)"
 
 

@@ -11,7 +11,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_async_stream.driver.deferred import DeferredLauncher
@@ -126,7 +126,7 @@ def deploy_job(
     launcher = settings.target()
     log.info("Target %s: %s", launcher.master, launcher.check(spec))  # refused here, before any Spark work
     secrets = launcher.secrets(spec)  # a missing connection fails here too
-    deployment_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+    deployment_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra, settings.lineage)
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, run_state) as grant:

@@ -3,7 +3,7 @@ configuration and a line at each switch or new deployment. Needs the ``chart`` e
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import AsyncStreamError
@@ -36,12 +36,12 @@ def draw(report: Report, path: str) -> None:
         key = configuration_key(group.configuration)
         label = None if key in seen else describe(group.configuration)  # one legend entry per configuration
         index = seen.setdefault(key, len(seen))
-        when = [datetime.fromtimestamp(b.start, timezone.utc) for b in group.batches]
+        when = [datetime.fromtimestamp(b.start, UTC) for b in group.batches]
         ax.plot(when, [b.latency_ms for b in group.batches], ".-", lw=0.8, ms=3, color=colours(index % 10), label=label)
         ax.fill_between(when, [b.offset_management_ms for b in group.batches], step="mid", alpha=0.35,
                         color=colours(index % 10), lw=0)  # fmt: skip
     for change in report.changes():
-        ax.axvline(datetime.fromtimestamp(change["at"], timezone.utc), color="0.3", ls="--" if change["kind"] == "switch" else ":", lw=1)  # fmt: skip
+        ax.axvline(datetime.fromtimestamp(change["at"], UTC), color="0.3", ls="--" if change["kind"] == "switch" else ":", lw=1)  # fmt: skip
     if not report.batches:
         ax.text(0.5, 0.5, "no batches recorded", ha="center", va="center", transform=ax.transAxes)
     ax.set_title(f"{report.job or report.checkpoint}: batch latency (line) and offset management (shaded)")

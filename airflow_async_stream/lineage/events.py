@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from attrs import define
@@ -103,7 +103,7 @@ def run_event(
     inputs, outputs = datasets
     return RunEvent(
         eventType=getattr(RunState, state),
-        eventTime=datetime.now(timezone.utc).isoformat(),
+        eventTime=datetime.now(UTC).isoformat(),
         run=Run(runId=run_id, facets=run_facets),
         job=Job(namespace=namespace, name=job_name, facets=job_facets),
         producer=PRODUCER,

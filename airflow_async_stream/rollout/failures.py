@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["failed_before", "failure_words", "spec_digest"]
@@ -27,5 +27,5 @@ def failed_before(desired_spec: dict[str, Any] | None, rollout: dict[str, Any] |
 def failure_words(record: dict[str, Any]) -> str:
     """``failed at <run> <time>: <error>``."""
     at = record.get("finished_at")
-    stamp = datetime.fromtimestamp(float(at), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "?"
+    stamp = datetime.fromtimestamp(float(at), UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "?"
     return f"failed at {record.get('run_id') or 'a rollout'} {stamp}: {record.get('error')}"

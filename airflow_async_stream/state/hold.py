@@ -26,6 +26,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
@@ -264,6 +265,4 @@ def held(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
 
 
 def _text(ts: float) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import time
+from datetime import UTC
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -106,11 +107,11 @@ def batch_events(
 ) -> list[dict[str, Any]]:
     """Progress events of batches that ran, one every ``every_s`` seconds; ``state``: per batch one state
     operator's (commit ms over all tasks, shuffle partitions, rows in state)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     events = []
     for i, (latency, managed) in enumerate(zip(latencies, offset_ms, strict=True)):
-        stamp = datetime.fromtimestamp(start + i * every_s, timezone.utc).isoformat(timespec="milliseconds")
+        stamp = datetime.fromtimestamp(start + i * every_s, UTC).isoformat(timespec="milliseconds")
         durations = {"addBatch": latency - managed, "walCommit": managed / 2, "commitOffsets": managed / 2}
         event = {
             "deployment_id": deployment,

@@ -4,7 +4,7 @@ error, a partial run replaces only its own sections, and both sides get the prov
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +120,7 @@ def _batch(run: str, batch_id: int, start_s: float, ms: int = 100, ran: bool = T
     return event
 
 
-T0 = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc).timestamp()
+T0 = datetime(2026, 11, 25, 10, 0, tzinfo=UTC).timestamp()
 
 
 def test_a_switch_pause_runs_from_the_old_querys_last_batch_to_the_new_ones_first_on_either_side() -> None:

@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ def _job(root: Path, name: str, *, ended_s_ago: float, offsets: list[int], commi
     control = ControlArea(f"{root / name}.async-stream")
     for record in ("status.json", "deployment.json"):
         control.write_json(record, {**control.read_json(record), "job": name})
-    started = datetime.fromtimestamp(time.time() - ended_s_ago - 0.08, timezone.utc).isoformat()
+    started = datetime.fromtimestamp(time.time() - ended_s_ago - 0.08, UTC).isoformat()
     control.append_progress({"deployment_id": "d1", "batch_id": 9, "timestamp": started, "num_input_rows": 1,
                              "duration_ms": {"triggerExecution": 80, "addBatch": 60}})  # fmt: skip
     make_checkpoint(root / name, offsets, commits)
