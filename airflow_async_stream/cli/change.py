@@ -13,7 +13,7 @@ from typing import Any
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
 from airflow_async_stream.cli.names import control_for
 from airflow_async_stream.driver.deferred import DeferredLauncher
-from airflow_async_stream.driver.exits import exit_recorded, record_exit
+from airflow_async_stream.driver.exits import record_exit
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.process import this_host
 from airflow_async_stream.driver.stop import stop_driver
@@ -52,7 +52,7 @@ def _driver_gone(control: ControlArea, host: str) -> int:
     if judged.live and status is not None and status.deployment_id == deployment.deployment_id:
         return fail(f"--driver-gone {host}: its driver still reports ({judged.reason}), so {host} is not gone; "
                     "stop it instead", EXIT_BAD_STATE)  # fmt: skip
-    if exit_recorded(control, deployment.deployment_id) is None:
+    if control.read_exit(deployment.deployment_id) is None:
         record_exit(control, deployment.deployment_id, f"said by hand on {this_host()}: host {host} is gone, its driver with it")  # fmt: skip
     print(f"recorded: the driver of deployment {deployment.deployment_id} on {host} has exited; a deploy from any host goes on")  # fmt: skip
     return EXIT_OK

@@ -28,13 +28,12 @@ __all__ = [
     "Exiting",
     "await_exit_record",
     "confirm_exit_here",
-    "exit_recorded",
     "record_exit",
     "wait_for_driver_exit",
 ]
 
 #: The control area's record of the newest driver exit a launching host saw.
-EXIT = "driver-exit.json"
+EXIT = ControlArea.DRIVER_EXIT
 
 _log = logging.getLogger(__name__)
 
@@ -44,12 +43,6 @@ def record_exit(control: ControlArea, deployment_id: str, seen: str) -> None:
     control.write_json(
         EXIT, {"deployment_id": deployment_id, "host": this_host(), "exited_at": time.time(), "seen": seen}
     )
-
-
-def exit_recorded(control: ControlArea, deployment_id: str) -> dict[str, Any] | None:
-    """The exit record of ``deployment_id``'s driver, if its host has written one."""
-    record = control.read_json(EXIT)
-    return record if record and record.get("deployment_id") == deployment_id else None
 
 
 @dataclass(frozen=True)
@@ -90,7 +83,7 @@ def await_exit_record(
     pid, host = driver.get("launcher_pid"), driver.get("host")
     deadline = time.monotonic() + timeout_s
     say = WaitLog(log, f"Waiting for host {host} to confirm that the driver process (pid {pid}) exited", timeout_s)
-    while exit_recorded(control, deployment_id) is None:
+    while control.read_exit(deployment_id) is None:
         if time.monotonic() >= deadline:
             log.warning("Host %s has not confirmed the exit of the driver process (pid %s) in %.0f s", host, pid, timeout_s)  # fmt: skip
             return Exiting(int(pid) if pid else None, host, here=False)
@@ -138,6 +131,6 @@ def confirm_exit_here(control: ControlArea) -> None:
 
 
 def _confirm_here(control: ControlArea, deployment_id: str, driver: dict[str, Any]) -> None:
-    if driver.get("exit_record") and gone_here(driver) and exit_recorded(control, deployment_id) is None:
+    if driver.get("exit_record") and gone_here(driver) and control.read_exit(deployment_id) is None:
         pid = driver.get("launcher_pid")
         record_exit(control, deployment_id, f"this host's /proc: the driver process (pid {pid}) is gone")

@@ -18,7 +18,6 @@ from airflow_async_stream.runtime.progress import (
     ProgressRecording,
 )
 from airflow_async_stream.spec.secret_options import Redactor
-from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import start_refusal
 from airflow_async_stream.state.records import (
@@ -42,8 +41,6 @@ __all__ = ["Governor"]
 _log = logging.getLogger(__name__)
 
 _STOP_POLL_S = 0.25
-#: Committed batches after its start that make a deployment's spec "stable" (a rollback target).
-STABLE_AFTER_COMMITS = 2
 _DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
 
 
@@ -57,6 +54,7 @@ class Governor(ProgressRecording):
         self.redact = redact or Redactor()
         self._lock = threading.Lock()
         self._query_id: str | None = None
+        self._query: StreamingQuery | None = None  # its trigger's status: trigger_facts
         #: Batches already recorded (listener and end-of-query flush both report them), the newest only.
         self._recorded: collections.OrderedDict[tuple[str, int], None] = collections.OrderedDict()
         self._status = Status(
@@ -68,7 +66,6 @@ class Governor(ProgressRecording):
             started_at=now(),
             heartbeat_at=now(),
         )
-        self._stability: tuple[str, int | None, dict[str, Any]] | None = None
         #: The spec the query runs now (None for a bare writer), and what each query run was started with.
         self.spec: JobSpec | None = None
         self.configuration: dict[str, Any] | None = None
@@ -92,7 +89,7 @@ class Governor(ProgressRecording):
 
     def _beat(self) -> None:
         while not self._stop_heartbeat.wait(HEARTBEAT_INTERVAL_S):
-            self._write(heartbeat=True)
+            self._write(heartbeat=True, **self.trigger_facts())
 
     @property
     def failed(self) -> bool:
@@ -102,24 +99,6 @@ class Governor(ProgressRecording):
         """First status write (``facts``: e.g. which options came from connections), then the heartbeat."""
         self._write(state=State.STARTING, **facts)
         self._heartbeat.start()
-
-    def watch_stability(self, checkpoint: str, start_batch: int | None, spec: dict[str, Any]) -> None:
-        """Record ``spec`` in stable.json once this deployment has committed batches after ``start_batch``."""
-        self._stability = (checkpoint, start_batch, spec)
-
-    def _check_stability(self) -> None:
-        if self._stability is None:
-            return
-        checkpoint, start_batch, spec = self._stability
-        ids = batch_ids(checkpoint, "commits")
-        if committed_since(ids, start_batch) < STABLE_AFTER_COMMITS:
-            return
-        after = [b for b in ids if start_batch is None or b > start_batch]
-        self._stability = None
-        self.control.write_json(
-            ControlArea.STABLE,
-            {"deployment_id": self.deployment_id, "spec": spec, "stable_at": now(), "committed_batches": after[:3]},
-        )
 
     def refused_start(self) -> bool:
         """True (final status written, saying why) when this deployment must not start its query: replaced,
@@ -176,6 +155,7 @@ class Governor(ProgressRecording):
 
     def _started(self, query: StreamingQuery, **changes: Any) -> None:
         self._query_id = str(query.id)
+        self._query = query
         if self.lineage is not None:
             self.lineage.started()  # START once: a switch continues the run
         with self._lock:

@@ -1,6 +1,7 @@
 """What the driver records of each micro-batch: the progress record (the fields the project relies on, as
 plain JSON), the listener that hands Spark's events to the governor, and the governor's recording side
-(each batch once, a bounded memory of what was recorded, the pause a switch caused)."""
+(each batch once, a bounded memory of what was recorded, the pause a switch caused, the spec that proved
+stable, and what the heartbeat says of the trigger for the health verdict)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.secret_options import Redactor
+from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Status, SwitchAccount, SwitchPhase, now
 
@@ -30,6 +32,8 @@ _log = logging.getLogger(__name__)
 #: Spark's recentProgress holds the last 100 batches (spark.sql.streaming.numRecentProgressUpdates); a driver
 #: that runs for months remembers this many, not every batch it ever recorded.
 _RECORDED_KEPT = 1024
+#: Committed batches after its start that make a deployment's spec "stable" (a rollback target).
+STABLE_AFTER_COMMITS = 2
 #: Configurations remembered by query run (a late listener event of the run before a switch keeps its own).
 CONFIGURATIONS_KEPT = 8
 
@@ -42,6 +46,15 @@ def _offset(value: Any) -> Any:
         except json.JSONDecodeError:
             return value
     return value
+
+
+def _rate(value: Any) -> float | None:
+    """Spark's rows-per-second figure, rounded; None where Spark reports none (NaN on the first batch)."""
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        return None
+    return round(rate, 1) if rate == rate else None
 
 
 def _state_operators(progress: Any) -> list[dict[str, Any]]:
@@ -69,6 +82,8 @@ def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
         "batch_id": int(progress.batchId),
         "timestamp": progress.timestamp,
         "num_input_rows": int(progress.numInputRows),
+        "input_rows_per_s": _rate(progress.inputRowsPerSecond),
+        "processed_rows_per_s": _rate(progress.processedRowsPerSecond),
         "duration_ms": durations,
         "offset_management_ms": durations.get("walCommit", 0) + durations.get("commitOffsets", 0),
         "sources": [
@@ -77,6 +92,7 @@ def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
                 "start_offset": _offset(s.startOffset),
                 "end_offset": _offset(s.endOffset),
                 "num_input_rows": int(s.numInputRows),
+                **({"metrics": dict(s.metrics)} if getattr(s, "metrics", None) else {}),
             }
             for s in progress.sources
         ],
@@ -118,14 +134,34 @@ class ProgressRecording:
     _query_id: str | None
     _status: Status
     _recorded: collections.OrderedDict[tuple[str, int], None]
+    _query: StreamingQuery | None
     _configurations: collections.OrderedDict[str, dict[str, Any] | None]
     _first_events: collections.OrderedDict[str, dict[str, Any]]
     _awaiting: tuple[SwitchAccount, dict[str, Any] | None] | None
     #: The deployment's OpenLineage run, when its RUNNING events are on (lineage/running.py).
     lineage: RunningEvents | None = None
-    #: The governor's own methods: the status record's write, and the stability watch.
+    #: The governor's own method: the status record's write.
     _write: Callable[..., None]
-    _check_stability: Callable[[], None]
+    #: The spec to record in stable.json once enough batches committed (watch_stability).
+    _stability: tuple[str, int | None, dict[str, Any]] | None = None
+
+    def watch_stability(self, checkpoint: str, start_batch: int | None, spec: dict[str, Any]) -> None:
+        """Record ``spec`` in stable.json once this deployment committed batches after ``start_batch``."""
+        self._stability = (checkpoint, start_batch, spec)
+
+    def _check_stability(self) -> None:
+        if self._stability is None:
+            return
+        checkpoint, start_batch, spec = self._stability
+        ids = batch_ids(checkpoint, "commits")
+        if committed_since(ids, start_batch) < STABLE_AFTER_COMMITS:
+            return
+        after = [b for b in ids if start_batch is None or b > start_batch]
+        self._stability = None
+        self.control.write_json(
+            ControlArea.STABLE,
+            {"deployment_id": self.deployment_id, "spec": spec, "stable_at": now(), "committed_batches": after[:3]},
+        )
 
     def record_progress(self, progress: Any) -> None:
         """Listener callback: one line in the progress log per micro-batch of our query."""
@@ -150,6 +186,7 @@ class ProgressRecording:
                 batches=self._status.batches + 1,
                 last_batch_id=record["batch_id"],
                 last_progress_at=now(),
+                batch_active_since=None,
                 first_batch_id=record["batch_id"] if first else self._status.first_batch_id,
             )
         self.control.append_progress(self.redact.json(record))
@@ -160,12 +197,31 @@ class ProgressRecording:
         if first:  # the deploy waits for this: write it now, not at the next heartbeat
             self._write()
 
+    def trigger_facts(self) -> dict[str, Any]:
+        """What Spark says of the trigger now, for the health verdict: since when the batch being run has been
+        active (a new time once a batch or an idle trigger was recorded since), and whether data is waiting."""
+        query = self._query
+        if query is None:
+            return {}
+        try:
+            status = query.status
+        except Exception as exc:  # noqa: BLE001 - a query ending meanwhile; the next beat asks again
+            _log.debug("no trigger status at this heartbeat: %s", exc)
+            return {}
+        facts: dict[str, Any] = {"data_available": bool(status.get("isDataAvailable"))}
+        if not status.get("isTriggerActive"):
+            return {**facts, "batch_active_since": None}
+        with self._lock:
+            since = self._status.batch_active_since
+            seen = max(self._status.last_progress_at or 0.0, self._status.idle_at or 0.0)
+        return {**facts, "batch_active_since": now() if since is None or seen > since else since}
+
     def record_idle(self) -> None:
         """Listener callback: the query runs but its source has no new data (written at once the first time,
         then with the next heartbeat: Spark reports idleness at every trigger)."""
         with self._lock:
             first = self._status.idle_at is None
-            self._status = self._status.but(idle_at=now())
+            self._status = self._status.but(idle_at=now(), batch_active_since=None)
         if first:
             self._write()
 

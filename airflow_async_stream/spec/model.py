@@ -28,6 +28,7 @@ from airflow_async_stream.spec.endpoints import (
     refuse_secret_keys,
     stringify,
 )
+from airflow_async_stream.spec.health import Health
 from airflow_async_stream.spec.intervals import interval_ms
 from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
 from airflow_async_stream.state import progress_log
@@ -183,6 +184,7 @@ class JobSpec(StrictModel):
     spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="Extra --conf entries.")
     logs: Logs | None = Field(default=None, description="Log level, driver log rotation, progress log retention.")
     lineage: Lineage | None = Field(default=None, description="OpenLineage events of the running job.")
+    health: Health | None = Field(default=None, description="When a running job counts as stalled.")
 
     @field_validator("spark_conf")
     @classmethod
@@ -234,6 +236,11 @@ class JobSpec(StrictModel):
     def log_settings(self) -> Logs:
         """``logs`` as given, or the defaults (a spec without the section keeps its file form unchanged)."""
         return self.logs or Logs()
+
+    @property
+    def health_settings(self) -> Health:
+        """``health`` as given, or the defaults."""
+        return self.health or Health()
 
     def writer_options(self) -> dict[str, str]:
         """Every option the runtime sets on the DataStreamWriter, sink options first."""

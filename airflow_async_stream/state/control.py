@@ -19,6 +19,8 @@ Layout of ``<checkpoint>.async-stream/``:
 ``fence.json``         the newest hold's fencing token, a number that only grows (fence.py)
 ``rollout.json``       the latest rollout step's outcome for this job
 ``safe-disable.json``  which step of a safe-disable run failed and why, for its rollback's message
+``driver-exit.json``   the newest driver exit its launching host saw (driver/exits.py)
+``incidents.jsonl``    crashes, failed starts and changes, stalls and recoveries, one JSON line each (incidents.py)
 
 Both the driver and Airflow reach it through fsspec, so it works wherever the checkpoint lives.
 """
@@ -107,6 +109,8 @@ class ControlArea:
     REVOKED_HOLDS = "revoked-holds.json"
     DAG_RUNS = "dag-runs.json"  # the DAG run that last took the hold, per kind of change (hold.py)
     FENCE = "fence.json"
+    DRIVER_EXIT = "driver-exit.json"
+    INCIDENTS = "incidents.jsonl"
     HOLD_GUARD = ".lease.lock"  # likewise: both releases must serialise on the same file
     PROGRESS = "progress"
     LEGACY_PROGRESS = "progress.jsonl"
@@ -198,6 +202,11 @@ class ControlArea:
             self.fs.rm_file(self.path(name))
         except FileNotFoundError:
             pass
+
+    def read_exit(self, deployment_id: str) -> dict[str, Any] | None:
+        """The exit record of ``deployment_id``'s driver, if the host that launched it has written one."""
+        record = self.read_json(self.DRIVER_EXIT)
+        return record if record and record.get("deployment_id") == deployment_id else None
 
     # -- progress log ---------------------------------------------------------------------------------
 

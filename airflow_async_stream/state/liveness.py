@@ -1,5 +1,6 @@
-"""Whether a job's driver is alive, judged from its status record: an active state, a fresh heartbeat, and
-(for a driver of this host) a process that still runs."""
+"""Whether a job's driver is alive, judged from its status record: an active state, a fresh heartbeat, no
+exit record of its launching host (from any host: driver/exits.py), and (for a driver of this host) a process
+that still runs."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_async_stream.state.records import ACTIVE_STATES, HEARTBEAT_STALE_S, Status, now
 
-__all__ = ["Liveness", "liveness", "local_pid_alive"]
+if TYPE_CHECKING:
+    from airflow_async_stream.state.control import ControlArea
+
+__all__ = ["Liveness", "liveness", "local_pid_alive", "observe"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,13 @@ def local_pid_alive(pid: int) -> bool:
         return True
 
 
-def liveness(status: Status | Mapping[str, Any] | None, stale_after_s: float = HEARTBEAT_STALE_S) -> Liveness:
-    """Judge a status record: live only in an active state with a fresh heartbeat (and a living local pid)."""
+def liveness(
+    status: Status | Mapping[str, Any] | None,
+    stale_after_s: float = HEARTBEAT_STALE_S,
+    exited: Mapping[str, Any] | None = None,
+) -> Liveness:
+    """Judge a status record: live only in an active state with a fresh heartbeat (and a living local pid),
+    and without ``exited``, the exit record of its deployment's driver (control.py ``read_exit``)."""
     if not status:
         return Liveness(False, "no status record")
     if not isinstance(status, Status):
@@ -46,6 +55,11 @@ def liveness(status: Status | Mapping[str, Any] | None, stale_after_s: float = H
     state = status.state
     if state not in ACTIVE_STATES:
         return Liveness(False, f"state is {state}")
+    if exited and exited.get("deployment_id") == status.deployment_id:
+        ago = now() - float(exited.get("exited_at") or 0)
+        return Liveness(
+            False, f"state is {state} but host {exited.get('host')} recorded {ago:.0f} s ago that its driver exited"
+        )
     age = now() - float(status.heartbeat_at or 0)
     if age > stale_after_s:
         return Liveness(False, f"state is {state} but the last heartbeat is {age:.0f} s old: the driver is gone")
@@ -53,3 +67,10 @@ def liveness(status: Status | Mapping[str, Any] | None, stale_after_s: float = H
     if pid and status.host == socket.gethostname() and not local_pid_alive(int(pid)):
         return Liveness(False, f"state is {state} but driver process {pid} on this host has exited")
     return Liveness(True, f"state is {state}, heartbeat {age:.0f} s ago")
+
+
+def observe(control: ControlArea) -> tuple[Status | None, Liveness]:
+    """A job's status record and whether its driver is alive, its exit record read only while it says it runs."""
+    status = control.read_status()
+    exited = control.read_exit(status.deployment_id) if status and status.state in ACTIVE_STATES else None
+    return status, liveness(status, exited=exited)

@@ -154,6 +154,10 @@ class Status(_Record):
     #: What the running query was started with (async options, trigger), and how often it was switched in place.
     configuration: dict[str, Any] | None = None
     switches: int = 0
+    #: Since when the trigger has run the batch after ``last_batch_id`` (heartbeats see it; None between
+    #: batches), and whether Spark said at the last heartbeat that its source has new data.
+    batch_active_since: float | None = None
+    data_available: bool | None = None
 
     def check(self, where: str) -> None:
         if not self.state:

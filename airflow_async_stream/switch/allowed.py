@@ -29,7 +29,7 @@ __all__ = [
 
 #: ``spark_conf`` keys that may change in place, if Spark says the key is modifiable at runtime.
 RUNTIME_CONF_PREFIX = "spark.sql."
-_IN_PLACE = frozenset({"async_progress", "trigger", "spark_conf"})
+_IN_PLACE = frozenset({"async_progress", "trigger", "spark_conf", "health"})  # health: read by readers only
 _WHY = {
     "name": "another name is another job: deploy it",
     "checkpoint": "another checkpoint is another job: deploy it",

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.driver.exits import exit_recorded
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from tests.integration.airflow_stack import Feeder
@@ -136,7 +135,7 @@ def test_deploy_migrate_and_stop_across_two_celery_hosts_never_overlap_drivers(
     assert len(watch.groups_seen) == 3 and watch.most_at_once == 1, (watch.groups_seen, watch.most_at_once)
     deployment = control.read_deployment()
     assert deployment.driver["host"] == here and deployment.async_progress["enabled"] is False
-    assert exit_recorded(control, deployment.deployment_id)["host"] == here  # type: ignore[index]
+    assert control.read_exit(deployment.deployment_id)["host"] == here  # type: ignore[index]
     assert control.read_status().state == "stopped"
     assert inspect_checkpoint(str(spec["checkpoint"])).sync_restart_safe
     print(f"two Celery hosts: the DAG run ended {time.monotonic() - started:.0f} s after the test began")
@@ -167,7 +166,7 @@ def test_a_forced_stop_from_one_host_during_the_other_hosts_migration_step_wins(
 
     assert forced.returncode == 0, forced
     assert f"ended the hold of DAG run {dag_id}/" in forced.stdout and "stopped: state stopped" in forced.stdout
-    assert exit_recorded(control, on_b.deployment_id)["host"] == HOST_B  # type: ignore[index]
+    assert control.read_exit(on_b.deployment_id)["host"] == HOST_B  # type: ignore[index]
     states = dict(stack.query("SELECT task_id, state FROM task_instance WHERE dag_id = ?", dag_id))
     assert state == "failed" and states["safe_disable.rollback_to_async"] == "failed", states
     # Nothing deployed after the user's stop: the job stays as the stop left it, on B's checkpoint state.

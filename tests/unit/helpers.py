@@ -144,6 +144,8 @@ def progress_event(batch_id: int, run: str = "11111111-2222-3333-4444-5555555555
         batchId=batch_id,
         timestamp=f"2026-11-25T10:00:{batch_id:02d}.000Z",
         numInputRows=10,
+        inputRowsPerSecond=200.0,
+        processedRowsPerSecond=float("nan") if batch_id == 0 else 180.0,
         durationMs={"triggerExecution": 50, "addBatch": 40},
         sources=[],
         stateOperators=[],

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
-from airflow_async_stream.driver.exits import EXIT, exit_recorded, wait_for_driver_exit
+from airflow_async_stream.driver.exits import EXIT, wait_for_driver_exit
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.log import start_pump
 from airflow_async_stream.driver.process import identify
@@ -77,13 +77,13 @@ def test_the_log_pump_records_the_exit_when_the_output_closes(control: ControlAr
     driver.stdin.write(b"a line of the driver\n")
     driver.stdin.flush()
     _await(lambda: log.exists() and b"a line of the driver" in log.read_bytes(), "the pump to write the line")
-    assert exit_recorded(control, "d-1") is None, "an exit recorded while the driver's output was still open"
+    assert control.read_exit("d-1") is None, "an exit recorded while the driver's output was still open"
     driver.stdin.close()  # the driver exits
     assert driver.wait(timeout=10) == 0 and pump.wait(timeout=10) == 0
-    record = exit_recorded(control, "d-1")
+    record = control.read_exit("d-1")
     assert record is not None and record["host"] == identify(os.getpid())["host"]
     assert record["seen"] == "its output closed (the log pump read it to the end)"
-    assert exit_recorded(control, "d-2") is None  # a record names its deployment
+    assert control.read_exit("d-2") is None  # a record names its deployment
 
 
 def test_a_stop_from_another_host_returns_once_the_drivers_host_confirms_its_exit(
@@ -101,7 +101,7 @@ def test_a_stop_from_another_host_returns_once_the_drivers_host_confirms_its_exi
     stopping.join(timeout=30)
     assert outcome and outcome[0].status.state == "stopped" and outcome[0].exiting is None
     assert _pids_of(deployment_id) == [], "the stop returned while the driver process still ran"
-    assert exit_recorded(control, deployment_id)["host"] == OTHER_HOST  # type: ignore[index]
+    assert control.read_exit(deployment_id)["host"] == OTHER_HOST  # type: ignore[index]
 
 
 def test_an_exit_not_confirmed_in_time_is_said_naming_the_host_and_a_deploy_refuses(
@@ -124,7 +124,7 @@ def test_an_exit_not_confirmed_in_time_is_said_naming_the_host_and_a_deploy_refu
     assert (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id") == deployment_id, "it launched"
 
     release.touch()  # the driver exits; its pump says so; the same wait now passes
-    _await(lambda: exit_recorded(control, deployment_id) is not None, "the exit record")
+    _await(lambda: control.read_exit(deployment_id) is not None, "the exit record")
     assert wait_for_driver_exit(control, 0.5) is None
 
 
@@ -142,7 +142,7 @@ def test_the_launching_hosts_stop_confirms_an_exit_its_pump_never_recorded(
     assert control.read_json(EXIT) is None
     outcome = stop_driver(control, "test", 1, kill_after_s=5)
     assert not outcome.was_live and outcome.exiting is None
-    record = exit_recorded(control, "d-gone")
+    record = control.read_exit("d-gone")
     assert record is not None and record["seen"] == f"this host's /proc: the driver process (pid {driver.pid}) is gone"
 
 
@@ -162,9 +162,9 @@ def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longe
     control.write_json(ControlArea.STATUS, {"deployment_id": "d-a", "state": "stopped", "heartbeat_at": 1.0})
     typo = subprocess.run([*cli, "worker-z"], capture_output=True, text=True)
     assert typo.returncode == 2 and f"was launched on {OTHER_HOST}, not worker-z" in typo.stderr, typo
-    assert wait_for_driver_exit(control, 0.2) is not None and exit_recorded(control, "d-a") is None
+    assert wait_for_driver_exit(control, 0.2) is not None and control.read_exit("d-a") is None
     said = subprocess.run([*cli, OTHER_HOST], capture_output=True, text=True)
     assert said.returncode == 0, said
     assert said.stdout == f"recorded: the driver of deployment d-a on {OTHER_HOST} has exited; a deploy from any host goes on\n"  # fmt: skip
-    assert exit_recorded(control, "d-a")["seen"].endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[index]
+    assert control.read_exit("d-a")["seen"].endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[index]
     assert wait_for_driver_exit(control, 0.2) is None

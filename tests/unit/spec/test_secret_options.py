@@ -134,13 +134,17 @@ def test_the_governor_never_writes_a_secret_into_status_or_progress(tmp_path: ob
     secret = "pw-0123456789"
     governor = Governor(control, "dep-1", "job", Redactor([secret]))
     governor.starting(secret_options=["sink.options.kafka.sasl.jaas.config"])
-    source = SimpleNamespace(description=f"Kafka[{secret}]", startOffset="1", endOffset="2", numInputRows=1)
+    source = SimpleNamespace(
+        description=f"Kafka[{secret}]", startOffset="1", endOffset="2", numInputRows=1, metrics={"secret": secret}
+    )
     progress = SimpleNamespace(
         id="q",
         runId="r",
         batchId=0,
         timestamp="t",
         numInputRows=1,
+        inputRowsPerSecond=1.0,
+        processedRowsPerSecond=1.0,
         durationMs={},
         sources=[source],
         stateOperators=[],
@@ -155,4 +159,4 @@ def test_the_governor_never_writes_a_secret_into_status_or_progress(tmp_path: ob
     status = json.loads(texts[0])
     assert status["error"] == "RuntimeError: SASL authentication failed with password ***"
     assert status["secret_options"] == ["sink.options.kafka.sasl.jaas.config"]
-    assert "Kafka[***]" in texts[1]
+    assert "Kafka[***]" in texts[1] and '"secret": "***"' in texts[1]  # a source's metrics are masked too

@@ -131,6 +131,8 @@ def test_a_long_running_driver_records_each_batch_once_and_remembers_only_the_ne
             batchId=batch,
             timestamp="t",
             numInputRows=0,
+            inputRowsPerSecond=0.0,
+            processedRowsPerSecond=0.0,
             durationMs={},
             sources=[],
             stateOperators=[],
@@ -157,6 +159,8 @@ def test_a_stateful_batch_records_its_state_store_figures_and_a_stateless_one_no
         "batchId": 3,
         "timestamp": "t",
         "numInputRows": 1,
+        "inputRowsPerSecond": 1.0,
+        "processedRowsPerSecond": 2.0,
         "durationMs": {},
         "sources": [],
     }
@@ -165,6 +169,11 @@ def test_a_stateful_batch_records_its_state_store_figures_and_a_stateless_one_no
         {"operator": "stateStoreSave", "commit_ms": 640, "shuffle_partitions": 64, "rows_total": 9}
     ]
     assert "state_operators" not in progress_record(SimpleNamespace(**batch, stateOperators=[]), DEP_A)
+    assert (stateful["input_rows_per_s"], stateful["processed_rows_per_s"]) == (1.0, 2.0)
+    first = progress_record(
+        SimpleNamespace(**{**batch, "processedRowsPerSecond": float("nan")}, stateOperators=[]), DEP_A
+    )
+    assert first["processed_rows_per_s"] is None  # Spark's NaN on a batch with no time to divide by
 
 
 def test_segments_are_ordered_by_number_past_a_million_and_names_parse_whatever_the_id() -> None:

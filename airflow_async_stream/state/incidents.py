@@ -1,0 +1,108 @@
+"""Incidents: what went wrong with a job (and what came right again), one JSON line each in the control area's
+``incidents.jsonl``, so its history says why it stopped running long after its status record moved on.
+
+Kinds: a crash (its driver died after its query ran), a failed start (it never ran a batch), a failed or
+refused change, a stall, and the recovery from one. Each carries when it was recorded, the deployment, the error
+(as the driver masked it, cut to a line), the doctor's diagnosis and cure, and what was done about it.
+
+An incident is recorded once: its key (deployment, kind, since when) is looked up among the newest first, so
+every reader that notices the same crash may try. The file keeps the newest ``KEPT`` incidents: on storage
+that appends (local disks, HDFS) a line is appended and the file trimmed when it holds twice that; on object
+stores it is rewritten whole (incidents are rare). A control area without the file (an earlier release's) has
+no incidents; a line that cannot be read is skipped (a torn last line), never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.state.records import _Record, now
+
+if TYPE_CHECKING:
+    from airflow_async_stream.state.control import ControlArea
+
+__all__ = ["KEPT", "Incident", "Kind", "read_incidents", "record_incident"]
+
+#: How many incidents a job keeps (the newest).
+KEPT = 200
+#: An error is kept to its first line, at most this long (Spark appends the query's plan to its errors).
+ERROR_CHARS = 400
+
+
+class Kind(StrEnum):
+    CRASH = "crash"
+    FAILED_START = "failed_start"
+    CHANGE_FAILED = "change_failed"
+    CHANGE_REFUSED = "change_refused"
+    STALL = "stall"
+    RECOVERY = "recovery"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Incident(_Record):
+    """One line of ``incidents.jsonl``."""
+
+    at: float = 0.0
+    kind: str = ""
+    deployment_id: str | None = None
+    #: When the condition began (a crash: the driver's end; a stall: its batch's start); part of the key.
+    since: float | None = None
+    error: str | None = None
+    diagnosis: str | None = None
+    cure: str | None = None
+    #: What was done about it (e.g. "recorded the deployment as failed", "none: a person must look").
+    action: str | None = None
+    #: The host whose reader or step recorded it.
+    host: str | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str, float | None]:
+        return (self.deployment_id, self.kind, None if self.since is None else round(self.since, 3))
+
+
+def one_line(error: str | None) -> str | None:
+    """An error's first line, cut to ``ERROR_CHARS``."""
+    if not error:
+        return None
+    first = error.strip().splitlines()[0] if error.strip() else ""
+    return first[:ERROR_CHARS] or None
+
+
+def read_incidents(control: ControlArea) -> list[Incident]:
+    """The job's incidents, newest first; none when the file does not exist."""
+    try:
+        text = control.fs.cat_file(control.path(control.INCIDENTS)).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    found = []
+    for line in text.splitlines():
+        try:
+            data = json.loads(line)
+            found.append(Incident.from_json(data, f"{control.url}/{control.INCIDENTS}"))
+        except (json.JSONDecodeError, ControlAreaError, TypeError):
+            continue  # a torn last line, or a line no release wrote
+    return list(reversed(found))
+
+
+def record_incident(control: ControlArea, incident: Incident) -> bool:
+    """Add ``incident`` unless one with its key is recorded already; True when it was added."""
+    incident = incident.but(
+        at=incident.at or now(), error=one_line(incident.error), host=incident.host or socket.gethostname()
+    )
+    known = read_incidents(control)
+    if any(old.key == incident.key for old in known):
+        return False
+    line = (json.dumps(incident.to_json(), sort_keys=True) + "\n").encode()
+    if control.appendable and len(known) < 2 * KEPT:
+        control.ensure()
+        with control.fs.open(control.path(control.INCIDENTS), "ab") as fh:
+            fh.write(line)
+        return True
+    kept = [json.dumps(old.to_json(), sort_keys=True) + "\n" for old in reversed(known[: KEPT - 1])]
+    control.write_bytes(control.INCIDENTS, "".join(kept).encode() + line)
+    return True
