@@ -11,11 +11,15 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK
 from airflow_async_stream.cli.names import JobNotFoundError, NamedJob, find_job
+from airflow_async_stream.insight.checkup import check_up
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.incidents import read_incidents
 
-__all__ = ["cmd_inspect", "cmd_status", "status_report"]
+__all__ = ["INCIDENTS_SHOWN", "cmd_inspect", "cmd_status", "status_report"]
+
+#: The newest incidents ``status`` shows (``incidents`` lists them all).
+INCIDENTS_SHOWN = 20
 
 
 def _when(ts: Any) -> str:
@@ -39,12 +43,13 @@ def _deployment(status: Any, deployment: Any) -> dict[str, Any] | None:
 
 
 def status_report(control: ControlArea, named: NamedJob | None = None) -> dict[str, Any]:
-    status = control.read_status()
-    deployment = control.read_deployment()
-    judged = liveness(status)
+    looked = check_up(control, named.checkpoint if named else None)
+    status, deployment, judged = looked.status, looked.deployment, looked.liveness
     latest = control.latest_progress(status.deployment_id) if status else None
     switch = control.read_switch_account()
     return {
+        "health": looked.health.to_json(),
+        "incidents": [incident.to_json() for incident in read_incidents(control)[:INCIDENTS_SHOWN]],
         "switch": switch.to_json() if switch else None,
         "reconfiguration": switch.to_json() if switch else None,  # the previous release's key; goes in the next
         "control_area": control.url,
@@ -82,6 +87,7 @@ def _print_status(report: dict[str, Any]) -> None:
     async_progress = deployment.get("async_progress") or {}
     rows = [
         ("job", report["job"] or "-"),
+        ("health", _health_line(report["health"])),
         (
             "state",
             f"{status.get('state', 'never deployed')} ({'live' if report['live'] else 'not live'}: {report['liveness']})",
@@ -130,10 +136,22 @@ def _print_status(report: dict[str, Any]) -> None:
     if status.get("idle_at"):
         rows.append(("source idle", _when(status["idle_at"])))
     rows += _failure_rows(status, report["control_area"])
+    rows += [("incident", _incident_line(incident)) for incident in report["incidents"][:3]]
     rows.append(("control area", report["control_area"]))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
+
+
+def _health_line(health: dict[str, Any]) -> str:
+    since = f" since {_when(health['since'])}" if health.get("since") else ""
+    return f"{health['verdict']}{since}: {health['reason']}"
+
+
+def _incident_line(incident: dict[str, Any]) -> str:
+    """One incident in a line: when, what, and the diagnosis or error."""
+    what = incident.get("diagnosis") or incident.get("error") or ""
+    return f"{_when(incident.get('at'))} {incident.get('kind')} of {incident.get('deployment_id')}: {what}"
 
 
 def _failure_rows(status: dict[str, Any], control_area: str) -> list[tuple[str, str]]:

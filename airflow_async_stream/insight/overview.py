@@ -19,21 +19,18 @@ from typing import Any
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
+from airflow_async_stream.insight.checkup import TAIL_BYTES, check_up
 from airflow_async_stream.insight.history import dags, last_change, last_migration, summarized
 from airflow_async_stream.insight.read import job_report, recorded_spec
 from airflow_async_stream.insight.report import build_report, describe
-from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Deployment, Status
 
 __all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "job_detail", "job_row", "job_rows"]
 
 _log = logging.getLogger(__name__)
 
-#: How much of a job's newest progress a row reads: about 45 batches' events.
-TAIL_BYTES = 32 * 1024
 #: The newest batches a job's latency series carries.
 SERIES = 2000
 #: How many rows are read at once.
@@ -41,7 +38,7 @@ WORKERS = 16
 
 #: The fields of a row whose job could not be read (so every row has the same keys).
 _BLANK: dict[str, Any] = dict.fromkeys(
-    ("state", "live", "liveness", "configuration", "runs_with", "async", "restart", "last_batch", "p50_ms",
+    ("state", "health", "live", "liveness", "configuration", "runs_with", "async", "restart", "last_batch", "p50_ms",
      "offset_management_share", "hold", "last_change", "migration", "switch", "dags", "stop_reason"),
 )  # fmt: skip
 
@@ -86,19 +83,21 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
     control = ControlArea(found.control_area)
     if not control.exists():
         raise ControlAreaError(f"no control area at {found.control_area}")
-    status, deployment, spec = control.read_status(), control.read_deployment(), recorded_spec(control)
+    spec = recorded_spec(control)
+    looked = check_up(control, found.checkpoint, spec=spec or {}, at=at)
+    status, deployment, events = looked.status, looked.deployment, list(looked.events)
     configuration = _configuration(status, deployment)
     inspection = inspect_checkpoint(found.checkpoint)
-    events = progress_log.tail_events(control, TAIL_BYTES)
     report = build_report(events, configurations={deployment.deployment_id: configuration} if deployment and configuration else None)  # fmt: skip
     latest, managed = report.latest, report.offset_management()
-    judged = liveness(status)
+    judged = looked.liveness
     hold = _hold(control, at)
     switch = control.read_switch_account()
     runs = control.read_json(ControlArea.DAG_RUNS) or {}
     return {
         "name": (spec or {}).get("name") or (status and status.job) or (deployment and deployment.job) or found.name,
         "state": status.state if status else ("retired" if found.retired else "never deployed"),
+        "health": looked.health.to_json(),
         "live": judged.live,
         "liveness": judged.reason,
         "configuration": configuration,

@@ -173,6 +173,11 @@ def test_status_of_a_failed_job_names_the_doctor_command_that_runs_as_shown(tmp_
     assert (
         doctor.returncode == 1 and "diagnosis    failed: the driver failed after its query ran: boom" in doctor.stdout
     )
+    report = json.loads(cli("status", "--json", str(tmp_path / "ck")).stdout)
+    assert (report["health"]["verdict"], report["health"]["reason"]) == ("crashed", "its query failed: boom")
+    assert [(i["kind"], i["deployment_id"], i["error"]) for i in report["incidents"]] == [("crash", "d1", "boom")]
+    assert "failed: the driver failed after its query ran: boom" in report["incidents"][0]["diagnosis"]
+    assert "health          crashed: its query failed: boom" in cli("status", str(tmp_path / "ck")).stdout
 
 
 def test_schema_is_json_schema() -> None:

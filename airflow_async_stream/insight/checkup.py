@@ -1,0 +1,142 @@
+"""A reader's look at one job: its health verdict, and what the first reader to see a change records, once.
+
+- A deployment whose driver died without a final status (killed hard, its host lost, or its exit recorded by
+  the host that launched it) is recorded ``failed`` with the reason, so its state never stays ``running`` and
+  every host, stop and deploy after sees it ended.
+- A crash, a failed start, a stall and the recovery from a stall become incidents (state/incidents.py), a
+  crash or failed start with the doctor's diagnosis and cure.
+
+Whoever reads a job's health (``status``, ``list``, the page, a sensor or step that failed) goes through here,
+so it does not matter which of them looks first. Each look reads a bounded amount: the records, the newest
+``TAIL_BYTES`` of the progress log, the incidents; the doctor only when an incident is new.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_async_stream.insight.doctor import diagnose
+from airflow_async_stream.insight.health import DOWN, Health, Limits, Look, Verdict, judge
+from airflow_async_stream.insight.read import recorded_spec
+from airflow_async_stream.insight.symptoms import read_symptoms
+from airflow_async_stream.state import progress_log
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.incidents import Incident, Kind, read_incidents, record_incident
+from airflow_async_stream.state.liveness import Liveness, observe
+from airflow_async_stream.state.records import ACTIVE_STATES, Deployment, State, Status, now
+
+__all__ = ["TAIL_BYTES", "Checkup", "check_up", "diagnosis_of"]
+
+_log = logging.getLogger(__name__)
+
+#: How much of a job's newest progress a look reads: about 45 batches' events.
+TAIL_BYTES = 32 * 1024
+
+
+@dataclass(frozen=True)
+class Checkup:
+    """What one look found: the status record (as recorded after the look), liveness and health."""
+
+    status: Status | None
+    liveness: Liveness
+    health: Health
+    deployment: Deployment | None = None
+    events: Sequence[Mapping[str, Any]] = ()
+
+
+def check_up(
+    control: ControlArea,
+    checkpoint: str | None,
+    events: Sequence[Mapping[str, Any]] | None = None,
+    spec: Mapping[str, Any] | None = None,
+    at: float | None = None,
+) -> Checkup:
+    """Judge one job's health; settle a dead deployment and record incidents, each once."""
+    status, judged = observe(control)
+    deployment = control.read_deployment()
+    events = progress_log.tail_events(control, TAIL_BYTES) if events is None else events
+    spec = recorded_spec(control) if spec is None else spec
+    look = Look(
+        status,
+        judged,
+        deployment_state=deployment.state if deployment else None,
+        deployment_id=deployment.deployment_id if deployment else None,
+        deployed_at=deployment.deployed_at if deployment else None,
+        events=events,
+    )
+    health = judge(look, Limits.of(spec), at)
+    if health.verdict in DOWN and status is not None and status.state in ACTIVE_STATES:
+        status = _settle(control, status, judged)
+    if status is not None:
+        _incidents(control, checkpoint, status, health)
+    return Checkup(status, judged, health, deployment, events)
+
+
+def _settle(control: ControlArea, status: Status, judged: Liveness) -> Status:
+    """Record a deployment whose driver died without a final status as failed, unless its status changed
+    since it was read (its driver wrote again: it lives)."""
+    again = control.read_status()
+    if again is None or again.to_json() != status.to_json():
+        return again or status
+    final = status.but(
+        state=State.FAILED,
+        error=status.error or f"its driver died without a final status: {judged.reason}",
+        finished_at=now(),
+        batch_active_since=None,
+    )
+    control.write_status(final)
+    _log.warning("Deployment %s: %s; recorded it as failed", status.deployment_id, judged.reason)
+    return final
+
+
+def _incidents(control: ControlArea, checkpoint: str | None, status: Status, health: Health) -> None:
+    known = read_incidents(control)
+    mine = [i for i in known if i.deployment_id == status.deployment_id]
+    if health.verdict in DOWN:
+        kind = Kind.CRASH if health.verdict == Verdict.CRASHED else Kind.FAILED_START
+        if any(i.kind == kind for i in mine):
+            return
+        found = diagnosis_of(control, checkpoint)
+        record_incident(
+            control,
+            Incident(
+                kind=kind,
+                deployment_id=status.deployment_id,
+                error=status.error,
+                diagnosis=found.get("summary") or health.reason,
+                cure=found.get("cure"),
+                action="recorded the deployment as failed; nothing restarted it",
+            ),
+        )
+    elif health.verdict == Verdict.STALLED:
+        if not any(i.kind == Kind.STALL and i.since == health.since for i in mine):
+            record_incident(control, Incident(kind=Kind.STALL, deployment_id=status.deployment_id,
+                                              since=health.since, diagnosis=health.reason,
+                                              cure=STALL_CURE, action="none: the driver runs on"))  # fmt: skip
+    elif health.verdict in (Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING) and mine and mine[0].kind == Kind.STALL:
+        record_incident(control, Incident(kind=Kind.RECOVERY, deployment_id=status.deployment_id,
+                                          since=mine[0].since, diagnosis=f"{health.verdict}: {health.reason}",
+                                          action="none needed"))  # fmt: skip
+
+
+#: What to do about a stall.
+STALL_CURE = (
+    "look at the driver log and the Spark UI's active stages for what the batch waits on (a slow source or "
+    "sink, a UDF that blocks); `airflow-async-stream stop JOB` stops it between batches, or after its "
+    "graceful timeout"
+)
+
+
+def diagnosis_of(control: ControlArea, checkpoint: str | None) -> dict[str, Any]:
+    """The doctor's diagnosis, summary and cure (empty without a checkpoint, or when it cannot tell)."""
+    if not checkpoint:
+        return {}
+    try:
+        found = diagnose(read_symptoms(checkpoint, control))
+    except Exception as exc:  # noqa: BLE001 - the incident is recorded without it, saying why
+        _log.warning("The doctor could not read %s: %s", checkpoint, exc)
+        return {"summary": None, "cure": f"airflow-async-stream doctor {checkpoint} (it failed here: {exc})"}
+    return {"diagnosis": found.diagnosis, "summary": f"{found.diagnosis}: {found.summary}", "cure": found.cure}
