@@ -13,7 +13,7 @@ from typing import Any
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
 from airflow_async_stream.cli.names import control_for
 from airflow_async_stream.driver.deferred import DeferredLauncher
-from airflow_async_stream.driver.exits import record_exit
+from airflow_async_stream.driver.exits import record_exit, unconfirmed
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.process import this_host
 from airflow_async_stream.driver.stop import stop_driver
@@ -22,6 +22,7 @@ from airflow_async_stream.exceptions import (
     SpecError,
     SwitchError,
 )
+from airflow_async_stream.insight.checkup import check_up
 from airflow_async_stream.rollout.changes import changes_between
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
@@ -62,6 +63,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     control = control_for(args.job)
     if args.driver_gone:
         return _driver_gone(control, args.driver_gone)
+    check_up(control, None)  # a driver that died without a final status is recorded failed first, for every host
     holder = Holder.this_process("stop from the command line")
     if args.force:
         revoked = revoke(control, holder, "stop --force from the command line")
@@ -88,6 +90,10 @@ def cmd_stop(args: argparse.Namespace) -> int:
         print(f"stopping: state {state}, but {outcome.exiting.describe()}")
         return EXIT_BAD_STATE
     print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
+    waiting = unconfirmed(control)
+    if waiting is not None:  # a deploy from any host would wait for that host's exit record, then refuse
+        print(f"but {waiting.describe()}: a deploy waits for it{waiting.remedy(args.job)}")
+        return EXIT_BAD_STATE
     return EXIT_BAD_STATE if outcome.was_live and state == State.FAILED else EXIT_OK
 
 

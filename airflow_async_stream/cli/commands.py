@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, fail
 from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
+from airflow_async_stream.cli.incidents import add_incidents
 from airflow_async_stream.cli.jobs import add_list
 from airflow_async_stream.cli.report import add_report
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
@@ -163,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_inspect(sub)
     add_report(sub, _JOB_HELP)
     add_doctor(sub, _JOB_HELP)
+    add_incidents(sub, _JOB_HELP)
     _add_stop(sub)
     p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
     p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)

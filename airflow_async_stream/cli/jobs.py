@@ -16,12 +16,13 @@ from airflow_async_stream.insight import overview
 from airflow_async_stream.insight.overview import Found
 from airflow_async_stream.rollout.sources import configured, find_jobs, once_each
 from airflow_async_stream.state import registry
-from airflow_async_stream.state.records import ACTIVE_STATES
 
 __all__ = ["add_list", "cmd_list"]
 
 #: The columns of a line, and their headings.
-_COLUMNS = ("NAME", "STATE", "ASYNC PROGRESS", "LAST BATCH", "RESTART")
+_COLUMNS = ("NAME", "HEALTH", "STATE", "ASYNC PROGRESS", "LAST BATCH", "RESTART")
+#: The restart outlook in a line's words (insight/health.py restart_outlook).
+_OUTLOOK = {"none": "-", "safe": "safe", "needs_migration": "sync needs migration", "unsafe": "UNSAFE"}
 
 
 def _registered() -> list[Found]:
@@ -46,14 +47,12 @@ def _last_batch(row: dict[str, Any]) -> str:
 
 
 def _restart(row: dict[str, Any]) -> str:
-    safe = (row.get("restart") or {}).get("sync_restart_safe")
-    return "-" if safe is None else "SAFE" if safe else "UNSAFE"
+    return _OUTLOOK[(row.get("restart") or {}).get("outlook") or "none"]
 
 
 def _line(row: dict[str, Any]) -> tuple[str, ...]:
-    stale = row["state"] in ACTIVE_STATES and not row["live"]  # says it runs, but its heartbeat is gone
-    state = f"{row['state']} (not live)" if stale else str(row["state"])
-    return (row["name"], state, _async(row), _last_batch(row), _restart(row))
+    health = (row.get("health") or {}).get("verdict") or "-"
+    return (row["name"], health, str(row["state"]), _async(row), _last_batch(row), _restart(row))
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
@@ -61,7 +60,7 @@ def _print(rows: list[dict[str, Any]]) -> None:
         print("no jobs found")
         return
     cells = {id(row): _line(row) for row in rows if not row["error"]}
-    table = [_COLUMNS, *cells.values(), *((row["name"], "unreadable", "", "", "") for row in rows)]
+    table = [_COLUMNS, *cells.values(), *((row["name"], "unreadable", "", "", "", "") for row in rows)]
     widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS) - 1)]
 
     def show(line: tuple[str, ...]) -> None:
@@ -84,7 +83,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     found = [] if args.no_registry else _registered()
     settings = {} if args.no_settings else configured() or {}
     found += find_jobs(args.index + settings.get("fleet_indexes", []), args.folder + settings.get("checkpoint_folders", []))  # fmt: skip
-    logging.getLogger(overview.__name__).setLevel(logging.ERROR)  # a row that cannot be read says so itself
+    logging.getLogger("airflow_async_stream.insight").setLevel(logging.ERROR)  # a row says so itself
     rows = overview.job_rows(once_each(found))
     if args.json:
         print(json.dumps(rows, indent=2, sort_keys=True, default=str))

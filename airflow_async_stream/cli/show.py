@@ -16,13 +16,14 @@ from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents
 
-__all__ = ["INCIDENTS_SHOWN", "cmd_inspect", "cmd_status", "status_report"]
+__all__ = ["INCIDENTS_SHOWN", "cmd_inspect", "cmd_status", "status_report", "when"]
 
 #: The newest incidents ``status`` shows (``incidents`` lists them all).
 INCIDENTS_SHOWN = 20
 
 
-def _when(ts: Any) -> str:
+def when(ts: Any) -> str:
+    """A time stamp and how long ago it was, for people."""
     if not ts:
         return "-"
     ago = time.time() - float(ts)
@@ -107,8 +108,8 @@ def _print_status(report: dict[str, Any]) -> None:
             if async_progress
             else "-",
         ),
-        ("started", _when(status.get("started_at"))),
-        ("heartbeat", _when(status.get("heartbeat_at"))),
+        ("started", when(status.get("started_at"))),
+        ("heartbeat", when(status.get("heartbeat_at"))),
         ("batches", _batches_run(status, latest)),
     ]
     if latest:
@@ -120,21 +121,9 @@ def _print_status(report: dict[str, Any]) -> None:
                 f"{durations.get('triggerExecution', '-')} ms, offset management {latest.get('offset_management_ms', '-')} ms",
             )
         )
-    switch = report.get("switch")
-    if switch and switch.get("outcome") == "rehearsed":  # a restart that was checked first, not a switch
-        rows.append(("last rehearsal", f"rehearsed: {switch.get('reason')}"))
-    elif switch and switch.get("deployment_id") == status.get("deployment_id"):
-        pause = f", pause {switch['pause_s']:.2f} s" if switch.get("pause_s") is not None else ""
-        switches = int(status.get("switches") or 0)
-        rows.append(
-            (
-                "switched in place",
-                f"{switches} time{'' if switches == 1 else 's'}; "
-                f"latest {switch.get('outcome') or switch.get('phase')}{pause}",
-            )
-        )
+    rows += _switch_rows(report.get("switch"), status)
     if status.get("idle_at"):
-        rows.append(("source idle", _when(status["idle_at"])))
+        rows.append(("source idle", when(status["idle_at"])))
     rows += _failure_rows(status, report["control_area"])
     rows += [("incident", _incident_line(incident)) for incident in report["incidents"][:3]]
     rows.append(("control area", report["control_area"]))
@@ -143,15 +132,27 @@ def _print_status(report: dict[str, Any]) -> None:
         print(f"{key:<{width}}  {value}")
 
 
+def _switch_rows(switch: dict[str, Any] | None, status: dict[str, Any]) -> list[tuple[str, str]]:
+    """The last rehearsal, or this deployment's switches in place."""
+    if switch and switch.get("outcome") == "rehearsed":  # a restart that was checked first, not a switch
+        return [("last rehearsal", f"rehearsed: {switch.get('reason')}")]
+    if not switch or switch.get("deployment_id") != status.get("deployment_id"):
+        return []
+    pause = f", pause {switch['pause_s']:.2f} s" if switch.get("pause_s") is not None else ""
+    switches = int(status.get("switches") or 0)
+    latest = switch.get("outcome") or switch.get("phase")
+    return [("switched in place", f"{switches} time{'' if switches == 1 else 's'}; latest {latest}{pause}")]
+
+
 def _health_line(health: dict[str, Any]) -> str:
-    since = f" since {_when(health['since'])}" if health.get("since") else ""
+    since = f" since {when(health['since'])}" if health.get("since") else ""
     return f"{health['verdict']}{since}: {health['reason']}"
 
 
 def _incident_line(incident: dict[str, Any]) -> str:
     """One incident in a line: when, what, and the diagnosis or error."""
     what = incident.get("diagnosis") or incident.get("error") or ""
-    return f"{_when(incident.get('at'))} {incident.get('kind')} of {incident.get('deployment_id')}: {what}"
+    return f"{when(incident.get('at'))} {incident.get('kind')} of {incident.get('deployment_id')}: {what}"
 
 
 def _failure_rows(status: dict[str, Any], control_area: str) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ __all__ = [
     "await_exit_record",
     "confirm_exit_here",
     "record_exit",
+    "unconfirmed",
     "wait_for_driver_exit",
 ]
 
@@ -120,6 +121,19 @@ def wait_for_driver_exit(
             sleep(POLL_S)
     _confirm_here(control, deployment_id, driver)
     return None
+
+
+def unconfirmed(control: ControlArea) -> Exiting | None:
+    """The newest driver when another host launched it and has not recorded its exit (never waits): a deploy
+    would wait for that record, so a stop says who must confirm it."""
+    deployment = control.read_deployment()
+    driver = deployment.driver if deployment else None
+    if deployment is None or not driver or not driver.get("exit_record") or not launched_elsewhere(driver):
+        return None
+    if control.read_exit(deployment.deployment_id) is not None:
+        return None
+    pid = driver.get("launcher_pid")
+    return Exiting(int(pid) if pid else None, driver.get("host"), here=False)
 
 
 def confirm_exit_here(control: ControlArea) -> None:

@@ -88,7 +88,7 @@ def _settle(control: ControlArea, status: Status, judged: Liveness) -> Status:
         batch_active_since=None,
     )
     control.write_status(final)
-    _log.warning("Deployment %s: %s; recorded it as failed", status.deployment_id, judged.reason)
+    _log.info("Deployment %s: %s; recorded it as failed", status.deployment_id, judged.reason)
     return final
 
 

@@ -28,7 +28,7 @@ from airflow_async_stream.spec.model import Trigger
 from airflow_async_stream.state.liveness import Liveness
 from airflow_async_stream.state.records import ACTIVE_STATES, NOT_LAUNCHED, State, Status, now
 
-__all__ = ["DOWN", "Health", "Limits", "Look", "Verdict", "judge"]
+__all__ = ["DOWN", "Health", "Limits", "Look", "Verdict", "judge", "restart_outlook"]
 
 
 class Verdict(StrEnum):
@@ -103,7 +103,7 @@ def judge(look: Look, limits: Limits, at: float | None = None) -> Health:
     """The job's verdict now (``at``)."""
     at = now() if at is None else at
     status = look.status
-    newer = look.deployment_id is not None and (status is None or status.deployment_id != look.deployment_id)
+    newer = bool(look.deployment_id) and (status is None or status.deployment_id != look.deployment_id)
     if newer:
         return _launching(look)
     if status is None:
@@ -115,7 +115,7 @@ def judge(look: Look, limits: Limits, at: float | None = None) -> Health:
         return Health(verdict, f"its driver died: {look.liveness.reason}", status.heartbeat_at or None)
     if status.state == State.STOPPING:
         return Health(Verdict.STOPPING, f"stopping on request ({status.stop_reason or 'no reason given'})")
-    if status.state == State.STARTING or not status.query_id:
+    if status.state == State.STARTING:
         return Health(Verdict.STARTING, "its driver runs, its query has not started yet", status.started_at)
     return _running(status, look.events, limits, at)
 
@@ -186,3 +186,15 @@ def _epoch(stamp: Any) -> float | None:
         return batch_window({"timestamp": stamp})[0]
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def restart_outlook(sync_safe: bool | None, async_on: bool | None, verdict: Verdict) -> str:
+    """The restart verdict in the words it deserves: ``safe``; ``needs_migration`` (a synchronous restart needs
+    the migration first, as with every running async job's gaps: not a fault); ``unsafe`` only for a job that
+    is down and specified synchronous, which cannot restart as specified; ``none`` without a checkpoint."""
+    if sync_safe is None:
+        return "none"
+    if sync_safe:
+        return "safe"
+    down = verdict in DOWN or verdict == Verdict.STOPPED
+    return "unsafe" if down and not async_on else "needs_migration"

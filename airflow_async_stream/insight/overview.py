@@ -20,6 +20,7 @@ from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
 from airflow_async_stream.insight.checkup import TAIL_BYTES, check_up
+from airflow_async_stream.insight.health import restart_outlook
 from airflow_async_stream.insight.history import dags, last_change, last_migration, summarized
 from airflow_async_stream.insight.read import job_report, recorded_spec
 from airflow_async_stream.insight.report import build_report, describe
@@ -64,6 +65,12 @@ def _configuration(status: Status | None, deployment: Deployment | None) -> dict
     return None
 
 
+def _async_on(configuration: dict[str, Any] | None, spec: dict[str, Any] | None) -> bool:
+    """Whether the job runs (or, stopped, is specified) with async progress tracking on."""
+    settings = (configuration or {}).get("async_progress") or (spec or {}).get("async_progress") or {}
+    return bool(settings.get("enabled"))
+
+
 def _hold(control: ControlArea, at: float) -> dict[str, Any] | None:
     hold = control.read_hold()
     if hold is None or hold.expires_at <= at:
@@ -88,6 +95,7 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
     status, deployment, events = looked.status, looked.deployment, list(looked.events)
     configuration = _configuration(status, deployment)
     inspection = inspect_checkpoint(found.checkpoint)
+    safe = inspection.sync_restart_safe if inspection.exists else None
     report = build_report(events, configurations={deployment.deployment_id: configuration} if deployment and configuration else None)  # fmt: skip
     latest, managed = report.latest, report.offset_management()
     judged = looked.liveness
@@ -104,7 +112,8 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
         "runs_with": describe(configuration) if configuration else None,
         "async": (configuration or {}).get("async_progress"),
         "restart": {
-            "sync_restart_safe": inspection.sync_restart_safe if inspection.exists else None,
+            "sync_restart_safe": safe,
+            "outlook": restart_outlook(safe, _async_on(configuration, spec), looked.health.verdict),
             "reason": inspection.reason,
         },
         "last_batch": _last_batch(events, at),

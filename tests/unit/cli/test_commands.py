@@ -178,6 +178,10 @@ def test_status_of_a_failed_job_names_the_doctor_command_that_runs_as_shown(tmp_
     assert [(i["kind"], i["deployment_id"], i["error"]) for i in report["incidents"]] == [("crash", "d1", "boom")]
     assert "failed: the driver failed after its query ran: boom" in report["incidents"][0]["diagnosis"]
     assert "health          crashed: its query failed: boom" in cli("status", str(tmp_path / "ck")).stdout
+    listed = cli("incidents", str(tmp_path / "ck"))
+    assert listed.returncode == 0 and listed.stdout.splitlines()[0].endswith("crashed: its query failed: boom")
+    assert "crash  deployment d1" in listed.stdout and "    cure:" in listed.stdout and "1 incident" in listed.stdout
+    assert json.loads(cli("incidents", "--json", str(tmp_path / "ck")).stdout)["incidents"] == report["incidents"]
 
 
 def test_schema_is_json_schema() -> None:
@@ -401,3 +405,33 @@ def test_every_error_line_carries_the_one_prefix_and_bad_input_exits_2(tmp_path:
         lines = result.stderr.splitlines()
         assert lines and all(line.startswith("airflow-async-stream: ") for line in lines), (args, result.stderr)
         assert says in result.stderr, (args, result.stderr)
+
+
+def _killed_on_another_host(tmp_path: Path, exit_recorded: bool) -> ControlArea:
+    """A driver launched on worker-b that died without a final status (SIGKILL, or its host lost)."""
+    control = fake_deployment(tmp_path)
+    driver = {"kind": "local-process", "host": "worker-b", "launcher_pid": 4242, "exit_record": True}
+    control.write_json("deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1", "driver": driver})  # type: ignore[dict-item]  # fmt: skip
+    control.write_json("status.json", {**control.read_json("status.json"), "host": "worker-b", "pid": 4243,  # type: ignore[dict-item]
+                                       "heartbeat_at": time.time() - (1 if exit_recorded else 60)})  # fmt: skip
+    if exit_recorded:
+        control.write_json("driver-exit.json", {"deployment_id": "d1", "host": "worker-b", "exited_at": time.time()})
+    return control
+
+
+def test_a_stop_of_a_driver_killed_on_another_host_records_it_failed_once(tmp_path: Path) -> None:
+    control = _killed_on_another_host(tmp_path, exit_recorded=True)
+    result = cli("stop", str(tmp_path / "ck"))
+    assert (result.returncode, result.stdout.strip()) == (0, "was not running: state failed"), result
+    assert control.read_status().state == "failed"  # type: ignore[union-attr]  # never "running" again
+    assert [i["kind"] for i in json.loads(cli("incidents", "--json", str(tmp_path / "ck")).stdout)["incidents"]] == ["crash"]  # fmt: skip
+
+
+def test_a_stop_after_a_lost_host_names_driver_gone(tmp_path: Path) -> None:
+    _killed_on_another_host(tmp_path, exit_recorded=False)
+    result = cli("stop", str(tmp_path / "ck"))
+    assert result.returncode == 1, result
+    assert "was not running: state failed" in result.stdout
+    assert "host worker-b has not confirmed yet" in result.stdout and "--driver-gone worker-b" in result.stdout
+    assert cli("stop", str(tmp_path / "ck"), "--driver-gone", "worker-b").returncode == 0
+    assert cli("stop", str(tmp_path / "ck")).returncode == 0  # confirmed: a deploy goes on

@@ -43,7 +43,7 @@ def _job(root: Path, name: str, *, ended_s_ago: float, offsets: list[int], commi
 
 def test_list_shows_each_job_once_from_every_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home, folder = tmp_path / "home", tmp_path / "checkpoints"
-    here = _job(folder, "clicks", ended_s_ago=3, offsets=[0, 4, 7], commits=[0, 4, 7])  # async gaps: UNSAFE
+    here = _job(folder, "clicks", ended_s_ago=3, offsets=[0, 4, 7], commits=[0, 4, 7])  # async gaps: not a fault while it runs
     indexed = _job(tmp_path / "other", "orders", ended_s_ago=600, offsets=[0, 1, 2], commits=[0, 1])
     with monkeypatch.context() as scoped:  # the session's own registry variable is back afterwards
         scoped.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(home))
@@ -60,16 +60,18 @@ def test_list_shows_each_job_once_from_every_source(tmp_path: Path, monkeypatch:
     late = time.time() - asked  # the age is the command's own clock's
     assert result.returncode == 0 and result.stderr == "", result
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATE", "ASYNC", "PROGRESS", "LAST", "BATCH", "RESTART"]
+    assert lines[0].split() == ["NAME", "HEALTH", "STATE", "ASYNC", "PROGRESS", "LAST", "BATCH", "RESTART"]
     rows = {line.split()[0]: line for line in lines[1:-1]}
     assert set(rows) == {"clicks", "orders", "views"}, lines  # clicks: in the registry and the folder, listed once
     assert rows["clicks"].split("  ")[0] == "clicks"
     assert "running" in rows["clicks"] and "on, interval 0 ms" in rows["clicks"]
     age = int(re.search(r" 9 \((\d+) s ago\)", rows["clicks"])[1])  # type: ignore[index]
-    assert 3 <= age <= 3 + late + 1 and rows["clicks"].endswith("UNSAFE")
-    assert "9 (10 min ago)" in rows["orders"] and rows["orders"].endswith("SAFE")
-    assert rows["orders"].split()[1] == "stopped" and "not live" not in rows["orders"]  # ended: nothing to say
-    assert "running (not live)" in rows["views"]  # says it runs, but its heartbeat is 10 minutes old
+    assert 3 <= age <= 3 + late + 1 and rows["clicks"].endswith("sync needs migration")  # running async: no UNSAFE
+    assert rows["clicks"].split()[1:3] == ["healthy", "running"]
+    assert "9 (10 min ago)" in rows["orders"] and rows["orders"].endswith("safe")
+    assert rows["orders"].split()[1:3] == ["stopped", "stopped"]
+    assert rows["views"].split()[1:3] == ["crashed", "failed"]  # said it runs, but its heartbeat is 10 minutes old
+    assert gone.read_status().state == "failed"  # type: ignore[union-attr]  # recorded once, for every host
     assert lines[-1] == "3 jobs"
 
     data = json.loads(_list("--json", "--folder", str(folder), home=home).stdout)

@@ -88,6 +88,7 @@ def test_a_newer_deployment_without_status_is_starting_or_failed_to_start() -> N
 
 def test_starting_and_stopping() -> None:
     assert verdict(running(state=State.STARTING, query_id=None)).verdict == Verdict.STARTING
+    assert verdict(running(query_id=None)).verdict == Verdict.HEALTHY  # an earlier release wrote no query id
     assert verdict(running(state=State.STOPPING, stop_reason="x")).verdict == Verdict.STOPPING
 
 
