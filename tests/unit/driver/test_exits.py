@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -24,9 +25,12 @@ from airflow_async_stream.driver.log import start_pump
 from airflow_async_stream.driver.process import identify
 from airflow_async_stream.driver.stop import StopOutcome, stop_driver
 from airflow_async_stream.exceptions import JobAlreadyRunningError, StopTimeoutError
+from airflow_async_stream.insight.checkup import check_up
+from airflow_async_stream.insight.health import Verdict
 from airflow_async_stream.spec import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.incidents import read_incidents
 
 ROOT = Path(__file__).resolve().parents[3]
 OTHER_HOST = "worker-a"
@@ -168,3 +172,24 @@ def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longe
     assert said.stdout == f"recorded: the driver of deployment d-a on {OTHER_HOST} has exited; a deploy from any host goes on\n"  # fmt: skip
     assert control.read_exit("d-a")["seen"].endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[index]
     assert wait_for_driver_exit(control, 0.2) is None
+
+
+def test_a_driver_killed_on_another_host_is_crashed_here_as_soon_as_its_exit_is_recorded(
+    control: ControlArea, processes: list[Any], tmp_path: Path
+) -> None:
+    """Killed hard (no final status), its heartbeat still fresh: the exit record its host's pump writes makes
+    it crashed on this host at once, recorded failed once, with one incident."""
+    deployment_id, _ = _driver_on_other_host(control, processes, tmp_path)
+    assert check_up(control, None).health.verdict == Verdict.HEALTHY
+    [pid] = _pids_of(deployment_id)
+    os.kill(pid, signal.SIGKILL)
+    _await(lambda: control.read_exit(deployment_id) is not None, "the exit record", timeout_s=10)
+    looked = check_up(control, None)
+    exited_at = control.read_exit(deployment_id)["exited_at"]  # type: ignore[index]
+    assert looked.health.verdict == Verdict.CRASHED and time.time() - exited_at < 1.0, looked.health
+    assert f"host {OTHER_HOST} recorded" in looked.health.reason
+    assert control.read_status().state == "failed"  # type: ignore[union-attr]
+    for _ in range(3):
+        check_up(control, None)
+    assert [(i.kind, i.deployment_id) for i in read_incidents(control)] == [("crash", deployment_id)]
+    assert stop_driver(control, "test", 1, kill_after_s=2).status.state == "failed"  # type: ignore[union-attr]

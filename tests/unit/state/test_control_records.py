@@ -74,3 +74,11 @@ def test_a_hold_lasts_the_sum_of_its_steps_time_limits() -> None:
         deploys=3, stops=1, waits=2, startup_timeout_s=300, stop_kill_after_s=120, wait_timeout_s=600
     )
     assert migration == 3 * 420 + 120 + 2 * 600 + 60
+
+
+def test_an_earlier_release_control_area_has_a_health_and_no_incidents(control: ControlArea) -> None:
+    from airflow_async_stream.cli.show import status_report
+
+    report = status_report(control)
+    assert report["incidents"] == [] and not control.fs.exists(control.path(ControlArea.INCIDENTS))
+    assert report["health"]["verdict"] == "stopped"
