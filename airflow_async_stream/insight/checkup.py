@@ -14,10 +14,12 @@ so it does not matter which of them looks first. Each look reads a bounded amoun
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_async_stream.exceptions import CommittedBatchesError, DriverFailedError
 from airflow_async_stream.insight.doctor import diagnose
 from airflow_async_stream.insight.health import DOWN, Health, Limits, Look, Verdict, judge
 from airflow_async_stream.insight.read import recorded_spec
@@ -28,7 +30,7 @@ from airflow_async_stream.state.incidents import Incident, Kind, read_incidents,
 from airflow_async_stream.state.liveness import Liveness, observe
 from airflow_async_stream.state.records import ACTIVE_STATES, Deployment, State, Status, now
 
-__all__ = ["TAIL_BYTES", "Checkup", "check_up", "diagnosis_of"]
+__all__ = ["TAIL_BYTES", "Checkup", "check_up", "cure_line", "cure_named", "diagnosis_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -140,3 +142,28 @@ def diagnosis_of(control: ControlArea, checkpoint: str | None) -> dict[str, Any]
         _log.warning("The doctor could not read %s: %s", checkpoint, exc)
         return {"summary": None, "cure": f"airflow-async-stream doctor {checkpoint} (it failed here: {exc})"}
     return {"diagnosis": found.diagnosis, "summary": f"{found.diagnosis}: {found.summary}", "cure": found.cure}
+
+
+def cure_line(checkpoint: str) -> str:
+    """After a look (which records the incident), the doctor's diagnosis in a line and the command to run."""
+    control = ControlArea.for_checkpoint(checkpoint)
+    check_up(control, checkpoint)
+    found = diagnosis_of(control, checkpoint)
+    said = f"doctor: {found['summary']}; " if found.get("summary") else ""
+    return f"{said}run `airflow-async-stream doctor {checkpoint}` for the evidence and the cure"
+
+
+@contextmanager
+def cure_named(checkpoint: str, log: logging.Logger = _log) -> Iterator[None]:
+    """A step that fails because its driver failed or died says the doctor's diagnosis and the command to run,
+    in its log and its error (same type, same traceback)."""
+    try:
+        yield
+    except (DriverFailedError, CommittedBatchesError) as exc:
+        try:
+            line = cure_line(checkpoint)
+        except Exception as failed:  # noqa: BLE001 - the step's own error is the one to raise
+            line = f"run `airflow-async-stream doctor {checkpoint}` (a look here failed: {failed})"
+        log.error("%s", line)
+        exc.args = (f"{exc.args[0] if exc.args else exc}\n{line}", *exc.args[1:])
+        raise

@@ -6,6 +6,7 @@ cure for ``batch N doesn't exist`` and what its alternatives cost: gaps.py.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -153,16 +154,43 @@ def _never_started(symptoms: Symptoms) -> dict[str, Any] | None:
     started = status is not None and status.deployment_id == deployment.deployment_id and status.query_id
     if started:
         return None
-    errors = symptoms.log_lines("error", limit=5)
+    errors = _causes(symptoms.log_lines("error", limit=20))
+    said = " ".join([(status.error if status else None) or "", *errors])
+    check = (
+        "`airflow-async-stream validate --analyze SPEC` builds the query on a local Spark and would have caught "
+        "this before the deploy (plain `validate` checks the spec, not the query)"
+        if QUERY_ERRORS.search(said)
+        else "check the spec with `airflow-async-stream validate --analyze SPEC`"
+    )
     return {
         "diagnosis": "never_started",
         "summary": f"deployment {deployment.deployment_id} never started its query (state "
         f"{status.state if status else deployment.state})",
-        "cure": "fix what the driver's error says (below, and in its driver log), check the spec with "
-        "`airflow-async-stream validate`, then deploy again; the checkpoint holds no batch of this deployment, "
-        "so nothing is re-run",
+        "cure": f"fix what the driver's error says (below, and in its driver log), then deploy again; {check}; the "
+        "checkpoint holds no batch of this deployment, so nothing is re-run",
         "evidence": symptoms.status_lines() + [f"driver log: {line}" for line in errors],
     }
+
+
+#: Spark's words for a query it cannot plan: what ``validate --analyze`` builds the query to find.
+QUERY_ERRORS = re.compile(r"AnalysisException|ParseException|UNRESOLVED_COLUMN|TABLE_OR_VIEW_NOT_FOUND|"
+                          r"PARSE_SYNTAX_ERROR|UNRESOLVED_ROUTINE|DATATYPE_MISMATCH")  # fmt: skip
+#: An evidence line is cut to this many characters (Spark appends the query's plan to its errors).
+EVIDENCE_CHARS = 300
+
+
+def _causes(lines: list[str], limit: int = 3) -> list[str]:
+    """The error lines of a stack trace cut to their causes: no ``Traceback`` headers or frames, each line once
+    and at most ``EVIDENCE_CHARS`` long, the newest ``limit``."""
+    found: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if not text or text.startswith(("Traceback", "at ", "File ")):
+            continue
+        text = text[:EVIDENCE_CHARS]
+        if text not in found:
+            found.append(text)
+    return found[-limit:]
 
 
 def _failed(symptoms: Symptoms) -> dict[str, Any] | None:
@@ -173,5 +201,6 @@ def _failed(symptoms: Symptoms) -> dict[str, Any] | None:
         "diagnosis": "failed",
         "summary": f"the driver failed after its query ran: {status.error or 'no error recorded'}",
         "cure": "a synchronous restart is safe: fix what the error says and deploy again",
-        "evidence": symptoms.status_lines() + [f"driver log: {line}" for line in symptoms.log_lines("error")],
+        "evidence": symptoms.status_lines()
+        + [f"driver log: {line}" for line in _causes(symptoms.log_lines("error", limit=20))],
     }

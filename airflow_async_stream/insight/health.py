@@ -7,11 +7,12 @@ progress events) and the spec's ``health`` limits, so every host and every reade
   gone, or its launching host recorded its exit, without a final status);
 - ``failed_to_start``: its deployment ended, or its driver died, before a batch ran;
 - ``stopped``: it ended on request (or was superseded by a later deployment before its query started);
-- ``stalled``: it runs, but a batch has been active longer than ``batch_stalled_after``, or its source is not
-  idle and no batch ended for ``no_batch_after``;
+- ``stalled``: it runs, but a batch has been active longer than ``batch_stalled_after``, or Spark says its
+  source has new data and no batch ended for ``no_batch_after``;
 - ``lagging``: it runs, and its source reports a backlog that grew over the newest batches (Kafka's
   ``offsetsBehindLatest`` metrics, when the progress events carry them);
-- ``idle``: it runs, and its source had no new data since its last batch;
+- ``idle``: it runs, and its source had no new data since its last batch (Spark's idle event, which it
+  sends at most every 10 s, or its trigger's status at the last heartbeat);
 - ``healthy``: it runs batches; ``starting`` / ``stopping``: on its way up or down; ``not_deployed``.
 """
 
@@ -48,6 +49,8 @@ class Verdict(StrEnum):
 DOWN = frozenset({Verdict.CRASHED, Verdict.FAILED_TO_START})
 #: How many of the newest batches a growing backlog must span to count as lagging.
 LAG_BATCHES = 5
+#: The least time without a batch, while Spark says no data waits, that makes a running job idle (seconds).
+QUIET_AFTER_MIN_S = 2.0
 #: Kafka's source metric of the backlog (the largest over the query's partitions).
 LAG_METRIC = "maxOffsetsBehindLatest"
 
@@ -68,14 +71,18 @@ class Limits:
 
     batch_stalled_after_s: float
     no_batch_after_s: float
+    #: No batch for this long while Spark says no data is waiting (or its idle event came): idle, not between two
+    #: batches of a source whose data arrives in steps (the rate source's, every second).
+    quiet_after_s: float = QUIET_AFTER_MIN_S
 
     @classmethod
     def of(cls, spec: Mapping[str, Any] | None) -> Limits:
         """The limits of a recorded spec (``spec.json``'s mapping); the defaults without one."""
         spec = spec or {}
         health = HealthSpec.model_validate(spec.get("health") or {})
-        batch, no_batch = health.limits_s(Trigger.model_validate(spec.get("trigger") or {}))
-        return cls(batch, no_batch)
+        trigger = Trigger.model_validate(spec.get("trigger") or {})
+        batch, no_batch = health.limits_s(trigger)
+        return cls(batch, no_batch, max(QUIET_AFTER_MIN_S, 2 * (trigger.interval_ms() or 0) / 1000))
 
 
 @dataclass(frozen=True)
@@ -145,14 +152,14 @@ def _running(status: Status, events: Sequence[Mapping[str, Any]], limits: Limits
         batch = "its first batch" if status.last_batch_id is None else f"batch {status.last_batch_id + 1}"
         return Health(Verdict.STALLED, f"{batch} has run for {at - active:.0f} s (limit {limits.batch_stalled_after_s:.0f} s)", active)  # fmt: skip
     last = status.last_progress_at or status.started_at or at
-    if not status.source_idle and active is None and at - last > limits.no_batch_after_s:
-        why = "its source reports new data" if status.data_available else "its source is not idle"
-        return Health(Verdict.STALLED, f"no batch for {at - last:.0f} s although {why} (limit {limits.no_batch_after_s:.0f} s)", last)  # fmt: skip
+    said = status.heartbeat_at  # what the driver said at its last heartbeat, not what it has not written yet
+    if status.data_available and active is None and said - last > limits.no_batch_after_s:
+        return Health(Verdict.STALLED, f"no batch for {at - last:.0f} s although its source reports new data (limit {limits.no_batch_after_s:.0f} s)", last)  # fmt: skip
     lag = backlog_growth(events)
     if lag is not None:
         since, first, newest = lag
         return Health(Verdict.LAGGING, f"its source's backlog grew from {first:,.0f} to {newest:,.0f} offsets over the last {LAG_BATCHES} batches", since)  # fmt: skip
-    if status.source_idle:
+    if said - last > limits.quiet_after_s and (status.source_idle or status.data_available is False):
         return Health(Verdict.IDLE, "its source has had no new data since its last batch", status.last_progress_at or status.idle_at)  # fmt: skip
     return Health(Verdict.HEALTHY, f"running batches (last {status.last_batch_id})", status.started_at)
 

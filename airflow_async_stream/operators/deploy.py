@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.insight.checkup import cure_named
 from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
@@ -97,4 +98,5 @@ class DeployStreamingJobOperator(JobLineage, BaseOperator):
         spec = resolve_spec(self.spec, self.overrides)
         holder = Holder.for_task(context, f"deploy {spec.name}")
         settings = replace(self.settings(context), launcher=launcher_for(self.conn_id))  # read once, here
-        return deploy_job(spec, holder, settings, dag_run_state(context), self.log).to_json()
+        with cure_named(spec.checkpoint, self.log):
+            return deploy_job(spec, holder, settings, dag_run_state(context), self.log).to_json()

@@ -11,6 +11,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.launchers import launcher_for
+from airflow_async_stream.insight.checkup import cure_named
 from airflow_async_stream.migrations.outcome import Switch, failure_reason, note_failure, rolled_back_error
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
@@ -79,7 +80,9 @@ class SafeDisableStepOperator(DeployStreamingJobOperator):
         return self.migration(None).synchronous_spec() if self.step == "to_synchronous" else at_interval_0(spec)
 
     def execute(self, context: Context) -> dict[str, Any] | None:
-        result = getattr(self.migration(context), self.step)()
+        migration = self.migration(context)
+        with cure_named(migration.spec.checkpoint, self.log):
+            result = getattr(migration, self.step)()
         return result.to_json() if result is not None else None
 
 

@@ -182,10 +182,12 @@ class ProgressRecording:
                 while len(self._first_events) > CONFIGURATIONS_KEPT:
                     self._first_events.popitem(last=False)
             first = self._status.first_batch_id is None
+            at = now()
             self._status = self._status.but(
                 batches=self._status.batches + 1,
                 last_batch_id=record["batch_id"],
-                last_progress_at=now(),
+                last_progress_at=at,
+                idle_at=self._status.idle_at if ran_a_batch(record) else at,  # Spark's no-data progress: idle
                 batch_active_since=None,
                 first_batch_id=record["batch_id"] if first else self._status.first_batch_id,
             )

@@ -12,6 +12,7 @@ from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
 from airflow_async_stream.driver.commits import CommitCheck, check_commits
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
+from airflow_async_stream.insight.checkup import cure_named
 from airflow_async_stream.state.checkpoint import latest_batch
 from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
 
@@ -137,7 +138,8 @@ class CommittedBatchesSensor(BaseSensorOperator):
         if check.done:
             return check
         if check.job_error:
-            raise CommittedBatchesError(check.job_error)
+            with cure_named(self.checkpoint, self.log):
+                raise CommittedBatchesError(check.job_error)
         waited = time.time() - self._started_at
         if waited >= self.wait_timeout_s:
             raise CommittedBatchesSensorTimeoutError(check.timeout_message(waited))
@@ -179,4 +181,5 @@ class CommittedBatchesSensor(BaseSensorOperator):
             return dict(event.get("check") or {})
         if status == "timeout":
             raise CommittedBatchesSensorTimeoutError(message)
-        raise CommittedBatchesError(message or f"unexpected trigger event {event!r}")
+        with cure_named(self.checkpoint, self.log):
+            raise CommittedBatchesError(message or f"unexpected trigger event {event!r}")

@@ -156,7 +156,7 @@ def test_a_query_that_never_started_shows_the_driver_s_error(tmp_path: Path) -> 
     found = doctor(tmp_path / "ck")
     assert found.diagnosis == "never_started" and "d2 never started its query" in found.summary
     assert any("TABLE_OR_VIEW_NOT_FOUND" in line for line in found.evidence)
-    assert "validate" in found.cure
+    assert "validate --analyze SPEC` builds the query on a local Spark and would have caught this" in found.cure
 
 
 def test_a_failure_after_the_query_ran_on_a_safe_checkpoint_is_plain_failed(tmp_path: Path) -> None:

@@ -52,11 +52,19 @@ def test_a_batch_active_past_its_limit_is_stalled_since_it_began() -> None:
     assert verdict(running(last_progress_at=AT - 1, batch_active_since=AT - 61)).verdict == Verdict.HEALTHY
 
 
-def test_no_batch_while_the_source_is_not_idle_is_stalled() -> None:
-    assert verdict(running(last_progress_at=AT - 29)).verdict == Verdict.HEALTHY
-    health = verdict(running(last_progress_at=AT - 31, data_available=True))
+def test_no_batch_while_spark_says_data_is_waiting_is_stalled() -> None:
+    assert verdict(running(last_progress_at=AT - 29, data_available=True)).verdict == Verdict.HEALTHY
+    assert verdict(running(last_progress_at=AT - 31, data_available=False)).verdict == Verdict.IDLE
+    assert verdict(running(data_available=False)).verdict == Verdict.HEALTHY  # between two batches
+    assert verdict(running(idle_at=AT - 1)).verdict == Verdict.HEALTHY  # an idle trigger between two batches
+    assert verdict(running(last_progress_at=AT - 31)).verdict == Verdict.HEALTHY  # an earlier release's: unknown
+    health = verdict(running(last_progress_at=AT - 32, data_available=True))
+    # judged by what the driver said at its last heartbeat: an idle event it has not written yet is not a stall
     assert (
-        health.verdict == Verdict.STALLED and "no batch for 31 s although its source reports new data" in health.reason
+        verdict(running(last_progress_at=AT - 31, heartbeat_at=AT - 2, data_available=True)).verdict == Verdict.HEALTHY
+    )
+    assert (
+        health.verdict == Verdict.STALLED and "no batch for 32 s although its source reports new data" in health.reason
     )
 
 
@@ -119,9 +127,9 @@ def test_an_exit_record_from_any_host_ends_liveness_at_once() -> None:
 
 
 def test_limits_follow_the_trigger_unless_the_spec_sets_them() -> None:
-    assert Limits.of(None) == Limits(300.0, 120.0)
+    assert Limits.of(None) == Limits(300.0, 120.0, 2.0)
     slow = Limits.of({"trigger": {"processing_time": "1 minute"}})
-    assert slow == Limits(600.0, 600.0)
+    assert slow == Limits(600.0, 600.0, 120.0)
     given = Limits.of({"health": {"batch_stalled_after": "3 seconds", "no_batch_after": "1 minute"}})
     assert given == Limits(3.0, 60.0)
     assert HealthSpec().limits_s(Trigger(processing_time="100 milliseconds")) == (300.0, 120.0)

@@ -15,3 +15,19 @@ def misnamed(spark, source_df):
 def counts(spark, source_df):
     """Counts per key: an aggregation, which real-time mode and async progress tracking both refuse."""
     return source_df.groupBy("key").count()
+
+
+def gated(spark, source_df):
+    """Each row waits while the file named by HEALTH_GATE exists: a batch that blocks until the test lets it go."""
+    import os
+    import time
+
+    gate = os.environ["HEALTH_GATE"]
+
+    @F.udf("long")
+    def wait_at_gate(value):
+        while os.path.exists(gate):
+            time.sleep(0.05)
+        return value
+
+    return source_df.withColumn("value", wait_at_gate("value"))
