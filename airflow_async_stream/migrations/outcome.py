@@ -13,6 +13,7 @@ from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import (
     Status,
@@ -35,11 +36,15 @@ def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolle
 
 
 def note_failure(checkpoint: str, dag_id: str, run_id: str, step: str, reason: str) -> None:
-    """Record which step of a run failed and why (``safe-disable.json``), for the rollback's message."""
-    ControlArea.for_checkpoint(checkpoint).write_json(
+    """Record which step of a run failed and why (``safe-disable.json``), for the rollback's message, and the
+    failed change as an incident."""
+    control = ControlArea.for_checkpoint(checkpoint)
+    control.write_json(
         ControlArea.MIGRATION,
         {"dag_id": dag_id, "run_id": run_id, "failed_step": step, "reason": reason, "at": now()},
     )
+    record_change(control, Kind.CHANGE_FAILED, reason, f"safe-disable step {step} failed ({dag_id} {run_id})",
+                  "the migration rolls the job back to async progress at interval 0")  # fmt: skip
 
 
 def failure_reason(checkpoint: str, dag_id: str, run_id: str) -> str:

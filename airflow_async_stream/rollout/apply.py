@@ -45,6 +45,7 @@ from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, held
+from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.records import now
 
 __all__ = ["ApplySettings", "apply_item"]
@@ -145,6 +146,11 @@ def _update_index(index: FleetIndex, item: PlanItem, outcome: dict[str, Any], ho
 
 
 def _record(control: ControlArea, outcome: dict[str, Any], settings: ApplySettings, holder: Holder) -> None:
+    if outcome.get("outcome") in FAILED_OUTCOMES:
+        done = {"rolled_back": "rolled back to the job's previous state"}.get(outcome["outcome"], "none")
+        held = "; the spec is held back until it changes" if outcome.get("failed_spec") else ""
+        record_change(control, Kind.CHANGE_FAILED, str(outcome.get("error")),
+                      f"rollout {outcome['action']} {outcome['outcome']} ({holder.dag_id} {holder.run_id})", done + held)  # fmt: skip
     control.write_json(
         ControlArea.ROLLOUT,
         {

@@ -26,7 +26,7 @@ from airflow_async_stream.state.records import _Record, now
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
 
-__all__ = ["KEPT", "Incident", "Kind", "read_incidents", "record_incident"]
+__all__ = ["KEPT", "Incident", "Kind", "read_incidents", "record_change", "record_incident"]
 
 #: How many incidents a job keeps (the newest).
 KEPT = 200
@@ -106,3 +106,14 @@ def record_incident(control: ControlArea, incident: Incident) -> bool:
     kept = [json.dumps(old.to_json(), sort_keys=True) + "\n" for old in reversed(known[: KEPT - 1])]
     control.write_bytes(control.INCIDENTS, "".join(kept).encode() + line)
     return True
+
+
+def record_change(control: ControlArea, kind: Kind, error: str, diagnosis: str, action: str) -> None:
+    """A failed or refused change of the job's current deployment, as it happened (each one is its own)."""
+    status = control.read_status()
+    at = now()
+    record_incident(
+        control,
+        Incident(at=at, kind=kind, deployment_id=status.deployment_id if status else None, since=at, error=error,
+                 diagnosis=diagnosis, action=action),
+    )  # fmt: skip

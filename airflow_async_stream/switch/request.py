@@ -28,6 +28,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import hold
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState
+from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import (
     State,
@@ -92,9 +93,12 @@ def switch_in_place(
     if record.outcome == SwitchOutcome.REVOKED:
         raise HoldRevokedError(f"deployment {deployment_id} did not switch: {record.reason}")
     if record.outcome == SwitchOutcome.REFUSED:
+        record_change(control, Kind.CHANGE_REFUSED, record.reason or "refused", f"the driver refused a switch in place ({reason})", "nothing stopped; the query runs as it was")  # fmt: skip
         raise SwitchRefusedError([("(driver)", record.reason or "refused")], f"deployment {deployment_id}")
     if record.outcome == SwitchOutcome.FAILED:
-        raise SwitchFailedError(_failed(deployment_id, record))
+        said = _failed(deployment_id, record)
+        record_change(control, Kind.CHANGE_FAILED, record.reason or "failed", f"a switch in place failed ({reason}): {said}", "the query runs its previous configuration")  # fmt: skip
+        raise SwitchFailedError(said)
     return record
 
 

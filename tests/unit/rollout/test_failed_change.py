@@ -21,6 +21,7 @@ from airflow_async_stream.rollout.planner import RESTART, PlanItem, spec_digest
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.liveness import liveness
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -74,6 +75,10 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
     assert json.loads(control.read_bytes(ControlArea.SPEC)) == spec  # nothing redeployed, not even the old spec
     record = control.read_json(ControlArea.ROLLOUT)
     assert (record["outcome"], record["not_taken"], record["failed_spec"]) == ("failed", True, spec_digest(wanted))
+    [incident] = read_incidents(control)  # the failed change, for the job's history
+    assert (incident.kind, incident.deployment_id) == ("change_failed", before["deployment_id"])
+    assert "no_such_conn_x" in (incident.error or "") and incident.diagnosis.startswith("rollout restart failed")  # type: ignore[union-attr]
+    assert incident.action == "none; the spec is held back until it changes"
 
 
 def test_a_running_driver_rehearses_only_what_it_builds_as_a_new_driver_would() -> None:

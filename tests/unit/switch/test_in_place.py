@@ -241,3 +241,32 @@ def test_a_query_moves_into_or_out_of_real_time_mode_only_by_a_restart() -> None
     for current, new in ((micro, real), (real, micro)):
         assert dict(in_place_refusals(current, new))["trigger.real_time"].endswith("only by a restart: redeploy")
     assert in_place_refusals(real, spec(**kafka, trigger={"processing_time": None, "real_time": "10 seconds"})) == []
+
+
+@pytest.mark.parametrize("outcome", [SwitchOutcome.FAILED, SwitchOutcome.REFUSED])
+def test_a_switch_the_driver_failed_or_refused_is_an_incident(tmp_path, outcome: SwitchOutcome) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from airflow_async_stream.exceptions import SwitchError
+    from airflow_async_stream.state.incidents import read_incidents
+    from tests.helpers import until
+
+    control = _control_with(tmp_path, _running())
+
+    def driver() -> None:  # a driver's answer to the request: Spark rejected the new query
+        request = until(lambda: control.read_switch_request(), timeout_s=10)
+        account = SwitchAccount(
+            request_id=request.request_id, deployment_id="d1", outcome=outcome, reason="Spark said no"
+        )
+        control.write_switch_account(account)
+
+    answering = threading.Thread(target=driver)
+    answering.start()
+    with pytest.raises(SwitchError):
+        switch_in_place(
+            control, spec(checkpoint=str(tmp_path / "ck"), trigger={"processing_time": "2 seconds"}), timeout_s=10
+        )
+    answering.join()
+    [incident] = read_incidents(control)
+    kind = "change_failed" if outcome == SwitchOutcome.FAILED else "change_refused"
+    assert (incident.kind, incident.deployment_id, incident.error) == (kind, "d1", "Spark said no")
