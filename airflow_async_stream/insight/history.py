@@ -53,6 +53,21 @@ def summarized(change: dict[str, Any]) -> dict[str, Any]:
     return {**change, "summary": f"{change['kind']}: {describe(change['from'])} -> {describe(change['to'])}"}
 
 
+def _its_own(changes: list[dict[str, Any]], since: float, runs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changes a migration that began at ``since`` made: up to its switch to synchronous (its goal), and
+    none after another kind of change took the hold (later switches and deploys are not its own)."""
+    later = [float(r.get("at") or 0) for r in runs.values() if float(r.get("at") or 0) > since]
+    until = min(later, default=float("inf"))
+    own = []
+    for change in changes:
+        if change["at"] < since or change["at"] >= until:
+            continue
+        own.append(change)
+        if not ((change.get("to") or {}).get("async_progress") or {}).get("enabled"):
+            break  # synchronous: the migration's last change
+    return own
+
+
 def last_migration(control: ControlArea, runs: dict[str, Any], report: Report) -> dict[str, Any] | None:
     """The DAG run that last took the hold for the safe-disable migration, the changes since it started among
     the batches read, and their pauses in all (None when its start is older than those batches), and its
@@ -61,7 +76,7 @@ def last_migration(control: ControlArea, runs: dict[str, Any], report: Report) -
     if not run:
         return None
     since = float(run.get("at") or 0)
-    changes = [c for c in report.changes() if c["at"] >= since]
+    changes = _its_own(report.changes(), since, runs)
     covered = bool(report.batches) and report.batches[0].start <= since
     failed = control.read_json(ControlArea.MIGRATION) or {}
     return {

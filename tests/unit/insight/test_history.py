@@ -40,3 +40,16 @@ def test_a_migration_older_than_the_batches_read_has_no_figures_and_a_failed_ste
     found = last_migration(control, RUNS, report)
     assert (found["changes"], found["pause_s"], found["failed_step"]) == (None, None, "gate_sync_restart")
     assert last_migration(control, {}, report) is None
+
+
+def test_a_migration_counts_only_its_own_changes_not_later_switches(tmp_path: Path) -> None:
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    later = (
+        batch_events([90.0] * 3, [1.0] * 3, conf=configuration(True, 0), start=START + 22, first_batch=20)
+        + batch_events([200.0] * 3, [80.0] * 3, conf=configuration(False), start=START + 26, first_batch=23)
+        + batch_events([90.0] * 3, [1.0] * 3, conf=configuration(True, 1000), start=START + 30, first_batch=26)
+    )  # three switches from the command line after the migration ended
+    found = last_migration(control, RUNS, build_report(_migrated() + later))
+    assert (found["changes"], found["pause_s"]) == (2, 2.81)
+    took_hold = {**RUNS, "deploy": {"dag_id": "d", "run_id": "r8", "at": START + 12}}  # another run, mid-way
+    assert last_migration(control, took_hold, build_report(_migrated()))["changes"] == 1
