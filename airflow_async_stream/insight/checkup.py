@@ -47,6 +47,8 @@ class Checkup:
     health: Health
     deployment: Deployment | None = None
     events: Sequence[Mapping[str, Any]] = ()
+    #: The job's incidents after the look, newest first.
+    incidents: Sequence[Incident] = ()
 
 
 def check_up(
@@ -72,9 +74,8 @@ def check_up(
     health = judge(look, Limits.of(spec), at)
     if health.verdict in DOWN and status is not None and status.state in ACTIVE_STATES:
         status = _settle(control, status, judged)
-    if status is not None:
-        _incidents(control, checkpoint, status, health)
-    return Checkup(status, judged, health, deployment, events)
+    incidents = _incidents(control, checkpoint, status, health) if status is not None else read_incidents(control)
+    return Checkup(status, judged, health, deployment, events, incidents)
 
 
 def _settle(control: ControlArea, status: Status, judged: Liveness) -> Status:
@@ -94,34 +95,45 @@ def _settle(control: ControlArea, status: Status, judged: Liveness) -> Status:
     return final
 
 
-def _incidents(control: ControlArea, checkpoint: str | None, status: Status, health: Health) -> None:
+def _incidents(control: ControlArea, checkpoint: str | None, status: Status, health: Health) -> list[Incident]:
+    """Record what this look is the first to see; the incidents after it, newest first."""
     known = read_incidents(control)
+    return read_incidents(control) if _record_new(control, checkpoint, status, health, known) else known
+
+
+def _record_new(
+    control: ControlArea, checkpoint: str | None, status: Status, health: Health, known: list[Incident]
+) -> bool:
     mine = [i for i in known if i.deployment_id == status.deployment_id]
     if health.verdict in DOWN:
         kind = Kind.CRASH if health.verdict == Verdict.CRASHED else Kind.FAILED_START
         if any(i.kind == kind for i in mine):
-            return
+            return False
         found = diagnosis_of(control, checkpoint)
-        record_incident(
+        return record_incident(
             control,
             Incident(
                 kind=kind,
                 deployment_id=status.deployment_id,
+                since=health.since,
                 error=status.error,
                 diagnosis=found.get("summary") or health.reason,
                 cure=found.get("cure"),
                 action="recorded the deployment as failed; nothing restarted it",
             ),
         )
-    elif health.verdict == Verdict.STALLED:
-        if not any(i.kind == Kind.STALL and i.since == health.since for i in mine):
-            record_incident(control, Incident(kind=Kind.STALL, deployment_id=status.deployment_id,
+    if health.verdict == Verdict.STALLED:
+        if any(i.kind == Kind.STALL and i.since == health.since for i in mine):
+            return False
+        return record_incident(control, Incident(kind=Kind.STALL, deployment_id=status.deployment_id,
                                               since=health.since, diagnosis=health.reason,
                                               cure=STALL_CURE, action="none: the driver runs on"))  # fmt: skip
-    elif health.verdict in (Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING) and mine and mine[0].kind == Kind.STALL:
-        record_incident(control, Incident(kind=Kind.RECOVERY, deployment_id=status.deployment_id,
-                                          since=mine[0].since, diagnosis=f"{health.verdict}: {health.reason}",
-                                          action="none needed"))  # fmt: skip
+    stall = next((i for i in mine if i.kind in (Kind.STALL, Kind.RECOVERY)), None)
+    if health.verdict in (Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING) and stall and stall.kind == Kind.STALL:
+        return record_incident(control, Incident(kind=Kind.RECOVERY, deployment_id=status.deployment_id,
+                                                 since=stall.since, diagnosis=f"{health.verdict}: {health.reason}",
+                                                 action="none needed"))  # fmt: skip
+    return False
 
 
 #: What to do about a stall.

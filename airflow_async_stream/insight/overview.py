@@ -19,16 +19,17 @@ from typing import Any
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
-from airflow_async_stream.insight.checkup import TAIL_BYTES, check_up
-from airflow_async_stream.insight.health import restart_outlook
+from airflow_async_stream.insight.checkup import TAIL_BYTES, Checkup, check_up
+from airflow_async_stream.insight.health import DOWN, Verdict, restart_outlook
 from airflow_async_stream.insight.history import dags, last_change, last_migration, summarized
 from airflow_async_stream.insight.read import job_report, recorded_spec
 from airflow_async_stream.insight.report import build_report, describe
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.records import Deployment, Status
 
-__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "job_detail", "job_row", "job_rows"]
+__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "history", "job_detail", "job_row", "job_rows"]
 
 _log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ WORKERS = 16
 
 #: The fields of a row whose job could not be read (so every row has the same keys).
 _BLANK: dict[str, Any] = dict.fromkeys(
-    ("state", "health", "live", "liveness", "configuration", "runs_with", "async", "restart", "last_batch", "p50_ms",
+    ("state", "health", "incident", "throughput", "live", "liveness", "configuration", "runs_with", "async", "restart", "last_batch", "p50_ms",
      "offset_management_share", "hold", "last_change", "migration", "switch", "dags", "stop_reason"),
 )  # fmt: skip
 
@@ -63,6 +64,24 @@ def _configuration(status: Status | None, deployment: Deployment | None) -> dict
     if deployment and deployment.async_progress:
         return {"async_progress": deployment.async_progress, "trigger": deployment.trigger}
     return None
+
+
+def _open_incident(looked: Checkup) -> dict[str, Any] | None:
+    """The newest incident of a job that is down or stalled: why, and the cure, for its row."""
+    if looked.health.verdict not in DOWN | {Verdict.STALLED} or not looked.incidents:
+        return None
+    newest = looked.incidents[0]
+    return {k: newest.to_json().get(k) for k in ("at", "kind", "error", "diagnosis", "cure")}
+
+
+def _throughput(events: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Input and processed rows per second, the medians of the batches read (Spark's own figures)."""
+
+    def median(key: str) -> float | None:
+        values = sorted(float(e[key]) for e in events if ran_a_batch(e) and e.get(key) is not None)
+        return round(values[len(values) // 2], 1) if values else None
+
+    return {"input_rows_per_s": median("input_rows_per_s"), "processed_rows_per_s": median("processed_rows_per_s")}
 
 
 def _async_on(configuration: dict[str, Any] | None, spec: dict[str, Any] | None) -> bool:
@@ -106,6 +125,8 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
         "name": (spec or {}).get("name") or (status and status.job) or (deployment and deployment.job) or found.name,
         "state": status.state if status else ("retired" if found.retired else "never deployed"),
         "health": looked.health.to_json(),
+        "incident": _open_incident(looked),
+        "throughput": _throughput(events),
         "live": judged.live,
         "liveness": judged.reason,
         "configuration": configuration,
@@ -161,13 +182,13 @@ def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
     """One job's row with the report's figures and advice, its newest ``SERIES`` batches and its changes."""
     row = job_row(found)
     if row["error"]:
-        return {**row, "report": None, "advice": [], "series": [], "changes": []}
+        return {**row, "report": None, "advice": [], "series": [], "changes": [], "incidents": [], "history": []}
     try:
         report = job_report(ControlArea(found.control_area), found.checkpoint, limits=limits)
     except Exception as exc:  # noqa: BLE001 - as in job_row
         _log.warning("Job %s (%s): %s", found.name, found.control_area, exc)
         return {**row, "error": f"its report cannot be read: {type(exc).__name__}: {exc}", "report": None,
-                "advice": [], "series": [], "changes": []}  # fmt: skip
+                "advice": [], "series": [], "changes": [], "incidents": [], "history": []}  # fmt: skip
     data = report.to_json()
     series = [
         {"batch_id": b.batch_id, "start": b.start, "latency_ms": b.latency_ms, "offset_management_ms": b.offset_management_ms,
@@ -175,10 +196,30 @@ def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
         for b in report.batches[-SERIES:]
     ]  # fmt: skip
     figures = {k: data[k] for k in ("batches", "p50_ms", "p90_ms", "p99_ms", "rows_per_s", "baseline", "at_risk", "state")}  # fmt: skip
+    changes = [summarized(change) for change in data["changes"]]
+    incidents = [i.to_json() for i in read_incidents(ControlArea(found.control_area))]
     return {
         **row,
         "report": figures,
         "advice": data["advice"],
         "series": series,
-        "changes": [summarized(change) for change in data["changes"]],
+        "changes": changes,
+        "incidents": incidents,
+        "history": history(changes, incidents),
     }
+
+
+def history(changes: list[dict[str, Any]], incidents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A job's deployments and switches (from its batches) and its incidents, newest first, each in words."""
+    found = [
+        {"at": c["at"], "kind": c["kind"],
+         "text": f"batch {c['batch_id']}: " + c["summary"].split(": ", 1)[-1]
+         + (f"; the stream paused {c['pause_s']:.2f} s" if c.get("pause_s") is not None else "")}
+        for c in changes
+    ]  # fmt: skip
+    for i in incidents:
+        text = i.get("diagnosis") or i.get("error") or ""
+        at = i.get("since") if i["kind"] in ("crash", "failed_start") and i.get("since") else i["at"]  # when it ended
+        found.append({"at": at, "kind": i["kind"], "text": f"{text}" + (f"; cure: {i['cure']}" if i.get("cure") else ""),
+                      "deployment_id": i.get("deployment_id"), "incident": True})  # fmt: skip
+    return sorted(found, key=lambda entry: -float(entry["at"] or 0))

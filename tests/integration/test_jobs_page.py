@@ -21,6 +21,7 @@ import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.exceptions import DriverFailedError
 from airflow_async_stream.insight.report import percentile
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
@@ -52,6 +53,14 @@ def _feed_and_await(control: ControlArea, incoming: Path, enabled: bool, first: 
         time.sleep(0.1)
 
 
+def _failing_job(folder: Path) -> ControlArea:
+    """``orders``: its query names a column the source does not have, so its deployment never runs a batch."""
+    spec = parse_spec(rate_noop("orders", str(folder / "orders"), transform={"sql": "SELECT nope FROM source"}))
+    with pytest.raises(DriverFailedError):
+        deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
+    return ControlArea.for_checkpoint(spec.checkpoint)
+
+
 def _real_job(folder: Path) -> ControlArea:
     """``clicks``: 12 synchronous batches, switched in place to async at interval 0, 12 more; left running."""
     incoming = folder.parent / f"{folder.name}-incoming"
@@ -72,6 +81,7 @@ def _real_job(folder: Path) -> ControlArea:
 def stack(tmp_path: Path) -> Iterator[tuple[AirflowStack, Path, ControlArea]]:
     folder = CHECKPOINT_ROOT / f"page-{uuid.uuid4().hex[:8]}"
     control = _real_job(folder)
+    _failing_job(folder)
     others = tmp_path / "more-checkpoints"  # not under CHECKPOINT_ROOT, whose clean-up reads every control area
     broken = ControlArea.for_checkpoint(str(others / "broken"))
     broken.ensure()
@@ -146,11 +156,18 @@ def test_the_pages_show_a_real_job_to_a_logged_in_user_only(stack: tuple[Airflow
     code, body = _request(airflow, "/async-stream/api/jobs", token)
     assert code == 200, body
     rows = {row["name"]: row for row in json.loads(body)["jobs"]}
-    assert set(rows) == {"clicks", "broken"}
+    assert set(rows) == {"clicks", "broken", "orders"}
+    orders = rows["orders"]
+    assert orders["health"]["verdict"] == "failed_to_start" and "nope" in orders["health"]["reason"], orders
+    assert orders["incident"]["kind"] == "failed_start" and "validate --analyze" in orders["incident"]["cure"]
+    assert orders["incident"]["diagnosis"].startswith("never_started: ")
     assert "status.json" in rows["broken"]["error"] and rows["broken"]["state"] is None
     clicks = rows["clicks"]
     fast = [e["duration_ms"]["triggerExecution"] for e in _ran(control, True)]
     assert clicks["error"] is None and clicks["state"] == "running" and clicks["live"] is True
+    assert clicks["health"]["verdict"] in ("healthy", "idle") and clicks["incident"] is None
+    assert clicks["restart"]["outlook"] in ("safe", "needs_migration")  # running async: never UNSAFE
+    assert clicks["throughput"]["input_rows_per_s"] is not None
     assert clicks["async"] == {"enabled": True, "checkpoint_interval_ms": 0}
     assert clicks["p50_ms"] == percentile(fast, 50)
     slow = _ran(control, False)
@@ -165,6 +182,9 @@ def test_the_pages_show_a_real_job_to_a_logged_in_user_only(stack: tuple[Airflow
     detail = json.loads(body)
     assert code == 200 and len(detail["series"]) == 2 * BATCHES + 1 and [c["kind"] for c in detail["changes"]] == ["switch"]  # fmt: skip
     assert isinstance(detail["advice"], list) and detail["report"]["batches"] == 2 * BATCHES + 1
+    code, body = _request(airflow, "/async-stream/api/jobs/orders", token)
+    history = json.loads(body)["history"]
+    assert code == 200 and [h["kind"] for h in history] == ["failed_start"], history  # its failed deployment
 
     _browse(airflow, token, clicks)
 
@@ -182,11 +202,24 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         row = page.locator("tr[data-job=clicks]")
         row.wait_for(timeout=30_000)
         cells = row.locator("td").all_inner_texts()
-        assert cells[0].startswith("clicks") and cells[1].startswith("running")
-        assert cells[2] == "on, 0 ms" and cells[6] == str(round(clicks["p50_ms"]))
+        assert cells[0].startswith("clicks") and cells[1] in ("healthy", "idle") and cells[2].startswith("running")
+        assert cells[3] == "on, 0 ms" and cells[7] == str(round(clicks["p50_ms"]))
+        assert cells[4] != "UNSAFE"
+        failing = page.locator("tr[data-job=orders]")
+        said = failing.locator("td").nth(1).inner_text()
+        assert said.startswith("failed to start") and "nope" in said, said
+        assert "doctor: never_started" in failing.get_attribute("title") and "validate --analyze" in failing.get_attribute("title")  # type: ignore[operator]  # fmt: skip
         assert page.locator("tr.error[data-job=broken]").inner_text().count("status.json") == 1
         page.fill("#filter", "broken")
         assert page.locator("tbody tr").count() == 1
+        page.fill("#filter", "failed to start")
+        assert (
+            page.locator("tbody tr").all_inner_texts()[0].startswith("orders") and page.locator("tbody tr").count() == 1
+        )
+        page.fill("#filter", "UNRESOLVED_COLUMN")  # the reason is searched too
+        assert page.locator("tbody tr[data-job=orders]").count() == 1
+        page.fill("#filter", "no-such-job")
+        assert page.locator("#no-match").inner_text().startswith("No job matches")
         page.fill("#filter", "")
         page.click("th[data-key=p50_ms]")
         page.screenshot(path=str(out / "jobs.png"), full_page=True)
@@ -196,11 +229,19 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         assert page.locator("#chart line.change").count() == 1
         assert page.locator("#chart polyline.latency").count() == 2  # no line across the switch's pause
         assert "sync restart" in page.locator("dl").inner_text().lower()
-        assert (
-            page.locator("ol.changes li").inner_text().count("switch: sync, trigger 100 milliseconds -> async 0 ms")
-            == 1
+        changed = page.locator("ol.history li").all_inner_texts()
+        assert [t for t in changed if "switch: batch" in t and "sync, trigger 100 milliseconds -> async 0 ms" in t], (
+            changed
         )
         page.screenshot(path=str(out / "job.png"), full_page=True)
+
+        page.goto(f"{base}/async-stream/")
+        page.click("tr[data-job=orders] a")
+        page.locator("ol.history li.incident").first.wait_for(timeout=30_000)
+        facts = page.locator("dl").inner_text()
+        assert "failed to start" in facts and "Diagnosis" in facts and "validate --analyze" in facts, facts
+        assert "failed start of" in page.locator("ol.history").inner_text()
+        page.screenshot(path=str(out / "job-failed.png"), full_page=True)
 
         page.goto(f"{base}/plugin/async-stream")  # the page in Airflow's own UI, under its navigation
         frame = page.frame_locator("iframe")
