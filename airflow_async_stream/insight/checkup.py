@@ -14,7 +14,7 @@ so it does not matter which of them looks first. Each look reads a bounded amoun
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -57,8 +57,11 @@ def check_up(
     events: Sequence[Mapping[str, Any]] | None = None,
     spec: Mapping[str, Any] | None = None,
     at: float | None = None,
+    doctor: Callable[[], bool] = lambda: True,
 ) -> Checkup:
-    """Judge one job's health; settle a dead deployment and record incidents, each once."""
+    """Judge one job's health; settle a dead deployment and record incidents, each once. A crash or failed
+    start is recorded with the doctor's diagnosis only when ``doctor()`` allows one now (a page of a fleet
+    that just went down asks the doctor a bounded number of times; later looks record the rest)."""
     status, judged = observe(control)
     deployment = control.read_deployment()
     events = progress_log.tail_events(control, TAIL_BYTES) if events is None else events
@@ -74,7 +77,9 @@ def check_up(
     health = judge(look, Limits.of(spec), at)
     if health.verdict in DOWN and status is not None and status.state in ACTIVE_STATES:
         status = _settle(control, status, judged)
-    incidents = _incidents(control, checkpoint, status, health) if status is not None else read_incidents(control)
+    incidents = (
+        _incidents(control, checkpoint, status, health, doctor) if status is not None else read_incidents(control)
+    )
     return Checkup(status, judged, health, deployment, events, incidents)
 
 
@@ -95,19 +100,26 @@ def _settle(control: ControlArea, status: Status, judged: Liveness) -> Status:
     return final
 
 
-def _incidents(control: ControlArea, checkpoint: str | None, status: Status, health: Health) -> list[Incident]:
+def _incidents(
+    control: ControlArea, checkpoint: str | None, status: Status, health: Health, doctor: Callable[[], bool]
+) -> list[Incident]:
     """Record what this look is the first to see; the incidents after it, newest first."""
     known = read_incidents(control)
-    return read_incidents(control) if _record_new(control, checkpoint, status, health, known) else known
+    return read_incidents(control) if _record_new(control, checkpoint, status, health, known, doctor) else known
 
 
-def _record_new(
-    control: ControlArea, checkpoint: str | None, status: Status, health: Health, known: list[Incident]
+def _record_new(  # noqa: PLR0913 - the look's parts
+    control: ControlArea,
+    checkpoint: str | None,
+    status: Status,
+    health: Health,
+    known: list[Incident],
+    doctor: Callable[[], bool],
 ) -> bool:
     mine = [i for i in known if i.deployment_id == status.deployment_id]
     if health.verdict in DOWN:
         kind = Kind.CRASH if health.verdict == Verdict.CRASHED else Kind.FAILED_START
-        if any(i.kind == kind for i in mine):
+        if any(i.kind == kind for i in mine) or not doctor():
             return False
         found = diagnosis_of(control, checkpoint)
         return record_incident(

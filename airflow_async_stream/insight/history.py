@@ -1,5 +1,5 @@
 """What changed a job, and who: its last change and the stream's pause across it, its last safe-disable
-migration and the pauses of its changes, and the DAGs that change it (the hold's ``dag-runs.json``, and the
+migration and the pauses of its own changes, its history with its incidents, and the DAGs that change it (the hold's ``dag-runs.json``, and the
 records of earlier releases). Read-only."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from airflow_async_stream.insight.report import Report, describe
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, SwitchAccount, SwitchOutcome
 
-__all__ = ["dags", "last_change", "last_migration", "summarized"]
+__all__ = ["dags", "history", "last_change", "last_migration", "summarized"]
 
 #: What a kind of change (a hold's purpose's first word) says of its DAG on the page.
 _ROLES = {"deploy": "deploys it", "stop": "stops it", "safe-disable": "migrates it", "rollout": "rolls it out"}
@@ -87,3 +87,19 @@ def last_migration(control: ControlArea, runs: dict[str, Any], report: Report) -
         "pause_s": round(sum(c["pause_s"] for c in changes), 3) if covered and changes else None,
         "failed_step": failed.get("failed_step") if failed.get("run_id") == run.get("run_id") else None,
     }
+
+
+def history(changes: list[dict[str, Any]], incidents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A job's deployments and switches (from its batches) and its incidents, newest first, each in words."""
+    found = [
+        {"at": c["at"], "kind": c["kind"],
+         "text": f"batch {c['batch_id']}: " + c["summary"].split(": ", 1)[-1]
+         + (f"; the stream paused {c['pause_s']:.2f} s" if c.get("pause_s") is not None else "")}
+        for c in changes
+    ]  # fmt: skip
+    for i in incidents:
+        text = i.get("diagnosis") or i.get("error") or ""
+        at = i.get("since") if i["kind"] in ("crash", "failed_start") and i.get("since") else i["at"]  # when it ended
+        found.append({"at": at, "kind": i["kind"], "text": f"{text}" + (f"; cure: {i['cure']}" if i.get("cure") else ""),
+                      "deployment_id": i.get("deployment_id"), "incident": True})  # fmt: skip
+    return sorted(found, key=lambda entry: -float(entry["at"] or 0))

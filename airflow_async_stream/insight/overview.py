@@ -11,9 +11,11 @@ detail reads the whole log, as ``report`` does. Read-only. A job whose files can
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError
@@ -21,7 +23,7 @@ from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
 from airflow_async_stream.insight.checkup import TAIL_BYTES, Checkup, check_up
 from airflow_async_stream.insight.health import DOWN, Verdict, restart_outlook
-from airflow_async_stream.insight.history import dags, last_change, last_migration, summarized
+from airflow_async_stream.insight.history import dags, history, last_change, last_migration, summarized
 from airflow_async_stream.insight.read import job_report, recorded_spec
 from airflow_async_stream.insight.report import build_report, describe
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
@@ -29,7 +31,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.records import Deployment, Status
 
-__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "history", "job_detail", "job_row", "job_rows"]
+__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "job_detail", "job_row", "job_rows"]
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +39,8 @@ _log = logging.getLogger(__name__)
 SERIES = 2000
 #: How many rows are read at once.
 WORKERS = 16
+#: How many new crashes one read of rows diagnoses.
+DOCTORS_PER_READ = 20
 
 #: The fields of a row whose job could not be read (so every row has the same keys).
 _BLANK: dict[str, Any] = dict.fromkeys(
@@ -105,12 +109,26 @@ def _last_batch(events: list[dict[str, Any]], at: float) -> dict[str, Any] | Non
     return {"batch_id": ran[-1].get("batch_id"), "at": ended, "age_s": round(at - ended, 1)}
 
 
-def _summary(found: Found, at: float) -> dict[str, Any]:
+class Doctors:
+    """How many crashes a read of rows may diagnose (each doctor reads a job's logs): a fleet that just went
+    down gets its incidents over the next reads, and every read stays bounded."""
+
+    def __init__(self, allowed: int | None = None) -> None:
+        self.left = DOCTORS_PER_READ if allowed is None else allowed
+        self._lock = threading.Lock()
+
+    def __call__(self) -> bool:
+        with self._lock:
+            self.left -= 1
+            return self.left >= 0
+
+
+def _summary(found: Found, at: float, doctors: Doctors | None = None) -> dict[str, Any]:
     control = ControlArea(found.control_area)
     if not control.exists():
         raise ControlAreaError(f"no control area at {found.control_area}")
     spec = recorded_spec(control)
-    looked = check_up(control, found.checkpoint, spec=spec or {}, at=at)
+    looked = check_up(control, found.checkpoint, spec=spec or {}, at=at, doctor=doctors or Doctors())
     status, deployment, events = looked.status, looked.deployment, list(looked.events)
     configuration = _configuration(status, deployment)
     inspection = inspect_checkpoint(found.checkpoint)
@@ -151,14 +169,14 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
     }
 
 
-def job_row(found: Found, at: float | None = None) -> dict[str, Any]:
+def job_row(found: Found, at: float | None = None, doctors: Doctors | None = None) -> dict[str, Any]:
     """One job's row; ``error`` says why a job's files could not be read (the rest of the row is then empty)."""
     row = {"name": found.name, "checkpoint": found.checkpoint, "control_area": found.control_area,
            "source": found.source, "retired": found.retired, **_BLANK, "error": found.error}  # fmt: skip
     if found.error:
         return row
     try:
-        return {**row, **_summary(found, time.time() if at is None else at)}
+        return {**row, **_summary(found, time.time() if at is None else at, doctors)}
     except Exception as exc:  # noqa: BLE001 - any unreadable file is this job's error, never the page's
         _log.warning("Job %s (%s): %s", found.name, found.control_area, exc)
         return {**row, "error": f"cannot be read: {type(exc).__name__}: {exc}"}
@@ -170,10 +188,14 @@ def job_rows(found: list[Found], workers: int = WORKERS) -> list[dict[str, Any]]
     where each is a dozen requests whose waits overlap."""
     remote = [i for i, job in enumerate(found) if "://" in job.control_area and not job.control_area.startswith("file://")]  # fmt: skip
     far = set(remote)
-    rows: list[dict[str, Any] | None] = [None if i in far else job_row(job) for i, job in enumerate(found)]
+    doctors = Doctors()
+    rows: list[dict[str, Any] | None] = [
+        None if i in far else job_row(job, doctors=doctors) for i, job in enumerate(found)
+    ]
     if remote:
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="job-row") as pool:
-            for i, row in zip(remote, pool.map(job_row, [found[i] for i in remote]), strict=True):
+            read = partial(job_row, doctors=doctors)
+            for i, row in zip(remote, pool.map(read, [found[i] for i in remote]), strict=True):
                 rows[i] = row
     return [row for row in rows if row is not None]
 
@@ -207,19 +229,3 @@ def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
         "incidents": incidents,
         "history": history(changes, incidents),
     }
-
-
-def history(changes: list[dict[str, Any]], incidents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A job's deployments and switches (from its batches) and its incidents, newest first, each in words."""
-    found = [
-        {"at": c["at"], "kind": c["kind"],
-         "text": f"batch {c['batch_id']}: " + c["summary"].split(": ", 1)[-1]
-         + (f"; the stream paused {c['pause_s']:.2f} s" if c.get("pause_s") is not None else "")}
-        for c in changes
-    ]  # fmt: skip
-    for i in incidents:
-        text = i.get("diagnosis") or i.get("error") or ""
-        at = i.get("since") if i["kind"] in ("crash", "failed_start") and i.get("since") else i["at"]  # when it ended
-        found.append({"at": at, "kind": i["kind"], "text": f"{text}" + (f"; cure: {i['cure']}" if i.get("cure") else ""),
-                      "deployment_id": i.get("deployment_id"), "incident": True})  # fmt: skip
-    return sorted(found, key=lambda entry: -float(entry["at"] or 0))

@@ -130,7 +130,7 @@ def test_rows_keep_their_order_local_ones_read_in_turn_remote_ones_in_threads(
 
     read_by: dict[str, str] = {}
 
-    def row(found: Found) -> dict:
+    def row(found: Found, doctors: object = None) -> dict:
         read_by[found.name] = threading.current_thread().name
         return {"name": found.name}
 
@@ -139,3 +139,27 @@ def test_rows_keep_their_order_local_ones_read_in_turn_remote_ones_in_threads(
     found = [Found(n, "", f"{n}://bucket/{n}.async-stream" if len(n) == 2 else f"/ck/{n}.async-stream", "x") for n in names]  # fmt: skip
     assert [r["name"] for r in overview.job_rows(found)] == names
     assert {n for n, thread in read_by.items() if thread.startswith("job-row")} == {"s3", "gs"}
+
+
+def test_a_read_of_a_fleet_that_just_went_down_diagnoses_a_bounded_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every dead driver is recorded failed at once; the doctor (which reads a job's logs) runs for at most
+    DOCTORS_PER_READ of them per read, and the next reads record the rest."""
+    from airflow_async_stream.insight import overview
+    from airflow_async_stream.state.incidents import read_incidents
+
+    monkeypatch.setattr(overview, "DOCTORS_PER_READ", 2)
+    found = []
+    for n in range(3):
+        control = ControlArea.for_checkpoint(str(tmp_path / f"ck{n}"))
+        control.ensure()
+        control.write_json("status.json", {"deployment_id": f"d{n}", "state": "running", "heartbeat_at": time.time() - 60,
+                                           "batches": 5, "first_batch_id": 0})  # fmt: skip
+        found.append(Found(f"job{n}", str(tmp_path / f"ck{n}"), control.url, "x"))
+    first = overview.job_rows(found)
+    assert [r["health"]["verdict"] for r in first] == ["crashed"] * 3
+    assert [ControlArea(f.control_area).read_status().state for f in found] == ["failed"] * 3  # type: ignore[union-attr]
+    assert sum(len(read_incidents(ControlArea(f.control_area))) for f in found) == 2
+    overview.job_rows(found)
+    assert [len(read_incidents(ControlArea(f.control_area))) for f in found] == [1, 1, 1]
