@@ -16,7 +16,7 @@ from typing import Any
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
 from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.liveness import Liveness, liveness_of
 from airflow_async_stream.state.records import ACTIVE_STATES, State, Status
 from airflow_async_stream.waits import WaitLog
 
@@ -62,7 +62,7 @@ class CommitCheck:
         }
 
 
-def _job_error(status: Status | None, needed: int, after: str) -> str | None:
+def _job_error(status: Status | None, judged: Liveness, needed: int, after: str) -> str | None:
     """Why waiting longer is pointless: the job failed, stopped, or its driver is gone."""
     if not status:
         return None
@@ -72,7 +72,6 @@ def _job_error(status: Status | None, needed: int, after: str) -> str | None:
     if state in (State.STOPPED, State.SUPERSEDED):
         ended = "stopped" if state == State.STOPPED else "was superseded"
         return f"the job {ended} before {needed} batches were committed after {after}"
-    judged = liveness(status)
     if state in ACTIVE_STATES and not judged.live:
         return f"the job's driver is gone: {judged.reason}"
     return None
@@ -81,9 +80,9 @@ def _job_error(status: Status | None, needed: int, after: str) -> str | None:
 def check_commits(checkpoint: str, baseline: int | None, needed: int) -> CommitCheck:
     ids = batch_ids(checkpoint, "commits")
     committed_after = committed_since(ids, baseline)
-    status = ControlArea.for_checkpoint(checkpoint).read_status()
+    status, judged = liveness_of(ControlArea.for_checkpoint(checkpoint))  # an exit record counts, from any host
     where = "the start" if baseline is None else f"batch {baseline}"
-    error = None if committed_after >= needed else _job_error(status, needed, where)
+    error = None if committed_after >= needed else _job_error(status, judged, needed, where)
     idle = bool(status and status.source_idle)
     return CommitCheck(baseline, needed, committed_after, ids[-1] if ids else None, error, idle)
 

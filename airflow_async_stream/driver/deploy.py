@@ -34,7 +34,7 @@ from airflow_async_stream.state import registry
 from airflow_async_stream.state.checkpoint import resume_point
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, RunState, held, revoke
-from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import NOT_LAUNCHED, SUBMITTED, Deployment, State, hold_ttl_s, now
 
 __all__ = ["DeploySettings", "deploy_job", "stop_job"]
@@ -224,8 +224,7 @@ def _make_room(
     control: ControlArea, spec: JobSpec, launcher: Launcher, settings: DeploySettings, log: logging.Logger
 ) -> None:
     """Never two drivers on one checkpoint: refuse, or on redeploy stop the live one first."""
-    status = control.read_status()
-    judged = liveness(status)
+    status, judged = liveness_of(control)  # its host's exit record counts too, from any host
     if not judged.live:
         # Its status is final (or stale), but its driver process (of any host) may still be on its way out.
         exiting = wait_for_driver_exit(control, settings.stop_kill_after_s, log)

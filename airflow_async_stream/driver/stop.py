@@ -20,7 +20,7 @@ from airflow_async_stream.exceptions import (
     StopTimeoutError,
 )
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.liveness import liveness, liveness_of
 from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, State, Status, now
 from airflow_async_stream.waits import WaitLog
 
@@ -74,8 +74,7 @@ def stop_driver(
     where to stop it from.
     """
     launcher = launcher or LocalLauncher()
-    status = control.read_status()
-    judged = liveness(status)
+    status, judged = liveness_of(control)  # its host's exit record counts too, from any host
     if not judged.live:
         launching = _launching(control, status, launcher)
         if launching is not None:

@@ -27,7 +27,7 @@ from airflow_async_stream.insight.symptoms import read_symptoms
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import Incident, Kind, read_incidents, record_incident
-from airflow_async_stream.state.liveness import Liveness, observe
+from airflow_async_stream.state.liveness import Liveness, liveness_of
 from airflow_async_stream.state.records import ACTIVE_STATES, Deployment, State, Status, now
 
 __all__ = ["TAIL_BYTES", "Checkup", "check_up", "cure_line", "cure_named", "diagnosis_of"]
@@ -62,7 +62,7 @@ def check_up(
     """Judge one job's health; settle a dead deployment and record incidents, each once. A crash or failed
     start is recorded with the doctor's diagnosis only when ``doctor()`` allows one now (a page of a fleet
     that just went down asks the doctor a bounded number of times; later looks record the rest)."""
-    status, judged = observe(control)
+    status, judged = liveness_of(control)
     deployment = control.read_deployment()
     events = progress_log.tail_events(control, TAIL_BYTES) if events is None else events
     spec = recorded_spec(control) if spec is None else spec

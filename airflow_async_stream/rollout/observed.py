@@ -13,7 +13,7 @@ from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.rollout.fleet import FleetEntry, FleetIndex
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import Deployment, State, Status, now
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
@@ -82,9 +82,9 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         spec = None
     except ValueError as exc:
         raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
-    status = control.read_status()
+    status, judged = liveness_of(control)  # a driver whose host recorded its exit is gone at once, on every host
     deployment = control.read_deployment()
-    live = liveness(status).live or _still_starting(deployment, status)
+    live = judged.live or _still_starting(deployment, status)
     return ObservedJob(
         name=name,
         control_url=control.url,
@@ -94,7 +94,7 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         state=status.state if status else None,
         live=live,
         rollout=control.read_json(ControlArea.ROLLOUT),
-        switchable=bool(status and status.configuration is not None and liveness(status).live)
+        switchable=bool(status and status.configuration is not None and judged.live)
         and status.state == State.RUNNING,
         sync_restart_safe=None if live or not isinstance(spec, dict) else _sync_restart_safe(spec),
     )

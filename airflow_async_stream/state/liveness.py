@@ -15,7 +15,7 @@ from airflow_async_stream.state.records import ACTIVE_STATES, HEARTBEAT_STALE_S,
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
 
-__all__ = ["Liveness", "liveness", "local_pid_alive", "observe"]
+__all__ = ["Liveness", "liveness", "local_pid_alive", "liveness_of"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def liveness(
     return Liveness(True, f"state is {state}, heartbeat {age:.0f} s ago")
 
 
-def observe(control: ControlArea) -> tuple[Status | None, Liveness]:
+def liveness_of(control: ControlArea) -> tuple[Status | None, Liveness]:
     """A job's status record and whether its driver is alive, its exit record read only while it says it runs."""
     status = control.read_status()
     exited = control.read_exit(status.deployment_id) if status and status.state in ACTIVE_STATES else None

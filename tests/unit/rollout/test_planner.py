@@ -501,3 +501,17 @@ def test_plan_lists_a_duplicate_name_and_a_bad_fleet_file_together(tmp_path: Pat
     assert len(lines) == 2, lines
     assert lines[0].startswith(f"{folder / 'b.yaml'}: name: '{FLEET_JOB['name']}' is also the job of a.yaml")
     assert lines[1].startswith(f"{folder / '_fleet.yaml'}: index: 'relative/index' is relative")
+
+
+def test_a_job_whose_driver_exit_is_recorded_is_observed_not_live_at_once(tmp_path: Path) -> None:
+    """Another host's driver died: its heartbeat still looks fresh, but its host recorded the exit."""
+    from airflow_async_stream.rollout.observed import read_job
+
+    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
+    control.ensure()
+    control.write_json("status.json", {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
+                                       "host": "worker-b", "pid": 7, "configuration": {}})  # fmt: skip
+    assert read_job("job", control).live
+    control.write_json("driver-exit.json", {"deployment_id": "d1", "host": "worker-b", "exited_at": time.time()})
+    observed = read_job("job", control)
+    assert not observed.live and not observed.switchable
