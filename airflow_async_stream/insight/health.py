@@ -178,7 +178,16 @@ def _backlog(event: Mapping[str, Any]) -> float | None:
 def backlog_growth(events: Sequence[Mapping[str, Any]]) -> tuple[float | None, float, float] | None:
     """``(since, first, newest)`` when the backlog never shrank over the newest ``LAG_BATCHES`` batches that
     report one, and grew; None otherwise (or when no source reports a backlog)."""
-    measured = [(e, b) for e in events if (b := _backlog(e)) is not None][-LAG_BATCHES:]
+    measured: list[tuple[Mapping[str, Any], float]] = []
+    for event in reversed(events):  # newest first; a source that reports a backlog does so at every batch
+        backlog = _backlog(event)
+        if backlog is None:
+            if not measured and event.get("sources"):
+                return None  # the newest batch reports none: its source does not say
+            continue
+        measured.insert(0, (event, backlog))
+        if len(measured) == LAG_BATCHES:
+            break
     if len(measured) < LAG_BATCHES:
         return None
     values = [b for _, b in measured]
