@@ -94,3 +94,19 @@ def test_a_stall_is_recorded_once_and_its_recovery_once(tmp_path: Path) -> None:
     found = read_incidents(control)
     assert [i.kind for i in found] == [Kind.RECOVERY, Kind.STALL]
     assert found[0].since == found[1].since == pytest.approx(began)
+
+
+def test_a_reader_without_write_access_still_gets_the_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    control, checkpoint = _job(tmp_path, heartbeat_at=time.time() - 60)
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(ControlArea, "write_bytes", refused)
+    monkeypatch.setattr(ControlArea, "write_json", refused)
+    looked = check_up(control, checkpoint)
+    assert looked.health.verdict == Verdict.CRASHED and looked.incidents == []
+    monkeypatch.undo()
+    assert control.read_status().state == State.RUNNING  # type: ignore[union-attr]  # nothing written
+    assert check_up(control, checkpoint).health.verdict == Verdict.CRASHED  # a reader with access records it
+    assert control.read_status().state == State.FAILED  # type: ignore[union-attr]
