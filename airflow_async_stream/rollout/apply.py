@@ -30,6 +30,7 @@ from airflow_async_stream.exceptions import (
     JobHeldError,
     RolloutError,
 )
+from airflow_async_stream.insight.checkup import cure_named
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
 from airflow_async_stream.migrations.specs import at_interval_0
 from airflow_async_stream.rollout.actions import (
@@ -46,7 +47,7 @@ from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, held
 from airflow_async_stream.state.incidents import Kind, record_change
-from airflow_async_stream.state.records import now
+from airflow_async_stream.state.records import SUFFIX, now
 
 __all__ = ["ApplySettings", "apply_item"]
 
@@ -81,7 +82,10 @@ def apply_item(
                 # Before anything changes: a worker that dies mid-deploy leaves the job findable by every worker.
                 index.record_active(item.job, item.control_url, holder.run_id)
             try:
-                outcome.update(ACTIONS[item.action](step))
+                with cure_named(
+                    item.checkpoint or control.url.removesuffix(SUFFIX), log
+                ):  # a dead driver: the doctor's line
+                    outcome.update(ACTIONS[item.action](step))
             except HoldRevokedError as exc:  # a forced stop ended this step's hold: no rollback undoes it
                 log.warning("%s: %s ended by a forced stop: %s", item.job, item.action, exc)
                 outcome.update({"outcome": "failed", "error": str(exc)})

@@ -4,6 +4,7 @@ plan holds the spec back by. The old driver is a real process (tests/fake_driver
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.liveness import liveness
+from tests.helpers import rate_noop
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -93,3 +95,25 @@ def test_a_running_driver_rehearses_only_what_it_builds_as_a_new_driver_would() 
     assert "Python transform" in str(not_rehearsable(current, python, has_query=True))
     moved = parse_spec({**base, "source": {"format": "rate", "options": {"rowsPerSecond": 5}}})
     assert "the source changed" in str(not_rehearsable(current, moved, has_query=True))
+
+
+def test_a_rollout_item_whose_driver_failed_names_the_doctor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_async_stream.exceptions import DriverFailedError
+    from airflow_async_stream.rollout import apply
+
+    def failed(step: object) -> dict:
+        raise DriverFailedError("the driver failed: AnalysisException: nope")
+
+    monkeypatch.setitem(apply.ACTIONS, "restart", failed)
+    checkpoint = str(tmp_path / "ck")
+    control = ControlArea.for_checkpoint(checkpoint)
+    item = PlanItem("job", "restart", "changed", control_url=control.url, checkpoint=checkpoint,
+                    desired_spec=parse_spec(rate_noop("job", checkpoint)).to_mapping(), switch=RESTART)  # fmt: skip
+    (tmp_path / "desired").mkdir()
+    (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
+    with pytest.raises(RolloutError, match=re.escape(f"run `airflow-async-stream doctor {checkpoint}`")):
+        apply_item(
+            item,
+            Holder.this_process("rollout test"),
+            ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings()),
+        )
