@@ -61,6 +61,13 @@ def _failing_job(folder: Path) -> ControlArea:
     return ControlArea.for_checkpoint(spec.checkpoint)
 
 
+def _busy_job(folder: Path) -> ControlArea:
+    """``views``: rate -> noop, left running batch after batch: healthy on the page."""
+    spec = parse_spec(rate_noop("views", str(folder / "views"), rows=50, trigger={"processing_time": "500 milliseconds"}))  # fmt: skip
+    deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
+    return ControlArea.for_checkpoint(spec.checkpoint)
+
+
 def _real_job(folder: Path) -> ControlArea:
     """``clicks``: 12 synchronous batches, switched in place to async at interval 0, 12 more; left running."""
     incoming = folder.parent / f"{folder.name}-incoming"
@@ -82,6 +89,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[AirflowStack, Path, ControlArea]]:
     folder = CHECKPOINT_ROOT / f"page-{uuid.uuid4().hex[:8]}"
     control = _real_job(folder)
     _failing_job(folder)
+    _busy_job(folder)
     others = tmp_path / "more-checkpoints"  # not under CHECKPOINT_ROOT, whose clean-up reads every control area
     broken = ControlArea.for_checkpoint(str(others / "broken"))
     broken.ensure()
@@ -156,7 +164,8 @@ def test_the_pages_show_a_real_job_to_a_logged_in_user_only(stack: tuple[Airflow
     code, body = _request(airflow, "/async-stream/api/jobs", token)
     assert code == 200, body
     rows = {row["name"]: row for row in json.loads(body)["jobs"]}
-    assert set(rows) == {"clicks", "broken", "orders"}
+    assert set(rows) == {"clicks", "broken", "orders", "views"}
+    assert rows["views"]["health"]["verdict"] == "healthy" and rows["views"]["restart"]["outlook"] == "safe"
     orders = rows["orders"]
     assert orders["health"]["verdict"] == "failed_to_start" and "nope" in orders["health"]["reason"], orders
     assert orders["incident"]["kind"] == "failed_start" and "validate --analyze" in orders["incident"]["cure"]
@@ -205,6 +214,7 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         assert cells[0].startswith("clicks") and cells[1] in ("healthy", "idle") and cells[2].startswith("running")
         assert cells[3] == "on, 0 ms" and cells[7] == str(round(clicks["p50_ms"]))
         assert cells[4] != "UNSAFE"
+        assert page.locator("tr[data-job=views] td").nth(1).inner_text() == "healthy"
         failing = page.locator("tr[data-job=orders]")
         said = failing.locator("td").nth(1).inner_text()
         assert said.startswith("failed to start") and "nope" in said, said
