@@ -76,7 +76,7 @@ def one_line(error: str | None) -> str | None:
 def read_incidents(control: ControlArea) -> list[Incident]:
     """The job's incidents, newest first; none when the file does not exist."""
     try:
-        text = control.fs.cat_file(control.path(control.INCIDENTS)).decode("utf-8", errors="replace")
+        text = control.read_bytes(control.INCIDENTS).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return []
     found = []
