@@ -173,9 +173,14 @@ def diagnosis_of(control: ControlArea, checkpoint: str | None) -> dict[str, Any]
 def cure_line(checkpoint: str) -> str:
     """After a look (which records the incident), the doctor's diagnosis in a line and the command to run."""
     control = ControlArea.for_checkpoint(checkpoint)
-    check_up(control, checkpoint)
-    found = diagnosis_of(control, checkpoint)
-    said = f"doctor: {found['summary']}; " if found.get("summary") else ""
+    looked = check_up(control, checkpoint)
+    newest = looked.incidents[0] if looked.incidents else None
+    deployment = looked.status.deployment_id if looked.status else None
+    if newest and newest.kind in (Kind.CRASH, Kind.FAILED_START) and newest.deployment_id == deployment:
+        summary = newest.diagnosis  # the look asked the doctor for it: not twice
+    else:
+        summary = diagnosis_of(control, checkpoint).get("summary")
+    said = f"doctor: {summary}; " if summary else ""
     return f"{said}run `airflow-async-stream doctor {checkpoint}` for the evidence and the cure"
 
 

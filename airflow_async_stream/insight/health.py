@@ -26,6 +26,7 @@ from typing import Any
 from airflow_async_stream.insight.batches import batch_window
 from airflow_async_stream.spec.health import Health as HealthSpec
 from airflow_async_stream.spec.model import Trigger
+from airflow_async_stream.state.incidents import one_line
 from airflow_async_stream.state.liveness import Liveness
 from airflow_async_stream.state.records import ACTIVE_STATES, NOT_LAUNCHED, State, Status, now
 
@@ -101,11 +102,6 @@ def _ran_a_batch(status: Status) -> bool:
     return status.first_batch_id is not None or status.batches > 0
 
 
-def _first_line(text: str | None) -> str:
-    lines = (text or "").strip().splitlines()
-    return lines[0][:300] if lines else "no error recorded"
-
-
 def judge(look: Look, limits: Limits, at: float | None = None) -> Health:
     """The job's verdict now (``at``)."""
     at = now() if at is None else at
@@ -140,8 +136,12 @@ def _ended(status: Status) -> Health:
     if status.state == State.SUPERSEDED:
         return Health(Verdict.STOPPED, f"superseded before its query started: {status.stop_reason}", status.finished_at)  # fmt: skip
     if _ran_a_batch(status):
-        return Health(Verdict.CRASHED, f"its query failed: {_first_line(status.error)}", status.finished_at)
-    return Health(Verdict.FAILED_TO_START, f"it ran no batch: {_first_line(status.error)}", status.finished_at)
+        return Health(
+            Verdict.CRASHED, f"its query failed: {one_line(status.error) or 'no error recorded'}", status.finished_at
+        )
+    return Health(
+        Verdict.FAILED_TO_START, f"it ran no batch: {one_line(status.error) or 'no error recorded'}", status.finished_at
+    )
 
 
 def _running(status: Status, events: Sequence[Mapping[str, Any]], limits: Limits, at: float) -> Health:

@@ -26,7 +26,7 @@ from airflow_async_stream.state.records import _Record, now
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
 
-__all__ = ["KEPT", "Incident", "Kind", "read_incidents", "record_change", "record_incident"]
+__all__ = ["KEPT", "Incident", "Kind", "one_line", "read_incidents", "record_change", "record_incident"]
 
 #: How many incidents a job keeps (the newest).
 KEPT = 200
