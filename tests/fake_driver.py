@@ -1,8 +1,8 @@
 """A stand-in for a live driver, for tests of stopping and signalling (no Spark): it keeps a fresh
-status record in a control area and, with ``--obey``, answers a stop request like the real driver
+status record in a control area, its command line naming it as the real driver's does, and, with ``--obey``, answers a stop request like the real driver
 (final status ``stopped``), then lingers ``--linger`` seconds before it exits, as a JVM does.
 
-    python -m tests.fake_driver CONTROL_AREA DEPLOYMENT_ID [--obey] [--linger S] [--linger-until FILE]
+    python -m tests.fake_driver --control-area URL --deployment-id ID [--obey] [--linger S] [--linger-until FILE]
                                 [--record-deployment [--exit-record]]
 
 ``--linger-until FILE``: after its final status, linger until FILE exists (the test decides when it exits).
@@ -26,8 +26,8 @@ from airflow_async_stream.state.records import now
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("control")
-    parser.add_argument("deployment_id")
+    parser.add_argument("--control-area", dest="control", required=True)  # named as the runtime driver's are, so
+    parser.add_argument("--deployment-id", required=True)  # its own command line proves which driver it is
     parser.add_argument("--obey", action="store_true")
     parser.add_argument("--linger", type=float, default=0.0)
     parser.add_argument("--linger-until")

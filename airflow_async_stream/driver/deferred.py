@@ -53,8 +53,8 @@ class DeferredLauncher:
     def ended(self, driver: dict[str, Any]) -> str | None:
         return self._for(driver).ended(driver)
 
-    def kill(self, driver: dict[str, Any]) -> str:
-        return self._for(driver).kill(driver)
+    def kill(self, driver: dict[str, Any], target: driver_process.Target) -> str:
+        return self._for(driver).kill(driver, target)
 
     def _for(self, driver: dict[str, Any]) -> Launcher:
         """A driver process of an Airflow host is this host's business; only one on a cluster builds the launcher."""

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from airflow_async_stream.driver.args import driver_arguments
 from airflow_async_stream.driver.log import DEFAULT_FILE_BYTES, DEFAULT_FILES
 from airflow_async_stream.driver.maven_packages import packages_conf
+from airflow_async_stream.driver.process import Target
 from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
@@ -116,8 +117,8 @@ class Launcher(Protocol):
         """Why the driver's launch is over (its spark-submit here exited, its cluster ended it), its log
         complete; None while it may still run, or when that is not known from here."""
 
-    def kill(self, driver: dict[str, Any]) -> str:
-        """Kill the driver; say what happened, or raise NotSignalledError saying why not from here."""
+    def kill(self, driver: dict[str, Any], target: Target) -> str:
+        """Kill ``target``'s driver; say what happened, or raise NotSignalledError saying why not from here."""
 
 
 def runtime_driver_path() -> str:

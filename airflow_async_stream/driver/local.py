@@ -16,7 +16,7 @@ from typing import Any
 from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.launcher import EMBEDDED_MASTER, Submission, runtime_driver_path
 from airflow_async_stream.driver.log import start_pump
-from airflow_async_stream.driver.process import identify
+from airflow_async_stream.driver.process import Target, identify
 from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
@@ -160,10 +160,10 @@ class LocalLauncher:
     def ended(self, driver: dict[str, Any]) -> str | None:
         return driver_process.launch_ended(driver)
 
-    def kill(self, driver: dict[str, Any]) -> str:
+    def kill(self, driver: dict[str, Any], target: Target) -> str:
         if not driver_process.on_a_host(driver):
             raise NotSignalledError(
                 f"its driver runs on a cluster ({driver.get('kind')}): stop it through the Airflow Spark "
                 "connection it was deployed with"
             )
-        return driver_process.kill(driver)
+        return driver_process.kill(driver, target)

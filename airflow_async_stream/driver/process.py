@@ -1,14 +1,18 @@
 """Which process a deployment launched on this host, whether it is still that process, and killing it.
 
 A driver launched on an Airflow host is recorded with the host's name, the kernel's boot id, the pid
-namespace and spark-submit's pid with its start time (in clock ticks after boot, from ``/proc``). A
-process is signalled only when all of them match here: another host, a reboot, another container's pid
-space or a pid reused by another program all mean "not ours", and such a process is left alone.
+namespace and spark-submit's pid with its start time (in clock ticks after boot, from ``/proc``). Those
+fields say only where to look: anyone who can write the control area can copy them from ``/proc``. A
+process is signalled only when they all match here and the process itself proves it is the driver: its own
+command line names the deployment and the control area being stopped, and it leads its own process group.
+Anything else (another host, a reboot, another pid space, a reused pid, a record naming some other
+process) is left alone, and why is said.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import signal
 import socket
 import time
@@ -20,6 +24,7 @@ from airflow_async_stream.state.liveness import local_pid_alive
 
 __all__ = [
     "DriverProcess",
+    "Target",
     "identify",
     "kill",
     "launch_ended",
@@ -56,16 +61,75 @@ def _pid_namespace() -> str | None:
         return None
 
 
-def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks after boot; None when no such process (or a zombie)."""
+def _stat(pid: int) -> list[str] | None:
+    """Fields 3 onwards of ``/proc/PID/stat`` (the state first); None when there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            fields = fh.read().rsplit(")", 1)[-1].split()
+            return fh.read().rsplit(")", 1)[-1].split()
     except OSError:
         return None
-    if fields[0] == "Z":  # exited, waiting to be reaped: gone for every purpose here
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks after boot; None when no such process (or a zombie)."""
+    fields = _stat(pid)
+    if fields is None or fields[0] == "Z":  # a zombie: exited, waiting to be reaped: gone for every purpose here
         return None
-    return int(fields[19])  # field 22 of stat; fields[0] is field 3 (the state)
+    return int(fields[19])  # field 22 of stat
+
+
+def _process_group(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[2]) if fields else None  # field 5 of stat
+
+
+def _command_line(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    return [arg.decode("utf-8", "replace") for arg in raw.split(b"\0") if arg]
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` (or ``--name=VALUE``) in an argument list, the last one given."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1 :]
+    return found
+
+
+def _plain(url: str) -> str:
+    url = url.rstrip("/")
+    return posixpath.normpath(url[len("file://") :]) if url.startswith("file://") else url
+
+
+@dataclass(frozen=True)
+class Target:
+    """Whom a kill is for: the control area being stopped and its deployment. The driver's own command line
+    must name both (the runtime's ``--control-area`` and ``--deployment-id``), whatever a record says."""
+
+    control_url: str
+    deployment_id: str
+
+    def unproven(self, pid: int) -> str | None:
+        """Why process ``pid`` of this host is not provably this target's driver; None when it is."""
+        argv = _command_line(pid)
+        if argv is None:
+            return f"the command line of pid {pid} cannot be read"
+        named = _flag(argv, "--deployment-id"), _flag(argv, "--control-area")
+        if named[0] != self.deployment_id or named[1] is None or _plain(named[1]) != _plain(self.control_url):
+            return (
+                f"pid {pid} is not provably the driver: its command line does not name deployment "
+                f"{self.deployment_id} of {self.control_url} (the deployment record may have been written by hand)"
+            )
+        if _process_group(pid) != pid:
+            return f"pid {pid} is not provably the driver: it does not lead its own process group"
+        return None
 
 
 def on_a_host(driver: dict[str, Any]) -> bool:
@@ -164,13 +228,17 @@ def launcher_running_here(driver: dict[str, Any] | None) -> bool | None:
     return DriverProcess.of(driver).alive
 
 
-def kill(driver: dict[str, Any]) -> str:
-    """SIGKILL the process group of a driver this host provably launched, and give it a moment to exit."""
+def kill(driver: dict[str, Any], target: Target) -> str:
+    """SIGKILL the process group of a driver this host provably launched for ``target``, and give it a moment
+    to exit; NotSignalledError saying why when the process does not prove it is that driver."""
     process = DriverProcess.of(driver)
     if process.refusal is not None or process.pid is None:
         raise NotSignalledError(process.refusal or "its deployment record names no process")
     if not process.alive:
         return f"the driver process (pid {process.pid}) exited"
+    unproven = target.unproven(process.pid)
+    if unproven is not None:
+        raise NotSignalledError(unproven)
     try:
         os.killpg(process.pid, signal.SIGKILL)  # it was launched as its own process group
     except ProcessLookupError:

@@ -13,6 +13,7 @@ from typing import Any
 from airflow_async_stream.driver.exits import Exiting, confirm_exit_here, wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.process import Target
 from airflow_async_stream.driver.start import poll_interval, status_of
 from airflow_async_stream.exceptions import (
     DriverFailedError,
@@ -183,7 +184,7 @@ def _kill_launching(control: ControlArea, deployment_id: str, waited_s: float, l
     try:
         if driver is None:
             raise NotSignalledError("no driver is named yet")
-        launcher.kill(driver)
+        launcher.kill(driver, Target(control.url, deployment_id))
     except NotSignalledError as exc:
         raise StopTimeoutError(
             f"deployment {deployment_id} was launching and has not reported {waited_s:.0f} s after the stop "
@@ -212,7 +213,7 @@ def _kill(control: ControlArea, status: Status, waited_s: float, launcher: Launc
     try:
         if driver is None:
             raise NotSignalledError("its deployment record names another deployment")
-        done = launcher.kill(driver)
+        done = launcher.kill(driver, Target(control.url, deployment_id))
     except NotSignalledError as exc:
         raise StopTimeoutError(
             f"deployment {deployment_id} did not stop within {waited_s:.0f} s and is not signalled from here: {exc}"

@@ -147,10 +147,10 @@ class ClusterLauncher:
         state = self.state(driver)
         return f"the driver ended on its cluster ({state})" if state and state.upper() in ENDED_STATES else None
 
-    def kill(self, driver: dict[str, Any]) -> str:
+    def kill(self, driver: dict[str, Any], target: driver_process.Target) -> str:
         """Kill a driver on the cluster through the provider hook's own calls (one of this host: as LocalLauncher)."""
         if driver_process.on_a_host(driver):
-            return LocalLauncher().kill(driver)
+            return LocalLauncher().kill(driver, target)
         hook = self.hook
         kind = driver.get("kind")
         if kind == "yarn-application":

@@ -15,7 +15,10 @@ from airflow_async_stream.state.records import ACTIVE_STATES, HEARTBEAT_STALE_S,
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
 
-__all__ = ["Liveness", "liveness", "local_pid_alive", "liveness_of"]
+__all__ = ["CLOCK_SKEW_S", "Liveness", "liveness", "local_pid_alive", "liveness_of"]
+
+#: How far in the future a heartbeat may be (hosts' clocks differ) and still count; beyond, a record is not believed.
+CLOCK_SKEW_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ def liveness(
             False, f"state is {state} but host {exited.get('host')} recorded {ago:.0f} s ago that its driver exited"
         )
     age = now() - float(status.heartbeat_at or 0)
+    if age < -CLOCK_SKEW_S:
+        return Liveness(
+            False,
+            f"state is {state} but the heartbeat is {-age:.0f} s in the future (more than the {CLOCK_SKEW_S:.0f} s "
+            "clock skew allowed): not believed",
+        )
     if age > stale_after_s:
         return Liveness(False, f"state is {state} but the last heartbeat is {age:.0f} s old: the driver is gone")
     pid = status.pid

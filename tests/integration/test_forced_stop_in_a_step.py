@@ -100,7 +100,8 @@ def lingering_driver(checkpoint_dir: str, tmp_path: Path) -> Iterator[tuple[subp
     control = ControlArea.for_checkpoint(checkpoint_dir)
     control.ensure()
     release = tmp_path / "exit-now"
-    argv = [sys.executable, "-m", "tests.fake_driver", control.url, f"old-{uuid.uuid4().hex[:6]}",
+    argv = [sys.executable, "-m", "tests.fake_driver", "--control-area", control.url,
+            "--deployment-id", f"old-{uuid.uuid4().hex[:6]}",
             "--obey", "--record-deployment", "--linger-until", str(release)]  # fmt: skip
     process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
     _await(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "running", "the old driver")

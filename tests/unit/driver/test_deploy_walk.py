@@ -32,7 +32,7 @@ class _FakeDriverLauncher(LocalLauncher):
 
     def command(self, submission: Submission) -> list[str]:
         args = parse_driver_arguments(submission.arguments)
-        return [sys.executable, "-m", "tests.fake_driver", args.control_area, args.deployment_id, "--obey"]
+        return [sys.executable, "-m", "tests.fake_driver", "--control-area", args.control_area, "--deployment-id", args.deployment_id, "--obey"]
 
 
 def _module(filename: str) -> str | None:

@@ -62,7 +62,7 @@ def _driver_on_other_host(control: ControlArea, processes: list[Any], tmp_path: 
     """A fake driver launched on the other host as a launch does it: its output through the log pump, which
     records its exit. It obeys a stop, then lingers until the test creates the returned file."""
     deployment_id, release = f"d-{uuid.uuid4().hex[:6]}", tmp_path / "let-it-exit"
-    driver = f"{sys.executable} -m tests.fake_driver {control.url} {deployment_id} --obey --linger-until {release} --record-deployment --exit-record"  # fmt: skip
+    driver = f"{sys.executable} -m tests.fake_driver --control-area {control.url} --deployment-id {deployment_id} --obey --linger-until {release} --record-deployment --exit-record"  # fmt: skip
     pump = f"{sys.executable} -m airflow_async_stream.driver.log {tmp_path / 'driver.log'} --max-bytes 100000 --files 2 --exit-record {control.url} --deployment {deployment_id}"  # fmt: skip
     command = ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c",
                f"hostname {OTHER_HOST} && {driver} 2>&1 | {pump}"]  # fmt: skip

@@ -8,6 +8,7 @@ from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.process import Target
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.secret_options import SecretOptions
@@ -19,6 +20,9 @@ SPEC = rate_noop(
     async_progress={"enabled": True, "checkpoint_interval_ms": 250},
     spark_conf={"spark.sql.shuffle.partitions": 4, "spark.ui.showConsoleProgress": "true"},
 )
+
+
+TARGET = Target("/ck.async-stream", "d-1")
 
 
 def test_a_spec_makes_one_submission_its_driver_and_record_agree_on() -> None:
@@ -64,7 +68,7 @@ def test_a_launcher_built_without_airflow_refuses_a_spec_that_names_a_connection
 
 def test_this_hosts_launcher_never_signals_a_driver_on_a_cluster() -> None:
     with pytest.raises(NotSignalledError, match=r"runs on a cluster \(yarn-application\).*connection"):
-        LocalLauncher().kill({"kind": "yarn-application", "application_id": "application_1_0001"})
+        LocalLauncher().kill({"kind": "yarn-application", "application_id": "application_1_0001"}, TARGET)
     assert LocalLauncher().state({"kind": "yarn-application"}) is None
 
 
@@ -79,9 +83,9 @@ def test_a_deferred_launcher_reads_no_connection_for_a_driver_of_an_airflow_host
     deferred = DeferredLauncher(unreadable)
     elsewhere = {"kind": "local-process", "host": "another-host", "launcher_pid": 1, "launcher_started": 5}
     with pytest.raises(NotSignalledError, match="launched on host another-host"):
-        deferred.kill(elsewhere)
+        deferred.kill(elsewhere, TARGET)
     assert deferred.ended(elsewhere) is None and deferred.state(elsewhere) is None
     assert built == []
     with pytest.raises(DeployError, match="could not be read"):
-        deferred.kill({"kind": "yarn-application", "application_id": "application_1_0001"})
+        deferred.kill({"kind": "yarn-application", "application_id": "application_1_0001"}, TARGET)
     assert built == ["read"]

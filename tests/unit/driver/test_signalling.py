@@ -37,7 +37,16 @@ def _fake_driver(
 ) -> subprocess.Popen[bytes]:
     """Start a fake live driver as its own process group and wait for its first status record."""
     deployment_id = f"d-{uuid.uuid4().hex[:6]}"
-    argv = [sys.executable, "-m", "tests.fake_driver", control.url, deployment_id, *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.fake_driver",
+        "--control-area",
+        control.url,
+        "--deployment-id",
+        deployment_id,
+        *args,
+    ]
     process = subprocess.Popen((command or []) + argv, cwd=ROOT, start_new_session=True)
     processes.append(process)
     deadline = time.monotonic() + 30
@@ -216,9 +225,11 @@ def test_the_startup_wait_fails_at_once_when_the_launcher_pid_is_another_process
 # -- a stop and a driver that is still launching (no status names it yet) ----------------------------------
 
 
-def _launching(control: ControlArea, driver: dict[str, Any] | None, deployed_s_ago: float = 0.0) -> str:
+def _launching(
+    control: ControlArea, driver: dict[str, Any] | None, deployed_s_ago: float = 0.0, deployment_id: str = ""
+) -> str:
     """A deployment record newer than the status, as a deploy writes it right before spark-submit."""
-    deployment_id = f"d-{uuid.uuid4().hex[:6]}"
+    deployment_id = deployment_id or f"d-{uuid.uuid4().hex[:6]}"
     record = {"deployment_id": deployment_id, "deployed_at": time.time() - deployed_s_ago, "state": "submitted"}
     control.write_json(ControlArea.DEPLOYMENT, {**record, "driver": driver})
     return deployment_id
@@ -277,9 +288,12 @@ def test_a_launch_whose_spark_submit_exited_or_that_is_long_past_is_not_launchin
 def test_a_launch_of_this_host_that_never_reports_is_killed_at_the_stops_time_limit(
     control: ControlArea, processes: list[Any]
 ) -> None:
-    hung = subprocess.Popen(["sleep", "600"], start_new_session=True)  # a spark-submit stuck before the driver
+    deployment_id = f"d-{uuid.uuid4().hex[:6]}"
+    stuck = "import time; time.sleep(600)"  # a spark-submit stuck before the driver, named as spark-submit is
+    argv = [sys.executable, "-c", stuck, "--control-area", control.url, "--deployment-id", deployment_id]
+    hung = subprocess.Popen(argv, start_new_session=True)
     processes.append(hung)  # type: ignore[arg-type]
-    _launching(control, {"kind": "local-process", **identify(hung.pid)})
+    _launching(control, {"kind": "local-process", **identify(hung.pid)}, deployment_id=deployment_id)
 
     outcome = _stop(control, kill_after_s=0.3)
 

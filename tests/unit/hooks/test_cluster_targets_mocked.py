@@ -21,6 +21,7 @@ import pytest
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.maven_packages import packages_conf
+from airflow_async_stream.driver.process import Target
 from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.cluster import ClusterLauncher
@@ -67,7 +68,7 @@ class _Ended(LocalLauncher):
     def ended(self, driver: dict[str, Any]) -> str | None:
         return "the driver ended on its cluster (FAILED)"
 
-    def kill(self, driver: dict[str, Any]) -> str:
+    def kill(self, driver: dict[str, Any], target: Target) -> str:
         self.killed.append(driver)
         return "killed on the cluster"
 
@@ -127,7 +128,7 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
     ]  # fmt: skip
     assert b"Submitted application application_1700000000000_0042" in control.read_bytes(ControlArea.DRIVER_LOG)
 
-    assert launcher.kill(driver) == "killed on the cluster"
+    assert launcher.kill(driver, Target("/ck.async-stream", "d-1")) == "killed on the cluster"
     assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_1700000000000_0042"]]
 
     _stub(
@@ -217,7 +218,7 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
         runtime_driver_path(),
     ]  # fmt: skip
     assert launcher.state(driver) == "Running"
-    launcher.kill(driver)
+    launcher.kill(driver, Target("/ck.async-stream", "d-1"))
     assert deleted == [("async-stream-clicks-9f1c2b-driver", "streaming")]
     assert launcher.state(driver) == "Failed"
 
@@ -245,7 +246,7 @@ def test_a_cluster_driver_that_will_not_stop_is_killed_through_its_cluster(tmp_p
         {
             "deployment_id": "d1",
             "state": "running",
-            "heartbeat_at": time.time() + 3600,
+            "heartbeat_at": time.time() + 30,
             "host": socket.gethostname() + "-cluster",
         },
     )
@@ -283,7 +284,7 @@ def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
     control.ensure()
     driver = {"kind": "yarn-application", "application_id": "application_1_0007"}
     control.write_json("deployment.json", {"deployment_id": "d1", "driver": driver})
-    status = {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time() + 3600}
+    status = {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time() + 30}
     control.write_json("status.json", {**status, "host": socket.gethostname() + "-cluster"})
     env = {
         **os.environ,
