@@ -18,6 +18,7 @@ from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.process import this_host
 from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import (
+    ControlAreaError,
     JobHeldError,
     SpecError,
     SwitchError,
@@ -29,7 +30,8 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import State, SwitchAccount, SwitchOutcome, hold_ttl_s
+from airflow_async_stream.state.records import State, hold_ttl_s
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
 
 __all__ = ["cmd_release", "cmd_stop", "cmd_switch"]
 
@@ -99,7 +101,14 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     control = control_for(args.job)
-    hold = control.read_hold()
+    try:
+        hold = control.read_hold()
+    except ControlAreaError as exc:
+        if not args.force:
+            return fail(f"{exc}; add --force to end this unreadable hold", EXIT_BAD_STATE)
+        revoke(control, Holder.this_process("release --force from the command line"), "an unreadable hold")
+        print("released an unreadable hold")
+        return EXIT_OK
     if not hold:
         print("nobody holds this job")
         return EXIT_OK

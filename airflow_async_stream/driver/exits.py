@@ -21,6 +21,7 @@ from typing import Any
 from airflow_async_stream.driver.process import DriverProcess, gone_here, launched_elsewhere, this_host
 from airflow_async_stream.driver.start import POLL_S, poll_interval
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import DriverExit
 from airflow_async_stream.waits import WaitLog
 
 __all__ = [
@@ -41,9 +42,8 @@ _log = logging.getLogger(__name__)
 
 def record_exit(control: ControlArea, deployment_id: str, seen: str) -> None:
     """Record that ``deployment_id``'s driver processes on this host have exited, and how that was seen."""
-    control.write_json(
-        EXIT, {"deployment_id": deployment_id, "host": this_host(), "exited_at": time.time(), "seen": seen}
-    )
+    record = DriverExit(deployment_id=deployment_id, host=this_host(), exited_at=time.time(), seen=seen)
+    control.write_json(EXIT, record.to_json())
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any
 
 from airflow_async_stream.insight.report import Report, describe
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import Deployment, SwitchAccount, SwitchOutcome
+from airflow_async_stream.state.records import Deployment
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
 
 __all__ = ["dags", "history", "last_change", "last_migration", "summarized"]
 

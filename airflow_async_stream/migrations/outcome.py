@@ -15,11 +15,8 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import (
-    Status,
-    SwitchOutcome,
-    now,
-)
+from airflow_async_stream.state.records import Status, now
+from airflow_async_stream.state.requests import SwitchOutcome
 
 __all__ = ["Switch", "failure_reason", "note_failure", "ran_when_taken", "restart_pause", "rolled_back_error"]
 

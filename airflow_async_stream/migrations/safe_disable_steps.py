@@ -44,13 +44,8 @@ from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart,
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, revoked_error
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import (
-    Deployment,
-    Status,
-    SwitchAccount,
-    SwitchOutcome,
-    hold_ttl_s,
-)
+from airflow_async_stream.state.records import Deployment, Status, hold_ttl_s
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
 from airflow_async_stream.switch.request import running_spec, switch_in_place, why_not_in_place
 
 __all__ = ["SafeDisable", "migration_hold_ttl_s"]

@@ -17,17 +17,12 @@ from airflow_async_stream.runtime.progress import (
     ProgressListener,
     ProgressRecording,
 )
+from airflow_async_stream.runtime.switch_request import refuse_unreadable
 from airflow_async_stream.spec.secret_options import Redactor
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import start_refusal
-from airflow_async_stream.state.records import (
-    HEARTBEAT_INTERVAL_S,
-    State,
-    Status,
-    SwitchAccount,
-    SwitchRequest,
-    now,
-)
+from airflow_async_stream.state.records import HEARTBEAT_INTERVAL_S, State, Status, now
+from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
 from airflow_async_stream.switch.allowed import configuration_of
 
 if TYPE_CHECKING:
@@ -39,9 +34,10 @@ if TYPE_CHECKING:
 __all__ = ["Governor"]
 
 _log = logging.getLogger(__name__)
+#: How long a stop on SIGTERM waits for the running micro-batch.
+_SIGTERM_GRACEFUL_TIMEOUT_S = 60.0
 
 _STOP_POLL_S = 0.25
-_DEFAULT_GRACEFUL_TIMEOUT_S = 60.0
 
 
 class Governor(ProgressRecording):
@@ -194,7 +190,7 @@ class Governor(ProgressRecording):
     def _watch(self, query: StreamingQuery, switchable: bool = False) -> SwitchRequest | None:
         """Govern until the query ends (None) or a switch request for this deployment arrives."""
         while query.isActive:
-            request = self.control.stop_request_for(self.deployment_id)
+            request = self._stop_request()
             if request:
                 self._stop_gracefully(query, request)
                 return None
@@ -204,12 +200,18 @@ class Governor(ProgressRecording):
             query.awaitTermination(_STOP_POLL_S)
         return None
 
+    def _stop_request(self) -> StopRequest | None:
+        try:
+            return self.control.stop_request_for(self.deployment_id)
+        except ControlAreaError as exc:  # hand-written or damaged: never applied, and the query runs on
+            refuse_unreadable(self.control, ControlArea.STOP_REQUEST, self.redact(str(exc)), self.deployment_id)
+            return None
+
     def _switch_request(self) -> SwitchRequest | None:
         try:
             request = self.control.read_switch_request()
-        except ControlAreaError as exc:  # unreadable: it can never be applied, so it must not block the job
-            _log.warning("removing an unreadable switch request: %s", exc)
-            self.control.remove(ControlArea.SWITCH_REQUEST)
+        except ControlAreaError as exc:  # likewise: refused in the switch's account
+            refuse_unreadable(self.control, ControlArea.SWITCH_REQUEST, self.redact(str(exc)), self.deployment_id)
             return None
         return request if request and request.deployment_id == self.deployment_id else None
 
@@ -222,12 +224,11 @@ class Governor(ProgressRecording):
             self._finish(State.STOPPED)
             self.control.remove(ControlArea.STOP_REQUEST)
 
-    def _stop_gracefully(self, query: StreamingQuery, request: dict[str, Any]) -> None:
+    def _stop_gracefully(self, query: StreamingQuery, request: StopRequest) -> None:
         """Stop between micro-batches on a stop request."""
-        timeout = float(request.get("graceful_timeout_s") or _DEFAULT_GRACEFUL_TIMEOUT_S)
-        self._write(state=State.STOPPING, stop_reason=request.get("reason"))
-        _log.info("stop requested (%s): stopping between micro-batches", self.redact(str(request.get("reason"))))
-        forced = self.stop_between_batches(query, timeout)
+        self._write(state=State.STOPPING, stop_reason=request.reason)
+        _log.info("stop requested (%s): stopping between micro-batches", self.redact(str(request.reason)))
+        forced = self.stop_between_batches(query, request.graceful_timeout_s)
         with self._lock:
             self._status = self._status.but(forced_stop=forced)
 
@@ -246,4 +247,4 @@ class Governor(ProgressRecording):
 
     def request_stop_from_signal(self) -> None:
         """SIGTERM to the driver is treated as a stop request for this deployment."""
-        self.control.request_stop(self.deployment_id, "SIGTERM", _DEFAULT_GRACEFUL_TIMEOUT_S)
+        self.control.request_stop(self.deployment_id, "SIGTERM", _SIGTERM_GRACEFUL_TIMEOUT_S)

@@ -18,7 +18,8 @@ from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.secret_options import Redactor
 from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import Status, SwitchAccount, SwitchPhase, now
+from airflow_async_stream.state.records import Status, now
+from airflow_async_stream.state.requests import SwitchAccount, SwitchPhase
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery

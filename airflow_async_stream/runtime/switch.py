@@ -18,12 +18,13 @@ import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.runtime.switch_request import abandon_stale_request, not_rehearsable, revoked_by
+from airflow_async_stream.runtime.switch_request import abandon_stale_request, not_applied, not_rehearsable
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint, resume_point
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest, now
+from airflow_async_stream.state.records import now
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.switch.allowed import configuration_of, in_place_refusals, runtime_conf_changes
 
 if TYPE_CHECKING:
@@ -79,9 +80,9 @@ class InPlaceSwitch:
             before=configuration_of(current),
             requested_at=request.requested_at,
         )
-        revoked = revoked_by(self.control, request)
-        if revoked:
-            return self._settle(query, record, SwitchOutcome.REVOKED, revoked)
+        refused = not_applied(self.control, request)
+        if refused:
+            return self._settle(query, record, *refused)
         if request.rehearse:
             return self._rehearsal(query, record, current, request)
         try:

@@ -9,11 +9,13 @@ from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token
-from airflow_async_stream.state.records import SwitchAccount, SwitchOutcome, SwitchRequest
+from airflow_async_stream.state.incidents import Incident, Kind, record_incident
+from airflow_async_stream.state.records import now
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchRequest
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["abandon_stale_request", "not_rehearsable", "revoked_by"]
+__all__ = ["abandon_stale_request", "not_applied", "not_rehearsable", "refuse_unreadable"]
 
 
 def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
@@ -46,18 +48,44 @@ def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
     _log.info("switch request %s of deployment %s abandoned", request.request_id, request.deployment_id)
 
 
-def revoked_by(control: ControlArea, request: SwitchRequest) -> str | None:
-    """Why the request must not be applied: the hold it was asked under ended since (a forced stop, or its
+def refuse_unreadable(control: ControlArea, name: str, error: str, deployment_id: str) -> None:
+    """A stop or switch request that cannot be read is never applied and must not end the job: refused where
+    its asker looks (a switch's account; the job's incidents), and removed. The query runs on untouched.
+
+    ``error`` is already redacted (it may quote a field of the request)."""
+    _log.warning("refusing an unreadable request: %s", error)
+    reason = f"{name} cannot be applied: {error}"
+    if name == ControlArea.SWITCH_REQUEST:
+        try:
+            raw = control.read_json(name) or {}
+        except ControlAreaError:
+            raw = {}
+        named = raw.get("request_id")
+        request_id = named if isinstance(named, str) and named else "unreadable"
+        account = SwitchAccount(request_id=request_id[:200], deployment_id=deployment_id, outcome=SwitchOutcome.REFUSED,
+                                reason=reason, requested_at=now())  # fmt: skip
+        control.write_switch_account(account)
+    incident = Incident(at=now(), kind=Kind.CHANGE_REFUSED, deployment_id=deployment_id, error=reason,
+                        action="refused by the driver; its query runs on")  # fmt: skip
+    record_incident(control, incident.but(since=incident.at))
+    control.remove(name)
+
+
+def not_applied(control: ControlArea, request: SwitchRequest) -> tuple[SwitchOutcome, str] | None:
+    """Why the request must not be applied, and the outcome that says so: asked without the job's hold (every
+    switch of this release is asked under one), or under a hold that ended since (a forced stop, or its
     holder's hold ended and another holder took the job: nobody awaits the request any more)."""
-    if request.hold_token is None:  # asked by an earlier release
-        return None
+    if request.hold_token is None:
+        reason = "it was asked without a hold token: a switch is applied only for the holder of the job's hold"
+        return SwitchOutcome.REFUSED, reason
     token = current_token(control)
     if token == request.hold_token:
         return None
     fence = control.read_json(ControlArea.FENCE) or {}
-    return (
+    why = (
         f"the hold it was asked under (token {request.hold_token}) was ended before it was applied: {fence.get('why')}"
     )
+    return SwitchOutcome.REVOKED, why
 
 
 def not_rehearsable(current: JobSpec, new: JobSpec, has_query: bool) -> str | None:

@@ -41,21 +41,14 @@ from fsspec.implementations.local import LocalFileSystem
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.progress_log import ProgressWriter, Retention
-from airflow_async_stream.state.records import (
-    SUFFIX,
-    Deployment,
-    Hold,
-    Status,
-    SwitchAccount,
-    SwitchRequest,
-    _Record,
-    now,
-)
+from airflow_async_stream.state.records import SUFFIX, Deployment, DriverExit, Hold, Status, now
+from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
+from airflow_async_stream.state.typed import Record
 
 __all__ = ["ControlArea", "control_url_for", "read_file", "read_json_object", "replace_file"]
 
 
-_R = TypeVar("_R", bound=_Record)
+_R = TypeVar("_R", bound=Record)
 
 
 def replace_file(fs: fsspec.AbstractFileSystem, target: str, payload: bytes) -> None:
@@ -89,8 +82,8 @@ def read_json_object(fs: fsspec.AbstractFileSystem, path: str, where: str) -> di
         return None
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ControlAreaError(f"{where} is not valid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # not JSON, a number past Python's limit, nesting past the stack
+        raise ControlAreaError(f"{where} is not valid JSON: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise ControlAreaError(f"{where} should hold a JSON object, found {type(data).__name__}")
     return data
@@ -213,10 +206,10 @@ class ControlArea:
         except FileNotFoundError:
             pass
 
-    def read_exit(self, deployment_id: str) -> dict[str, Any] | None:
+    def read_exit(self, deployment_id: str) -> DriverExit | None:
         """The exit record of ``deployment_id``'s driver, if the host that launched it has written one."""
-        record = self.read_json(self.DRIVER_EXIT)
-        return record if record and record.get("deployment_id") == deployment_id else None
+        record = self._read_record(self.DRIVER_EXIT, DriverExit)
+        return record if record and record.deployment_id == deployment_id else None
 
     # -- progress log ---------------------------------------------------------------------------------
 
@@ -246,23 +239,16 @@ class ControlArea:
     # -- stop requests --------------------------------------------------------------------------------
 
     def request_stop(self, deployment_id: str, reason: str, graceful_timeout_s: float) -> None:
-        self.write_json(
-            self.STOP_REQUEST,
-            {
-                "deployment_id": deployment_id,
-                "reason": reason,
-                "graceful_timeout_s": graceful_timeout_s,
-                "requested_at": now(),
-                "requested_from": socket.gethostname(),
-            },
+        request = StopRequest(
+            deployment_id=deployment_id,
+            reason=reason,
+            graceful_timeout_s=graceful_timeout_s,
+            requested_at=now(),
+            requested_from=socket.gethostname(),
         )
+        self.write_json(self.STOP_REQUEST, request.to_json())
 
-    def stop_request_for(self, deployment_id: str) -> dict[str, Any] | None:
-        """The pending stop request addressed to this deployment, if any."""
-        try:
-            request = self.read_json(self.STOP_REQUEST)
-        except ControlAreaError:
-            return None
-        if request and request.get("deployment_id") == deployment_id:
-            return request
-        return None
+    def stop_request_for(self, deployment_id: str) -> StopRequest | None:
+        """The pending stop request addressed to this deployment, if any (ControlAreaError: an unreadable one)."""
+        request = self._read_record(self.STOP_REQUEST, StopRequest)
+        return request if request and request.deployment_id == deployment_id else None

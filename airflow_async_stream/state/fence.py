@@ -36,6 +36,7 @@ from typing import Any
 from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, State, now
+from airflow_async_stream.state.typed import MAX_INT
 
 __all__ = ["Fence", "current_token", "ended_by", "guard", "revoked_since", "start_refusal"]
 
@@ -52,6 +53,8 @@ def current_token(control: ControlArea) -> int:
         token = int(record.get("token") or 0)
     except (TypeError, ValueError):
         raise ControlAreaError(f"{control.url}/{ControlArea.FENCE} holds no number as its token") from None
+    if not 0 <= token <= MAX_INT:
+        raise ControlAreaError(f"{control.url}/{ControlArea.FENCE}: token {token} is out of range (0 to {MAX_INT})")
     return token if control.is_local else max(token, _newest_claim(control))
 
 

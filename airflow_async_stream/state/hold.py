@@ -229,7 +229,12 @@ _REVOKE_ATTEMPTS = 3
 def _revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
     with guard(control):
         seen = fence.current_token(control)
-        current = control.read_hold()
+        try:
+            current = control.read_hold()
+        except ControlAreaError as exc:  # hand-written or damaged: it must not keep a forced stop from winning
+            fence.bump(control, f"an unreadable hold was ended by {by.name} ({reason}): {exc}", seen, revocation=True)
+            control.remove(ControlArea.HOLD)
+            return Hold(holder="an unreadable hold", purpose=str(exc))
         if not current or hold_state(current) is not None or current.holder == by.name:
             return None
         fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})", seen, revocation=True)

@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.state.records import _Record, now
+from airflow_async_stream.state.records import Record, now
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
@@ -44,7 +44,7 @@ class Kind(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Incident(_Record):
+class Incident(Record):
     """One line of ``incidents.jsonl``."""
 
     at: float = 0.0

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_async_stream.state.records import ACTIVE_STATES, HEARTBEAT_STALE_S, Status, now
+from airflow_async_stream.state.records import ACTIVE_STATES, HEARTBEAT_STALE_S, DriverExit, Status, now
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
@@ -47,7 +47,7 @@ def local_pid_alive(pid: int) -> bool:
 def liveness(
     status: Status | Mapping[str, Any] | None,
     stale_after_s: float = HEARTBEAT_STALE_S,
-    exited: Mapping[str, Any] | None = None,
+    exited: DriverExit | None = None,
 ) -> Liveness:
     """Judge a status record: live only in an active state with a fresh heartbeat (and a living local pid),
     and without ``exited``, the exit record of its deployment's driver (control.py ``read_exit``)."""
@@ -58,10 +58,10 @@ def liveness(
     state = status.state
     if state not in ACTIVE_STATES:
         return Liveness(False, f"state is {state}")
-    if exited and exited.get("deployment_id") == status.deployment_id:
-        ago = now() - float(exited.get("exited_at") or 0)
+    if exited and exited.deployment_id == status.deployment_id:
+        ago = now() - exited.exited_at
         return Liveness(
-            False, f"state is {state} but host {exited.get('host')} recorded {ago:.0f} s ago that its driver exited"
+            False, f"state is {state} but host {exited.host} recorded {ago:.0f} s ago that its driver exited"
         )
     age = now() - float(status.heartbeat_at or 0)
     if age < -CLOCK_SKEW_S:

@@ -1,19 +1,21 @@
-"""The control area's typed records (status, deployment, hold, switch request and account), the states a job
-passes through, and the timing rules they carry (heartbeat, the hold's time-to-live).
+"""The control area's records of a job (status, deployment, hold, driver exit), the states a job passes through,
+and the timing rules they carry (heartbeat, the hold's time-to-live). Requests a driver acts on are in
+requests.py.
 
-A record read from a file is checked field by field; one that cannot be read is a ControlAreaError naming the
-file, never taken for a missing one. Fields a later release adds are kept when an earlier one rewrites a record.
+A record read from a file is checked field by field (typed.py); one that cannot be read is a ControlAreaError
+naming the file, never taken for a missing one. Fields a later release adds are kept when an earlier one
+rewrites a record.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.state.typed import Record, cut, fits, said
 
 __all__ = [
     "ACTIVE_STATES",
@@ -26,13 +28,10 @@ __all__ = [
     "SUFFIX",
     "UP_STATES",
     "Deployment",
+    "DriverExit",
     "Hold",
     "State",
     "Status",
-    "SwitchAccount",
-    "SwitchOutcome",
-    "SwitchPhase",
-    "SwitchRequest",
     "hold_ttl_s",
     "now",
 ]
@@ -95,38 +94,7 @@ def hold_ttl_s(
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Record:
-    """A JSON record of the control area. Keys this release does not know (a newer release's) are kept in
-    ``extra`` and written back; keys it knows but a record lacks (an older release's) read as their default."""
-
-    extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], where: str = "record") -> Self:
-        known = {f.name for f in fields(cls)} - {"extra"}
-        if not isinstance(data, Mapping):
-            raise ControlAreaError(f"{where} should hold a JSON object, found {type(data).__name__}")
-        record = cls(
-            **{k: v for k, v in data.items() if k in known}, extra={k: v for k, v in data.items() if k not in known}
-        )
-        record.check(where)
-        return record
-
-    def check(self, where: str) -> None:
-        """Raise ControlAreaError naming the file and field when a field the provider relies on is missing."""
-
-    def to_json(self) -> dict[str, Any]:
-        data = dict(self.extra)
-        data.update({f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"})
-        return data
-
-    def but(self, **changes: Any) -> Self:
-        """A copy with ``changes`` (records are immutable)."""
-        return replace(self, **changes)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Status(_Record):
+class Status(Record):
     """``status.json``: the driver's account of its deployment, rewritten with every heartbeat."""
 
     deployment_id: str = ""
@@ -162,6 +130,8 @@ class Status(_Record):
     def check(self, where: str) -> None:
         if not self.state:
             raise ControlAreaError(f"{where} names no state")
+        if self.state not in State.__members__.values():
+            raise ControlAreaError(f"{where}: state {cut(repr(self.state))} is none of {', '.join(State)}")
 
     @property
     def source_idle(self) -> bool:
@@ -169,8 +139,18 @@ class Status(_Record):
         return bool(self.idle_at) and (self.idle_at or 0) >= (self.last_progress_at or 0)
 
 
+#: The fields of a deployment's ``driver`` entry that are read (driver/process.py, hooks/cluster.py), by type.
+DRIVER_FIELDS: dict[str, Any] = {
+    **dict.fromkeys(
+        ("kind", "host", "boot_id", "pid_namespace", "log", "application_id", "pod", "namespace"), str | None
+    ),
+    **dict.fromkeys(("launcher_pid", "log_pump_pid", "launcher_started"), int | None),
+    **dict.fromkeys(("log_on_host", "exit_record"), bool | None),
+}
+
+
 @dataclass(frozen=True, kw_only=True)
-class Deployment(_Record):
+class Deployment(Record):
     """``deployment.json``: what the latest deploy submitted, where its driver runs, and how it started."""
 
     deployment_id: str = ""
@@ -197,9 +177,18 @@ class Deployment(_Record):
     #: The fencing token of the hold it was deployed under: its driver does not start once it is stale.
     hold_token: int | None = None
 
+    def check(self, where: str) -> None:
+        driver = self.driver or {}
+        for name, value in driver.items():
+            hint = DRIVER_FIELDS.get(name)
+            if hint is not None and not fits(value, hint):
+                raise ControlAreaError(f"{where}: driver.{name} should be {said(hint)}, found {cut(repr(value))}")
+            if name in ("launcher_pid", "log_pump_pid") and value is not None and value <= 0:
+                raise ControlAreaError(f"{where}: driver.{name} should be a process id, found {value}")
+
 
 @dataclass(frozen=True, kw_only=True)
-class Hold(_Record):
+class Hold(Record):
     """``lease.json``: which DAG run or process may change the job now, and until when (hold.py)."""
 
     holder: str = ""
@@ -220,93 +209,14 @@ class Hold(_Record):
             raise ControlAreaError(f"{where} names no holder")
 
 
-class SwitchPhase(StrEnum):
-    """Where an in-place switch is: the driver writes each phase before it acts on it."""
-
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    STARTED = "started"
-    DONE = "done"
-
-
-class SwitchOutcome(StrEnum):
-    SWITCHED = "switched"
-    #: The request asked for a synchronous query, the stopped checkpoint was not safe for it.
-    KEPT_ASYNC_AT_INTERVAL_0 = "kept_async_at_interval_0"
-    #: The change needs a new driver; nothing was stopped.
-    REFUSED = "refused"
-    #: The new query would not start: Spark rejected its settings before the stop (nothing stopped), or it
-    #: failed to start after it (the previous configuration runs again).
-    FAILED = "failed"
-    #: The deployment it was meant for ended before applying it (a later deployment refused it).
-    ABANDONED = "abandoned"
-    #: The hold it was asked under ended (a forced stop) before the driver applied it; nothing was stopped.
-    REVOKED = "revoked"
-    #: A rehearsal: the driver built the requested query without starting it, and stopped nothing.
-    REHEARSED = "rehearsed"
-
-
 @dataclass(frozen=True, kw_only=True)
-class SwitchRequest(_Record):
-    """``reconfigure-request.json``: switch one deployment's query to ``spec`` without a new driver."""
+class DriverExit(Record):
+    """``driver-exit.json``: the newest driver exit its launching host saw (driver/exits.py)."""
 
-    request_id: str = ""
     deployment_id: str = ""
-    spec: dict[str, Any] = field(default_factory=dict)
-    #: Start synchronously only when the stopped checkpoint is safe for it, else async on at interval 0.
-    require_sync_safe: bool = False
-    reason: str | None = None
-    graceful_timeout_s: float = 60.0
-    requested_at: float | None = None
-    requested_from: str | None = None
-    #: The fencing token of the hold it was asked under: the driver does not apply it once it is stale.
-    hold_token: int | None = None
-    #: Only build the requested query, without starting it or stopping the running one: a change that needs a
-    #: new driver is checked by Spark before the old driver is stopped for it.
-    rehearse: bool = False
-
-    def check(self, where: str) -> None:
-        for name in ("request_id", "deployment_id", "spec"):
-            if not getattr(self, name):
-                raise ControlAreaError(f"{where} names no {name}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class SwitchAccount(_Record):
-    """``reconfiguration.json``: the driver's account of one switch request, rewritten at every phase."""
-
-    request_id: str = ""
-    deployment_id: str = ""
-    phase: str = SwitchPhase.DONE
-    outcome: str | None = None
-    reason: str | None = None
-    #: The configuration (async options, trigger) before and after the switch.
-    before: dict[str, Any] = field(default_factory=dict)
-    after: dict[str, Any] | None = None
-    last_batch_before: int | None = None
-    #: The batch before the new query's first (``checkpoint.resume_point`` once the query stopped): every
-    #: commit after it is the new query's (a wait for its batches counts from it, as from a deploy's start_batch).
-    committed_before: int | None = None
-    first_batch_after: int | None = None
-    run_id: str | None = None
-    forced_stop: bool | None = None
-    requested_at: float | None = None
-    stopped_at: float | None = None
-    started_at: float | None = None
-    #: Idle time of the stream across the switch: from the end of the last batch before to the start of the
-    #: first batch after, from the progress log's own timestamps.
-    pause_s: float | None = None
-    #: The inspector's verdict when the request asked for a gated synchronous start.
-    gate: str | None = None
-
-    def check(self, where: str) -> None:
-        if not self.request_id:
-            raise ControlAreaError(f"{where} names no request_id")
-
-    @property
-    def settled(self) -> bool:
-        """Nothing more will happen to this switch (its first batch may still be awaited: see ``phase``)."""
-        return self.phase == SwitchPhase.DONE
+    host: str | None = None
+    exited_at: float = 0.0
+    seen: str | None = None
 
 
 def now() -> float:

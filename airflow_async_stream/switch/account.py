@@ -12,12 +12,8 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import (
-    Status,
-    SwitchAccount,
-    SwitchPhase,
-    SwitchRequest,
-)
+from airflow_async_stream.state.records import Status
+from airflow_async_stream.state.requests import SwitchAccount, SwitchPhase, SwitchRequest
 from airflow_async_stream.waits import WaitLog
 
 __all__ = ["await_account", "describe", "phases_passed"]

@@ -30,13 +30,8 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState
 from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import (
-    State,
-    SwitchAccount,
-    SwitchOutcome,
-    SwitchRequest,
-    now,
-)
+from airflow_async_stream.state.records import State, now
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchRequest
 from airflow_async_stream.switch.account import await_account
 from airflow_async_stream.switch.allowed import in_place_refusals
 

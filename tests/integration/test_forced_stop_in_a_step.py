@@ -35,7 +35,8 @@ from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.hold import Holder, revoke, take
-from airflow_async_stream.state.records import State, SwitchRequest, now
+from airflow_async_stream.state.records import State, now
+from airflow_async_stream.state.requests import SwitchRequest
 from tests.helpers import rate_noop
 from tests.integration.helpers import DriverWatch
 from tests.integration.migration_job import live_drivers

@@ -135,7 +135,7 @@ def test_deploy_migrate_and_stop_across_two_celery_hosts_never_overlap_drivers(
     assert len(watch.groups_seen) == 3 and watch.most_at_once == 1, (watch.groups_seen, watch.most_at_once)
     deployment = control.read_deployment()
     assert deployment.driver["host"] == here and deployment.async_progress["enabled"] is False
-    assert control.read_exit(deployment.deployment_id)["host"] == here  # type: ignore[index]
+    assert control.read_exit(deployment.deployment_id).host == here  # type: ignore[union-attr]
     assert control.read_status().state == "stopped"
     assert inspect_checkpoint(str(spec["checkpoint"])).sync_restart_safe
     print(f"two Celery hosts: the DAG run ended {time.monotonic() - started:.0f} s after the test began")
@@ -166,7 +166,7 @@ def test_a_forced_stop_from_one_host_during_the_other_hosts_migration_step_wins(
 
     assert forced.returncode == 0, forced
     assert f"ended the hold of DAG run {dag_id}/" in forced.stdout and "stopped: state stopped" in forced.stdout
-    assert control.read_exit(on_b.deployment_id)["host"] == HOST_B  # type: ignore[index]
+    assert control.read_exit(on_b.deployment_id).host == HOST_B  # type: ignore[union-attr]
     states = dict(stack.query("SELECT task_id, state FROM task_instance WHERE dag_id = ?", dag_id))
     assert state == "failed" and states["safe_disable.rollback_to_async"] == "failed", states
     # Nothing deployed after the user's stop: the job stays as the stop left it, on B's checkpoint state.

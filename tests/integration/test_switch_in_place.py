@@ -28,8 +28,10 @@ from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.hold import Holder
-from airflow_async_stream.state.records import SwitchOutcome, SwitchPhase, SwitchRequest
+from airflow_async_stream.state.incidents import read_incidents
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.switch.request import running_spec, switch_in_place
 from tests.helpers import rate_noop
 from tests.integration.helpers import checkpoint_files
@@ -88,13 +90,30 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     synchronous = _with(spec, async_progress={"enabled": False})
     with pytest.raises(SwitchRefusedError, match="async_progress.enabled: turning async progress tracking off"):
         switch_in_place(control, synchronous)
+    deployment_id, token = control.read_status().deployment_id, current_token(control)
     ungated = SwitchRequest(
-        request_id="ungated", deployment_id=control.read_status().deployment_id, spec=synchronous.to_mapping()
+        request_id="ungated", deployment_id=deployment_id, spec=synchronous.to_mapping(), hold_token=token
     )
     control.write_switch_request(ungated)
     _await(lambda: control.read_switch_account().request_id == "ungated", "the driver's answer")
     assert control.read_switch_account().outcome == SwitchOutcome.REFUSED
     assert "needs the gate" in control.read_switch_account().reason
+    # Hand-written requests: each refused in the switch's account, the query untouched and running.
+    faster = _with(spec, trigger={"processing_time": "50 milliseconds"}).to_mapping()
+    valid = {"request_id": "", "deployment_id": deployment_id, "spec": faster, "hold_token": token}
+    for request_id, changes, outcome, reason in [
+        ("wrong-type", {"graceful_timeout_s": "abc"}, SwitchOutcome.REFUSED, "graceful_timeout_s should be a number"),
+        ("no-token", {"hold_token": None}, SwitchOutcome.REFUSED, "without a hold token"),
+        ("stale-token", {"hold_token": token - 1}, SwitchOutcome.REVOKED, f"token {token - 1}"),
+        ("unknown-field", {"surprise": True}, SwitchOutcome.REFUSED, "unknown field 'surprise'"),
+    ]:
+        control.write_json(ControlArea.SWITCH_REQUEST, {**valid, "request_id": request_id, **changes})
+        _await(lambda: (control.read_switch_account() or SwitchAccount()).request_id == request_id, request_id)  # noqa: B023
+        account = control.read_switch_account()
+        assert account.outcome == outcome and reason in account.reason, account
+    control.write_json(ControlArea.STOP_REQUEST, {"deployment_id": deployment_id, "graceful_timeout_s": "abc"})
+    _await(lambda: control.read_json(ControlArea.STOP_REQUEST) is None, "the bad stop request refused")
+    assert any("graceful_timeout_s" in (i.error or "") for i in read_incidents(control))
     status = control.read_status()
     assert (status.run_id, status.switches, status.state) == (first_run, 0, "running")
     assert control.read_json(ControlArea.SWITCH_REQUEST) is None

@@ -142,7 +142,16 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
     control = ControlArea.for_checkpoint(str(checkpoint))
     control.ensure()
     driver = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_driver", "--control-area", control.url, "--deployment-id", "d-1", "--record-deployment"],
+        [
+            sys.executable,
+            "-m",
+            "tests.fake_driver",
+            "--control-area",
+            control.url,
+            "--deployment-id",
+            "d-1",
+            "--record-deployment",
+        ],
         cwd=ROOT,
         start_new_session=True,
     )

@@ -358,7 +358,7 @@ def test_status_json_of_a_stopped_job_says_stopped_everywhere(tmp_path: Path) ->
 
 def test_a_switch_kept_at_interval_0_says_what_to_do_next(capsys: Any) -> None:
     from airflow_async_stream.cli.change import _print_switch
-    from airflow_async_stream.state.records import SwitchAccount
+    from airflow_async_stream.state.requests import SwitchAccount
 
     _print_switch(SwitchAccount(request_id="r1", outcome="kept_async_at_interval_0", gate="UNSAFE: batch 6"))
     out = capsys.readouterr().out

@@ -43,7 +43,9 @@ def _job(root: Path, name: str, *, ended_s_ago: float, offsets: list[int], commi
 
 def test_list_shows_each_job_once_from_every_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home, folder = tmp_path / "home", tmp_path / "checkpoints"
-    here = _job(folder, "clicks", ended_s_ago=3, offsets=[0, 4, 7], commits=[0, 4, 7])  # async gaps: not a fault while it runs
+    here = _job(
+        folder, "clicks", ended_s_ago=3, offsets=[0, 4, 7], commits=[0, 4, 7]
+    )  # async gaps: not a fault while it runs
     indexed = _job(tmp_path / "other", "orders", ended_s_ago=600, offsets=[0, 1, 2], commits=[0, 1])
     with monkeypatch.context() as scoped:  # the session's own registry variable is back afterwards
         scoped.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(home))

@@ -32,7 +32,16 @@ class _FakeDriverLauncher(LocalLauncher):
 
     def command(self, submission: Submission) -> list[str]:
         args = parse_driver_arguments(submission.arguments)
-        return [sys.executable, "-m", "tests.fake_driver", "--control-area", args.control_area, "--deployment-id", args.deployment_id, "--obey"]
+        return [
+            sys.executable,
+            "-m",
+            "tests.fake_driver",
+            "--control-area",
+            args.control_area,
+            "--deployment-id",
+            args.deployment_id,
+            "--obey",
+        ]
 
 
 def _module(filename: str) -> str | None:
@@ -85,6 +94,7 @@ def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the
         "driver/exits.py",  # the previous driver's exit, from any host (a first deploy stops nothing)
         "state/control.py",
         "state/records.py",
+        "state/typed.py",  # a record's copy with changes (Record.but)
         "state/liveness.py",
         "state/hold.py",
         "state/checkpoint.py",

@@ -85,8 +85,8 @@ def test_the_log_pump_records_the_exit_when_the_output_closes(control: ControlAr
     driver.stdin.close()  # the driver exits
     assert driver.wait(timeout=10) == 0 and pump.wait(timeout=10) == 0
     record = control.read_exit("d-1")
-    assert record is not None and record["host"] == identify(os.getpid())["host"]
-    assert record["seen"] == "its output closed (the log pump read it to the end)"
+    assert record is not None and record.host == identify(os.getpid())["host"]
+    assert record.seen == "its output closed (the log pump read it to the end)"
     assert control.read_exit("d-2") is None  # a record names its deployment
 
 
@@ -105,7 +105,7 @@ def test_a_stop_from_another_host_returns_once_the_drivers_host_confirms_its_exi
     stopping.join(timeout=30)
     assert outcome and outcome[0].status.state == "stopped" and outcome[0].exiting is None
     assert _pids_of(deployment_id) == [], "the stop returned while the driver process still ran"
-    assert control.read_exit(deployment_id)["host"] == OTHER_HOST  # type: ignore[index]
+    assert control.read_exit(deployment_id).host == OTHER_HOST  # type: ignore[union-attr]
 
 
 def test_an_exit_not_confirmed_in_time_is_said_naming_the_host_and_a_deploy_refuses(
@@ -147,7 +147,7 @@ def test_the_launching_hosts_stop_confirms_an_exit_its_pump_never_recorded(
     outcome = stop_driver(control, "test", 1, kill_after_s=5)
     assert not outcome.was_live and outcome.exiting is None
     record = control.read_exit("d-gone")
-    assert record is not None and record["seen"] == f"this host's /proc: the driver process (pid {driver.pid}) is gone"
+    assert record is not None and record.seen == f"this host's /proc: the driver process (pid {driver.pid}) is gone"
 
 
 def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longer_reports(
@@ -170,7 +170,7 @@ def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longe
     said = subprocess.run([*cli, OTHER_HOST], capture_output=True, text=True)
     assert said.returncode == 0, said
     assert said.stdout == f"recorded: the driver of deployment d-a on {OTHER_HOST} has exited; a deploy from any host goes on\n"  # fmt: skip
-    assert control.read_exit("d-a")["seen"].endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[index]
+    assert control.read_exit("d-a").seen.endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[union-attr]
     assert wait_for_driver_exit(control, 0.2) is None
 
 
@@ -185,7 +185,7 @@ def test_a_driver_killed_on_another_host_is_crashed_here_as_soon_as_its_exit_is_
     os.kill(pid, signal.SIGKILL)
     _await(lambda: control.read_exit(deployment_id) is not None, "the exit record", timeout_s=10)
     looked = check_up(control, None)
-    exited_at = control.read_exit(deployment_id)["exited_at"]  # type: ignore[index]
+    exited_at = control.read_exit(deployment_id).exited_at  # type: ignore[union-attr]
     assert looked.health.verdict == Verdict.CRASHED and time.time() - exited_at < 1.0, looked.health
     assert f"host {OTHER_HOST} recorded" in looked.health.reason
     assert control.read_status().state == "failed"  # type: ignore[union-attr]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from airflow_async_stream.spec.health import Health as HealthSpec
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import Trigger
 from airflow_async_stream.state.liveness import Liveness, liveness
-from airflow_async_stream.state.records import NOT_LAUNCHED, State, Status
+from airflow_async_stream.state.records import NOT_LAUNCHED, DriverExit, State, Status
 from tests.helpers import rate_noop
 
 AT = 1_800_000_000.0
@@ -118,11 +119,11 @@ def test_a_growing_backlog_is_lagging_and_a_shrinking_one_is_not() -> None:
 
 
 def test_an_exit_record_from_any_host_ends_liveness_at_once() -> None:
-    status = running(heartbeat_at=1e12)  # a heartbeat that looks fresh
-    record = {"deployment_id": "d-1", "host": "worker-b", "exited_at": AT}
+    status = running(heartbeat_at=time.time())  # a fresh heartbeat
+    record = DriverExit(deployment_id="d-1", host="worker-b", exited_at=AT)
     judged = liveness(status, exited=record)
     assert not judged.live and "host worker-b recorded" in judged.reason
-    assert liveness(status, exited={**record, "deployment_id": "d-0"}).live  # an earlier deployment's exit
+    assert liveness(status, exited=record.but(deployment_id="d-0")).live  # an earlier deployment's exit
     assert verdict(status, judged).verdict == Verdict.CRASHED
 
 

@@ -39,7 +39,17 @@ def old_driver(tmp_path: Path) -> Iterator[tuple[ControlArea, dict, subprocess.P
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
     deployment_id = f"old-{uuid.uuid4().hex[:6]}"
     control.write_json(ControlArea.STABLE, {"deployment_id": deployment_id, "spec": spec})
-    argv = [sys.executable, "-m", "tests.fake_driver", "--control-area", control.url, "--deployment-id", deployment_id, "--obey", "--record-deployment"]
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.fake_driver",
+        "--control-area",
+        control.url,
+        "--deployment-id",
+        deployment_id,
+        "--obey",
+        "--record-deployment",
+    ]
     process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
     deadline = time.monotonic() + 30
     while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != deployment_id:

@@ -45,7 +45,7 @@ def test_corrupt_record_names_the_file(control: ControlArea) -> None:
 def test_stop_request_is_addressed_to_one_deployment(control: ControlArea) -> None:
     control.request_stop("dep-1", "test", 10)
     assert control.stop_request_for("dep-2") is None
-    assert control.stop_request_for("dep-1")["reason"] == "test"
+    assert control.stop_request_for("dep-1").reason == "test"  # type: ignore[union-attr]
 
 
 def _status(**changes: object) -> dict:

@@ -12,7 +12,8 @@ from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import Status, SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest, now
+from airflow_async_stream.state.records import Status, now
+from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.switch.account import phases_passed
 from airflow_async_stream.switch.allowed import (
     assign,
