@@ -37,14 +37,19 @@ class AsyncStreamError(Exception):
     """Root of every error this provider raises on purpose."""
 
 
+def _cut(text: str, most: int) -> str:
+    """A message never echoes a long value whole (a 100 KB field name or value stays a line)."""
+    return text if len(text) <= most else f"{text[: most - 20]}... ({len(text):,} chars)"
+
+
 class SpecError(AsyncStreamError, ValueError):
     """A job spec breaks a rule; ``problems`` lists ``(field, reason)`` pairs."""
 
     def __init__(self, problems: list[tuple[str, str]], source: str | None = None) -> None:
-        self.problems = problems
+        self.problems = [(_cut(field, 120), _cut(reason, 400)) for field, reason in problems]
         self.source = source
         where = f" in {source}" if source else ""
-        lines = [f"{field}: {reason}" for field, reason in problems]
+        lines = [f"{field}: {reason}" for field, reason in self.problems]
         super().__init__(f"invalid job spec{where}: " + "; ".join(lines))
 
 
@@ -143,7 +148,7 @@ class SwitchRefusedError(NotSwitchableError):
 
     def __init__(self, problems: list[tuple[str, str]], where: str) -> None:
         self.problems = problems
-        lines = [f"{field}: {reason}" for field, reason in problems]
+        lines = [f"{_cut(field, 120)}: {_cut(reason, 400)}" for field, reason in problems]
         super().__init__(f"{where} cannot switch in place: " + "; ".join(lines))
 
 

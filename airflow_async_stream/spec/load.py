@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.spec.bounds import MAX_BYTES, check_bounds, yaml_problems
 from airflow_async_stream.spec.interpolation import expand_environment
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.rules import RuleViolationError
@@ -80,17 +81,23 @@ def read_spec_file(path: str | Path) -> Any:
     validated; SpecError when it cannot be read or parsed, or names a variable that is not set."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError([("(file)", f"is {size:,} bytes; a spec is at most {MAX_BYTES:,}")], str(path))
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError([("(file)", f"cannot be read: {exc.strerror or exc}")], str(path)) from None
     except UnicodeDecodeError:
         raise SpecError([("(file)", "is not UTF-8 text")], str(path)) from None
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise SpecError(
-            [("(file)", f"is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")], str(path)
-        ) from None
+        problems = [] if kind == "JSON" else yaml_problems(text)
+        data = None if problems else json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: also a number past Python's limit
+        raise SpecError([("(file)", f"is not valid {kind}: {str(exc)[:300]}")], str(path)) from None
+    problems = problems or ([] if data is None else check_bounds(data))
+    if problems:
+        raise SpecError(problems, str(path))
     if data is None:
         raise SpecError([("(file)", "is empty")], str(path))
     data, problems = expand_environment(data)

@@ -207,6 +207,8 @@ class JobSpec(StrictModel):
     @field_validator("checkpoint", "application")
     @classmethod
     def _absolute_or_url(cls, value: str | None) -> str | None:
+        if value is not None and ".." in re.split(r"[/\\]", value):
+            raise ValueError("must not climb out of a folder with '..': write the path it means")
         if value is None or _URL_RE.match(value):
             return value
         if not Path(value).is_absolute():
