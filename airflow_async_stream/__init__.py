@@ -19,7 +19,7 @@ CONFIG: dict[str, Any] = {
     "async_stream": {
         "description": "Where the streaming-jobs pages on the api-server find jobs (name storage the "
         "api-server host reads: the same paths or URLs the workers use, never a host-local registry), and "
-        "the running jobs' OpenLineage events.",
+        "the running jobs' OpenLineage events, and which environment variables spec files may read.",
         "options": {
             "fleet_indexes": {
                 "description": "Fleet indexes (the `index:` of a desired folder's _fleet.yaml), "
@@ -36,6 +36,15 @@ CONFIG: dict[str, Any] = {
                 "type": "string",
                 "example": "/data/ck,s3://bucket/streaming/ck",
                 "default": "",
+            },
+            "spec_variables": {
+                "description": "The environment variables a spec file's ${NAME} may read, comma-separated: "
+                "names, and prefixes ending in * (a spec is written by whoever can change the desired folder; the "
+                "worker's environment holds its own credentials). Any other is an error naming it; empty: none.",
+                "version_added": "0.1.0",
+                "type": "string",
+                "example": "ASYNC_STREAM_*,CHECKPOINT_ROOT",
+                "default": "ASYNC_STREAM_*",
             },
             "lineage_running_every_minutes": {
                 "description": "How often a running driver emits an OpenLineage RUNNING event (batches, rows "

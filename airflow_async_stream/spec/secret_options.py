@@ -42,6 +42,10 @@ _LOGIN_MODULES = {
 _RDKAFKA_ALIASES = {"sasl.mechanisms": "sasl.mechanism"}
 
 
+#: The options of a connection's extra that are never secret: where the brokers are and how to talk to them.
+PUBLIC_OPTIONS = frozenset({"kafka.bootstrap.servers", "kafka.security.protocol", "kafka.sasl.mechanism"})
+
+
 def looks_secret(key: str) -> bool:
     return bool(SECRET_KEY_RE.search(key))
 
@@ -62,7 +66,10 @@ def kafka_options(conn: ConnectionFields) -> tuple[dict[str, str], set[str]]:
     """Spark Kafka options (``kafka.*``) from a connection, and the names of those that are secret.
 
     host[:port] -> bootstrap servers; login/password -> a SASL JAAS config for the connection's
-    ``sasl.mechanism`` (PLAIN by default, SCRAM-SHA-256/512); every extra key -> ``kafka.<key>``.
+    ``sasl.mechanism`` (PLAIN by default, SCRAM-SHA-256/512); every extra key -> ``kafka.<key>``. Every value
+    of the extra is secret, whatever its key (``ssl.keystore.key`` names no "password"), but the few that only
+    say where and how to connect (``PUBLIC_OPTIONS``: lineage names datasets by the servers), and so is the
+    JAAS config.
     """
     extra = {str(k): v for k, v in dict(conn.extra).items()}
     login = extra.pop("sasl.username", None) or conn.login
@@ -71,6 +78,7 @@ def kafka_options(conn: ConnectionFields) -> tuple[dict[str, str], set[str]]:
     for key, value in extra.items():
         key = key.removeprefix("kafka.")
         options[f"kafka.{_RDKAFKA_ALIASES.get(key, key)}"] = str(value)
+    from_extra = set(options)
     if conn.host and "kafka.bootstrap.servers" not in options:
         single = "," not in conn.host and conn.port
         options["kafka.bootstrap.servers"] = f"{conn.host}:{conn.port}" if single else conn.host
@@ -88,7 +96,7 @@ def kafka_options(conn: ConnectionFields) -> tuple[dict[str, str], set[str]]:
         options["kafka.sasl.jaas.config"] = (
             f'{module} required username="{_jaas_quote(login or "")}" password="{_jaas_quote(password or "")}";'
         )
-    return options, {key for key in options if looks_secret(key)}
+    return options, (from_extra - PUBLIC_OPTIONS) | {key for key in options if looks_secret(key)}
 
 
 def _jaas_quote(value: str) -> str:

@@ -47,7 +47,7 @@ def test_the_declared_airflow_floor_is_one_the_suite_runs_and_has_what_the_senso
     assert _airflow_keeps_task_state()
 
 
-def test_the_pages_settings_are_in_airflows_config_with_empty_defaults() -> None:
+def test_the_settings_are_in_airflows_config_with_their_defaults() -> None:
     """`airflow config list` shows them: Airflow knows them from get_provider_info() (plugin/ reads them)."""
     import subprocess
     import sys
@@ -59,8 +59,13 @@ def test_the_pages_settings_are_in_airflows_config_with_empty_defaults() -> None
     assert "[async_stream]" in shown and "# fleet_indexes = \n" in shown and "# checkpoint_folders = \n" in shown
     assert "Fleet indexes (the `index:` of a desired folder's _fleet.yaml)" in shown
     assert "# lineage_running_every_minutes = \n" in shown
+    assert "# spec_variables = " in shown
+    from airflow.configuration import conf
+
+    assert conf.get_default_value("async_stream", "spec_variables") == "ASYNC_STREAM_*"  # what specs may read
     assert get_provider_info()["config"]["async_stream"]["options"].keys() == {
         "fleet_indexes",
         "checkpoint_folders",
+        "spec_variables",
         "lineage_running_every_minutes",
     }

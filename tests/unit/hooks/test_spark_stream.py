@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -142,6 +143,27 @@ def test_secret_options_are_resolved_from_connections_and_masked(monkeypatch: py
     assert 'password="kafka-pw-123"' in sink["kafka.sasl.jaas.config"]
     assert resolved.secret_values == {"kafka-pw-123", "ts-pw-456", sink["kafka.sasl.jaas.config"]}
     assert "kafka-pw-123" not in str(redact(f"log line with {sink['kafka.sasl.jaas.config']}"))
+
+
+def test_every_value_of_a_connections_extra_is_masked_whatever_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ssl.keystore.key` names no "password": masking by key name alone let its value through."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    key = "-----BEGIN PRIVATE KEY----- MIIEvQIBADAN-key-789"
+    extra = {"bootstrap.servers": "b1:9093", "security.protocol": "SSL", "ssl.keystore.key": key, "ssl.x": "y-7890"}
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SSL", json.dumps({"conn_type": "generic", "extra": extra}))
+    spec = parse_spec(
+        {
+            **SPEC.to_mapping(),
+            "async_progress": {"enabled": False},
+            "sink": {"format": "kafka", "connection": "kafka_ssl"},
+        }
+    )
+    resolved = launcher_for("no_such_connection").secrets(spec)
+
+    assert resolved.options["sink"]["kafka.ssl.keystore.key"] == key
+    assert resolved.secret_values == {key, "y-7890"}  # the brokers and the protocol name no secret: lineage shows them
+    assert key not in str(redact(f"log line with {key}")) and "y-7890" not in str(redact("value y-7890"))
 
 
 def test_a_missing_secret_connection_is_named_by_its_spec_field() -> None:

@@ -132,8 +132,8 @@ def test_the_fleet_file_is_not_a_job_and_may_name_variables(
 ) -> None:
     folder = tmp_path / "desired"
     folder.mkdir()
-    monkeypatch.setenv("FLEET_ROOT", str(tmp_path / "shared"))
-    (folder / "_fleet.yaml").write_text("index: ${FLEET_ROOT}/index\n")
+    monkeypatch.setenv("ASYNC_STREAM_FLEET_ROOT", str(tmp_path / "shared"))
+    (folder / "_fleet.yaml").write_text("index: ${ASYNC_STREAM_FLEET_ROOT}/index\n")
     write_spec(folder, "a.yaml", _spec(tmp_path / "ck", "a"))
     assert list(load_desired(folder)) == ["a"]
     assert FleetIndex.for_folder(folder).url == f"{tmp_path}/shared/index"
@@ -146,14 +146,14 @@ def test_the_fleet_file_is_not_a_job_and_may_name_variables(
         ("index: fleet-index\n", "index", "is relative"),
         ("index: /shared/index\nextra: 1\n", "extra", "unknown key"),
         ("{}\n", "index", "required"),
-        ("index: ${NOT_SET_HERE}/index\n", "index", "NOT_SET_HERE, which is not set"),
+        ("index: ${ASYNC_STREAM_NOT_SET_HERE}/index\n", "index", "ASYNC_STREAM_NOT_SET_HERE, which is not set"),
         ("- index\n", "(file)", "must be a mapping"),
     ],
 )
 def test_a_bad_fleet_file_is_an_error_naming_the_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str | None, field: str, needle: str
 ) -> None:
-    monkeypatch.delenv("NOT_SET_HERE", raising=False)
+    monkeypatch.delenv("ASYNC_STREAM_NOT_SET_HERE", raising=False)
     folder = tmp_path / "desired"
     folder.mkdir()
     if text is not None:

@@ -263,12 +263,12 @@ def test_json_schema_names_the_contract_fields() -> None:
 
 
 def test_spec_files_expand_environment_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CK_ROOT", "/data/ck")
-    monkeypatch.delenv("NOT_SET_HERE", raising=False)
+    monkeypatch.setenv("ASYNC_STREAM_CK_ROOT", "/data/ck")
+    monkeypatch.delenv("ASYNC_STREAM_NOT_SET_HERE", raising=False)
     path = tmp_path / "job.yaml"
     path.write_text(
-        "name: x\ncheckpoint: ${CK_ROOT}/x\n"
-        "source: {format: rate, options: {rowsPerSecond: '${NOT_SET_HERE:-7}'}}\n"
+        "name: x\ncheckpoint: ${ASYNC_STREAM_CK_ROOT}/x\n"
+        "source: {format: rate, options: {rowsPerSecond: '${ASYNC_STREAM_NOT_SET_HERE:-7}'}}\n"
         "transform: {sql: \"SELECT '$${literal}', '$5' AS v FROM source\"}\n"
         "sink: {format: noop}\n"
     )
@@ -281,16 +281,16 @@ def test_spec_files_expand_environment_variables(tmp_path: Path, monkeypatch: py
 @pytest.mark.parametrize(
     ("value", "needle"),
     [
-        ("${NOT_SET_HERE}/x", "checkpoint: names the environment variable NOT_SET_HERE, which is not set or empty"),
-        ("${EMPTY_HERE}/x", "checkpoint: names the environment variable EMPTY_HERE"),
+        ("${ASYNC_STREAM_NOT_SET_HERE}/x", "checkpoint: names the environment variable ASYNC_STREAM_NOT_SET_HERE, which is not set or empty"),
+        ("${ASYNC_STREAM_EMPTY_HERE}/x", "checkpoint: names the environment variable ASYNC_STREAM_EMPTY_HERE"),
         ("${1BAD}/x", "checkpoint: ${1BAD} is not a variable reference"),
     ],
 )
 def test_an_unset_or_malformed_variable_names_the_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, needle: str
 ) -> None:
-    monkeypatch.delenv("NOT_SET_HERE", raising=False)
-    monkeypatch.setenv("EMPTY_HERE", "")
+    monkeypatch.delenv("ASYNC_STREAM_NOT_SET_HERE", raising=False)
+    monkeypatch.setenv("ASYNC_STREAM_EMPTY_HERE", "")
     path = tmp_path / "job.yaml"
     path.write_text(f"name: x\ncheckpoint: '{value}'\nsource: {{format: rate}}\nsink: {{format: noop}}\n")
     with pytest.raises(SpecError) as info:
