@@ -3,22 +3,27 @@
 Airflow mounts a plugin's app outside its own routers, so nothing here is protected unless the app asks: every
 route depends on a logged-in user allowed Airflow's Jobs view (401 without a token, 403 with a bad one or
 without the permission). Jobs come from the ``[async_stream]`` settings, read at every request so a change
-needs no restart; the pages are read-only.
+needs no restart; the pages are read-only, and every answer carries the security headers (``HEADERS``; a
+page's Content-Security-Policy lets only its own inline script and style run).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import HTMLResponse
 
 from airflow_async_stream.insight.overview import Found, job_detail, job_row, job_rows
 from airflow_async_stream.rollout.sources import OPTIONS, SECTION, configured, find_jobs
 
-__all__ = ["SECTION", "create_app", "sources"]
+__all__ = ["HEADERS", "SECTION", "create_app", "policy", "sources"]
 
 _PAGES = Path(__file__).parent
 
@@ -34,8 +39,38 @@ def _found() -> tuple[dict[str, list[str]], list[Found]]:
     return configured, find_jobs(configured["fleet_indexes"], configured["checkpoint_folders"])
 
 
+#: Sent with every answer: no other site frames the pages (Airflow's own UI, same origin, does), no type sniffing,
+#: no address leaked to a link's target.
+HEADERS = {"X-Frame-Options": "SAMEORIGIN", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+#: The JSON's policy: it is data, never a document.
+DATA_POLICY = "default-src 'none'; frame-ancestors 'self'"
+
+
+def policy(html: str) -> str:
+    """A page's Content-Security-Policy: only its own inline script and style run (by their SHA-256), it
+    fetches only from this server, and nothing else loads."""
+
+    def hashes(tag: str) -> str:
+        found = re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.DOTALL)
+        return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(t.encode()).digest()).decode()}'" for t in found)
+
+    return (
+        f"default-src 'none'; script-src {hashes('script')}; style-src {hashes('style')}; connect-src 'self'; "
+        "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+    )
+
+
 def _page(name: str) -> HTMLResponse:
-    return HTMLResponse((_PAGES / name).read_text(encoding="utf-8"), headers={"Cache-Control": "no-store"})
+    html = (_PAGES / name).read_text(encoding="utf-8")
+    return HTMLResponse(html, headers={"Cache-Control": "no-store", "Content-Security-Policy": policy(html)})
+
+
+async def _secure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """Every answer (pages, JSON, the guard's 401 and 403) with the headers; the JSON with a data-only policy."""
+    response = await call_next(request)
+    response.headers.update(HEADERS)
+    response.headers.setdefault("Content-Security-Policy", DATA_POLICY)
+    return response
 
 
 def jobs_page() -> HTMLResponse:
@@ -79,6 +114,7 @@ def create_app() -> FastAPI:
         redoc_url=None,
         openapi_url=None,
     )
+    app.middleware("http")(_secure)
     app.get("/", response_class=HTMLResponse, summary="the jobs page")(jobs_page)
     app.get("/jobs/{name}", response_class=HTMLResponse, summary="one job's page")(job_page)
     app.get("/api/jobs", summary="every job's row")(list_jobs)

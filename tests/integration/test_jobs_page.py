@@ -207,7 +207,11 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         context = chromium.new_context(viewport={"width": 1400, "height": 900})
         context.add_cookies([{"name": "_token", "value": token, "url": base}])
         page = context.new_page()
-        page.goto(f"{base}/async-stream/")
+        console: list[str] = []
+        page.on("console", lambda message: console.append(message.text))  # a script or style the policy blocks
+        answer = page.goto(f"{base}/async-stream/")
+        assert answer is not None and answer.headers["x-frame-options"] == "SAMEORIGIN"
+        assert answer.headers["content-security-policy"].startswith("default-src 'none'; script-src 'sha256-")
         row = page.locator("tr[data-job=clicks]")
         row.wait_for(timeout=30_000)
         cells = row.locator("td").all_inner_texts()
@@ -259,4 +263,5 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         page.screenshot(path=str(out / "in-airflow.png"))
         page.get_by_role("button", name="Browse").click()  # and it is in Airflow's navigation
         page.get_by_role("menuitem", name="Streaming jobs").wait_for(timeout=30_000)
+    assert not [text for text in console if "Content Security Policy" in text], console
     print(f"browser part: {time.monotonic() - started:.1f} s; screenshots in {out}")

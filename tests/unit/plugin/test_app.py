@@ -108,3 +108,22 @@ def test_a_job_named_by_its_spec_not_its_folder_is_found_and_the_checkpoint_narr
     monkeypatch.setattr(app, "job_detail", lambda job: {"checkpoint": job.checkpoint})
     assert one_job("orders", checkpoint=checkpoint) == {"checkpoint": checkpoint}
     assert rows_read == ["ck-2026"]  # the link's ?checkpoint= spared reading the other jobs
+
+
+def test_every_answer_carries_the_security_headers_and_a_page_only_its_own_script() -> None:
+    """Through the mounted app with its auth guard in place: the guard's own 401 carries them too."""
+    from fastapi.testclient import TestClient
+
+    from airflow_async_stream.plugin.app import HEADERS, policy
+
+    client = TestClient(AsyncStreamPlugin.fastapi_apps[0]["app"])
+    for path in ("/", "/jobs/clicks", "/api/jobs"):
+        answer = client.get(path)
+        assert answer.status_code == 401
+        assert {k: answer.headers[k] for k in HEADERS} == HEADERS
+        assert answer.headers["Content-Security-Policy"] == "default-src 'none'; frame-ancestors 'self'"
+    html = (Path(__file__).resolve().parents[3] / "airflow_async_stream" / "plugin" / "jobs.html").read_text()
+    said = policy(html)
+    assert said.startswith("default-src 'none'; script-src 'sha256-") and "'unsafe-inline'" not in said
+    assert said.count("'sha256-") == 2 and "connect-src 'self'" in said and "frame-ancestors 'self'" in said
+    assert policy(html.replace("</script>", "alert(1)</script>")) != said  # a changed script no longer runs
