@@ -35,10 +35,10 @@ from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import Deployment, State, now
+from airflow_async_stream.state.records import Deployment, Revocation, State, now
 from airflow_async_stream.state.typed import MAX_INT
 
-__all__ = ["Fence", "current_token", "ended_by", "guard", "revoked_since", "start_refusal"]
+__all__ = ["Fence", "current_token", "ended_by", "revocations", "guard", "revoked_since", "start_refusal"]
 
 
 #: On object stores: the folder of claimed tokens, and how many of the newest are kept.
@@ -128,11 +128,21 @@ def _claim(control: ControlArea, token: int, why: str) -> None:
             control.fs.rm_file(control.path(f"{CLAIMS}/{old}"))
 
 
+def revocations(control: ControlArea) -> dict[str, Revocation]:
+    """The holders a forced stop ended (``revoked-holds.json``), each with who and why; ControlAreaError naming
+    the file when it cannot be read."""
+    where = f"{control.url}/{ControlArea.REVOKED_HOLDS}"
+    holders = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders") or {}
+    if not isinstance(holders, dict):
+        raise ControlAreaError(f"{where}: holders should be an object, found {type(holders).__name__}")
+    return {name: Revocation.from_json(entry, f"{where} (holder {name[:80]!r})") for name, entry in holders.items()}
+
+
 def ended_by(control: ControlArea, holder: str, token: int) -> str:
     """Who ended ``holder``'s hold of ``token``, for the error its next action raises."""
-    revoked = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders", {}).get(holder)
+    revoked = revocations(control).get(holder)
     if revoked:
-        return f"{revoked['by']} at {revoked['at_text']} ({revoked['reason']})"
+        return f"{revoked.by} at {revoked.at_text} ({revoked.reason})"
     fence = control.read_json(ControlArea.FENCE) or {}
     return f"{fence.get('why') or 'a later holder'} (token {fence.get('token')}, this hold's was {token})"
 

@@ -34,7 +34,7 @@ from airflow_async_stream.state import fence
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import guard
 from airflow_async_stream.state.liveness import local_pid_alive
-from airflow_async_stream.state.records import Hold, now
+from airflow_async_stream.state.records import Hold, Revocation, now
 
 __all__ = [
     "Grant",
@@ -198,12 +198,12 @@ def _remember(control: ControlArea, holder: Holder) -> None:
 def revoked_error(control: ControlArea, holder: Holder) -> HoldRevokedError | None:
     """The error of a holder whose hold a forced stop ended (None if it was not): for its next take, and for
     a wait of its that ended because the job stopped, so the step says who stopped it."""
-    revoked = (control.read_json(ControlArea.REVOKED_HOLDS) or {}).get("holders", {}).get(holder.name)
+    revoked = fence.revocations(control).get(holder.name)
     if not revoked:
         return None
     return HoldRevokedError(
-        f"{holder.name} may no longer change {control.url}: its hold was ended by {revoked['by']} at "
-        f"{revoked['at_text']} ({revoked['reason']}); the job is left as that stop left it"
+        f"{holder.name} may no longer change {control.url}: its hold was ended by {revoked.by} at "
+        f"{revoked.at_text} ({revoked.reason}); the job is left as that stop left it"
     )
 
 
@@ -230,6 +230,11 @@ def _revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
     with guard(control):
         seen = fence.current_token(control)
         try:
+            holders = fence.revocations(control)
+        except ControlAreaError:  # a damaged list of earlier revocations must not keep a forced stop from winning
+            holders = {}
+            control.write_json(ControlArea.REVOKED_HOLDS, {"holders": {}})
+        try:
             current = control.read_hold()
         except ControlAreaError as exc:  # hand-written or damaged: it must not keep a forced stop from winning
             fence.bump(control, f"an unreadable hold was ended by {by.name} ({reason}): {exc}", seen, revocation=True)
@@ -238,12 +243,10 @@ def _revoke(control: ControlArea, by: Holder, reason: str) -> Hold | None:
         if not current or hold_state(current) is not None or current.holder == by.name:
             return None
         fence.bump(control, f"the hold of {current.holder} was ended by {by.name} ({reason})", seen, revocation=True)
-        record = control.read_json(ControlArea.REVOKED_HOLDS) or {}
-        holders = dict(record.get("holders") or {})
         at = now()
-        holders[current.holder] = {"by": by.name, "reason": reason, "at": at, "at_text": _text(at)}
-        newest = sorted(holders.items(), key=lambda item: float(item[1]["at"]))[-MAX_REVOKED:]
-        control.write_json(ControlArea.REVOKED_HOLDS, {"holders": dict(newest)})
+        holders[current.holder] = Revocation(by=by.name, reason=reason, at=at, at_text=_text(at))
+        newest = sorted(holders.items(), key=lambda item: item[1].at)[-MAX_REVOKED:]
+        control.write_json(ControlArea.REVOKED_HOLDS, {"holders": {k: v.to_json() for k, v in newest}})
         control.remove(ControlArea.HOLD)
         return current
 

@@ -30,6 +30,7 @@ __all__ = [
     "Deployment",
     "DriverExit",
     "Hold",
+    "Revocation",
     "State",
     "Status",
     "hold_ttl_s",
@@ -207,6 +208,16 @@ class Hold(Record):
     def check(self, where: str) -> None:
         if not self.holder:
             raise ControlAreaError(f"{where} names no holder")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Revocation(Record):
+    """One entry of ``revoked-holds.json``: a holder whose hold a forced stop ended, by whom and why."""
+
+    by: str = ""
+    reason: str | None = None
+    at: float = 0.0
+    at_text: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

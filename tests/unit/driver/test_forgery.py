@@ -115,3 +115,28 @@ def test_a_heartbeat_in_the_future_beyond_the_clock_skew_is_not_live() -> None:
     assert judged(CLOCK_SKEW_S / 2).live
     assert not judged(CLOCK_SKEW_S + 30).live
     assert "in the future" in judged(YEAR_2286 - time.time()).reason
+
+
+def test_a_corrupt_hold_is_refused_by_a_plain_stop_and_ended_by_a_forced_one(
+    control: ControlArea, processes: list[Any]
+) -> None:
+    argv = [sys.executable, "-m", "tests.fake_driver", "--control-area", control.url, "--deployment-id", "d-real",
+            "--obey", "--record-deployment"]  # fmt: skip
+    driver = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
+    processes.append(driver)
+    deadline = time.monotonic() + 30
+    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != "d-real":
+        assert time.monotonic() < deadline and driver.poll() is None, "the driver wrote no status"
+        time.sleep(0.02)
+    control.write_json(ControlArea.HOLD, {"holder": "x", "expires_at": "tomorrow"})
+    control.write_json(ControlArea.REVOKED_HOLDS, {"holders": "not a list of holders"})
+    checkpoint = control.url.removesuffix(".async-stream")
+
+    plain = subprocess.run([CLI, "stop", checkpoint], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 2 and "revoked-holds.json: holders should be an object" in plain.stderr, plain
+    assert len(plain.stderr.splitlines()) == 1
+    assert _alive(driver)  # type: ignore[arg-type]
+
+    forced = subprocess.run([CLI, "stop", checkpoint, "--force"], capture_output=True, text=True, timeout=60)
+    assert forced.returncode == 0 and "ended the hold of an unreadable hold" in forced.stdout, forced
+    assert "stopped: state stopped" in forced.stdout and driver.wait(timeout=10) == 0

@@ -79,6 +79,7 @@ FORGED = {
     "a heartbeat that is no number": (ControlArea.STATUS, {**RECORDS[ControlArea.STATUS], "heartbeat_at": "soon"}),
     "a state that is an object": (ControlArea.STATUS, {**RECORDS[ControlArea.STATUS], "state": {}}),
     "a hold that expires tomorrow": (ControlArea.HOLD, {**RECORDS[ControlArea.HOLD], "expires_at": "tomorrow"}),
+    "revoked holds that are text": (ControlArea.REVOKED_HOLDS, {"holders": {"someone": "then"}}),
     "a driver pid that is text": (
         ControlArea.DEPLOYMENT,
         {**RECORDS[ControlArea.DEPLOYMENT], "driver": {"kind": "local-process", "launcher_pid": "1"}},
