@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from airflow_async_stream.state.typed import fits
+
 __all__ = ["ProgressWriter", "Retention", "Segment", "segments", "tail_events"]
 
 SEGMENT_LINES = 200
@@ -123,14 +125,26 @@ def tail_events(area: _Area, max_bytes: int) -> list[dict[str, Any]]:
     return [event for chunk in reversed(chunks) for event in chunk]
 
 
+#: The fields of an event its readers rely on, by type: an event that breaks one (hand-written: the log sits on
+#: shared storage) is skipped as a torn line is, so no reader meets a text where it counts batches.
+EVENT_FIELDS: dict[str, Any] = {
+    **dict.fromkeys(("deployment_id", "query_id", "run_id", "timestamp"), str | None),
+    **dict.fromkeys(("batch_id", "num_input_rows"), int | None),
+    **dict.fromkeys(("input_rows_per_s", "processed_rows_per_s", "offset_management_ms"), float | None),
+    "duration_ms": dict[str, float],
+    "sources": list[dict[str, Any]],
+    "configuration": dict[str, Any] | None,
+}
+
+
 def _parsed(lines: list[str]) -> list[dict[str, Any]]:
     events = []
     for line in lines:
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # torn, a number past Python's limit, nested past the stack
             continue
-        if isinstance(event, dict):
+        if isinstance(event, dict) and all(fits(event[k], t) for k, t in EVENT_FIELDS.items() if k in event):
             events.append(event)
     return events
 

@@ -120,3 +120,17 @@ def test_a_token_past_any_sane_size_is_refused(tmp_path: Path) -> None:
     control.write_json(ControlArea.FENCE, {"token": 2**70})
     with pytest.raises(ControlAreaError, match="fence.json: token .* is out of range"):
         current_token(control)
+
+
+def test_a_progress_event_of_wrong_types_is_skipped_as_a_torn_line_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
+    control.ensure()
+    control.write_json(ControlArea.STATUS, {**RECORDS[ControlArea.STATUS], "first_batch_id": 0, "last_batch_id": 3})
+    event = {"deployment_id": "d1", "run_id": "r", "num_input_rows": 5, "duration_ms": {"triggerExecution": 90}}
+    for batch, wrong in enumerate([{"batch_id": "x"}, {"duration_ms": "slow"}, {"sources": [5]}, {}]):
+        control.append_progress({**event, "batch_id": batch, **wrong})
+
+    assert [e["batch_id"] for e in control.read_progress("d1")] == [3]
+    assert main(["status", str(tmp_path / "ck")]) == 0 and "latest batch    3: 5 rows" in capsys.readouterr().out
