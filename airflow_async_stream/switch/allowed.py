@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from airflow_async_stream.spec.bounds import check_bounds, yaml_problems
 from airflow_async_stream.spec.model import JobSpec
 
 __all__ = [
@@ -102,9 +103,13 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if not sep or not key or any(not part for part in key.split(".")):
         raise ValueError(f"--set {text!r}: give KEY=VALUE, KEY a dotted spec field such as async_progress.enabled")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"--set {text!r}: the value is not valid YAML: {exc}") from None
+        problems = yaml_problems(raw)  # as in a spec file: no alias, bounded nesting
+        value = yaml.safe_load(raw) if raw.strip() and not problems else None
+        problems = problems or ([] if value is None else check_bounds(value, key))
+    except (yaml.YAMLError, ValueError) as exc:
+        raise ValueError(f"--set {text[:200]!r}: the value is not valid YAML: {str(exc)[:200]}") from None
+    if problems:
+        raise ValueError(f"--set {key}: the value {problems[0][1]}")
     return key, value
 
 

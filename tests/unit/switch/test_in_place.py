@@ -271,3 +271,19 @@ def test_a_switch_the_driver_failed_or_refused_is_an_incident(tmp_path, outcome:
     [incident] = read_incidents(control)
     kind = "change_failed" if outcome == SwitchOutcome.FAILED else "change_refused"
     assert (incident.kind, incident.deployment_id, incident.error) == (kind, "d1", "Spark said no")
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("&x [*x, *x]", "uses the YAML alias"),
+        ("[" * 5000 + "]" * 5000, "nests deeper than 32 levels"),
+        ("9" * 5000, "not valid YAML"),
+        ("9" * 30, "past 64 bits"),
+        (".nan", "must be a finite number"),
+    ],
+)
+def test_a_set_value_is_bounded_as_a_spec_file_is(value: str, said: str) -> None:
+    with pytest.raises(ValueError, match=r"^--set .*" + said) as caught:
+        parse_assignment(f"async_progress.checkpoint_interval_ms={value}")
+    assert len(str(caught.value)) < 500
