@@ -84,8 +84,8 @@ def read_incidents(control: ControlArea) -> list[Incident]:
         try:
             data = json.loads(line)
             found.append(Incident.from_json(data, f"{control.url}/{control.INCIDENTS}"))
-        except (json.JSONDecodeError, ControlAreaError, TypeError):
-            continue  # a torn last line, or a line no release wrote
+        except (ValueError, RecursionError, ControlAreaError):
+            continue  # a torn last line, or a line no release wrote (a number or nesting past any limit too)
     return list(reversed(found))
 
 

@@ -20,6 +20,7 @@ from airflow_async_stream.cli.commands import main
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token
+from airflow_async_stream.state.incidents import read_incidents
 
 AT = time.time()
 RECORDS: dict[str, dict[str, Any]] = {
@@ -134,3 +135,20 @@ def test_a_progress_event_of_wrong_types_is_skipped_as_a_torn_line_is(
 
     assert [e["batch_id"] for e in control.read_progress("d1")] == [3]
     assert main(["status", str(tmp_path / "ck")]) == 0 and "latest batch    3: 5 rows" in capsys.readouterr().out
+
+
+@settings(max_examples=200, deadline=None)
+@given(field=st.sampled_from(["at", "kind", "deployment_id", "since", "error", "batch_id", "duration_ms", "sources"]),
+       value=JSON, raw=st.sampled_from(["", "9" * 5000, "[" * 5000]))  # fmt: skip
+def test_a_line_of_the_incidents_or_the_progress_log_never_breaks_its_reader(field: str, value: Any, raw: str) -> None:
+    """Such a line is skipped as a torn one is; the others are read."""
+    good = {"at": AT, "kind": "crash", "deployment_id": "d1", "since": AT}
+    event = {"deployment_id": "d1", "batch_id": 7, "duration_ms": {"triggerExecution": 9}, "sources": []}
+    forged = json.dumps({**good, field: value}) + "\n" + (raw and f'{{"at": {raw}}}\n')
+    area = ControlArea(tempfile.mkdtemp(prefix="forged-lines-") + "/ck.async-stream")
+    area.ensure()
+    area.write_bytes(ControlArea.INCIDENTS, (json.dumps(good) + "\n" + forged).encode())
+    assert read_incidents(area)[-1].kind == "crash"
+    area.append_progress(event)
+    area.append_progress({**event, "batch_id": 8, field: value})
+    assert area.read_progress("d1")[0]["batch_id"] == 7
