@@ -104,8 +104,9 @@ def _flag(argv: list[str], name: str) -> str | None:
 
 
 def _plain(url: str) -> str:
-    url = url.rstrip("/")
-    return posixpath.normpath(url[len("file://") :]) if url.startswith("file://") else url
+    """A control area's URL as one spelling: a local path (``file://`` or not) normalised, trailing slashes off."""
+    url = url.rstrip("/").removeprefix("file://")
+    return url if "://" in url else posixpath.normpath(url)
 
 
 @dataclass(frozen=True)

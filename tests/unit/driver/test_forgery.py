@@ -101,7 +101,8 @@ def test_a_process_that_does_not_lead_its_process_group_is_not_killed(
 
 
 def test_the_driver_named_by_its_own_command_line_is_killed(control: ControlArea, processes: list[Any]) -> None:
-    driver = _sleeper(processes, "--control-area", control.url + "/", "--deployment-id", f"d-{uuid.uuid4().hex[:4]}")
+    spelled = "file://" + control.url.replace("/ck.async-stream", "//ck.async-stream/")  # the same area, spelled apart
+    driver = _sleeper(processes, "--control-area", spelled, "--deployment-id", f"d-{uuid.uuid4().hex[:4]}")
     deployment_id = driver.args[-1]  # type: ignore[index]
 
     assert kill({"kind": "local-process", **identify(driver.pid)}, Target(control.url, deployment_id)) == "killed"
