@@ -137,7 +137,7 @@ def test_a_forced_stop_while_a_redeploy_stops_the_old_driver_wins(
     assert isinstance(step.error, HoldRevokedError), step.error
     assert f"{MIGRATION.name} may no longer change" in str(step.error) and "stop --force" in str(step.error)
     # Nothing launched, nothing of the step written: the job is as the stop left it.
-    assert watch.groups_seen == set(), "a driver was launched after the forced stop"
+    assert watch.groups_seen - {old.pid} == set(), "a driver was launched after the forced stop"  # old: the fake
     assert control.read_deployment().deployment_id == old_deployment
     assert control.read_status().state == State.STOPPED
 
