@@ -159,7 +159,8 @@ def _running(status: Status, events: Sequence[Mapping[str, Any]], limits: Limits
     if lag is not None:
         since, first, newest = lag
         return Health(Verdict.LAGGING, f"its source's backlog grew from {first:,.0f} to {newest:,.0f} offsets over the last {LAG_BATCHES} batches", since)  # fmt: skip
-    if said - last > limits.quiet_after_s and (status.source_idle or status.data_available is False):
+    quiet = active is None and said - last > limits.quiet_after_s  # a batch running long is no quiet source
+    if quiet and (status.source_idle or status.data_available is False):
         return Health(Verdict.IDLE, "its source has had no new data since its last batch", status.last_progress_at or status.idle_at)  # fmt: skip
     return Health(Verdict.HEALTHY, f"running batches (last {status.last_batch_id})", status.started_at)
 

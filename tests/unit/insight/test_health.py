@@ -51,6 +51,9 @@ def test_a_batch_active_past_its_limit_is_stalled_since_it_began() -> None:
     assert health.reason.startswith("batch 50 has run for 61 s (limit 60 s)")
     # a batch recorded after the heartbeat that saw it active: it ended, whatever that heartbeat said
     assert verdict(running(last_progress_at=AT - 1, batch_active_since=AT - 61)).verdict == Verdict.HEALTHY
+    # a slow batch under way is no idle source, whatever Spark says of new data meanwhile
+    slow = running(last_progress_at=AT - 30, batch_active_since=AT - 29, data_available=False, idle_at=AT - 31)
+    assert verdict(slow).verdict == Verdict.HEALTHY
 
 
 def test_no_batch_while_spark_says_data_is_waiting_is_stalled() -> None:
