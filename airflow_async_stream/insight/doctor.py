@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_async_stream.insight.gaps import MIGRATION, batch_missing
-from airflow_async_stream.insight.symptoms import Symptoms, overlapping_runs, stray_commits
+from airflow_async_stream.insight.symptoms import SIGNS, Symptoms, overlapping_runs, stray_commits
 
 __all__ = ["KINDS", "Diagnosis", "diagnose"]
 
@@ -73,12 +73,15 @@ def diagnose(symptoms: Symptoms) -> Diagnosis:
 def _second_writer(symptoms: Symptoms) -> dict[str, Any] | None:
     runs = overlapping_runs(symptoms.events, "run_id")
     deployments = overlapping_runs(symptoms.events, "deployment_id")
-    logged = symptoms.log_lines("second_writer")
+    logged = [f"driver log: {line}" for line in symptoms.log_lines("second_writer")]
+    said = (symptoms.status.error or "") if symptoms.status else ""
+    if not logged and SIGNS["second_writer"].search(said):  # recorded before the log's last lines were written
+        logged = [f"status error: {line.strip()}" for line in said.splitlines() if SIGNS["second_writer"].search(line)][:1]  # fmt: skip
     if not (runs or deployments or logged):
         return None
     evidence = [f"deployments {a} and {b} both reported batches at the same time" for a, b in deployments[:3]]
     evidence += [f"query runs {a} and {b} reported batches at the same time" for a, b in runs[:3]]
-    evidence += [f"driver log: {line}" for line in logged]
+    evidence += logged
     return {
         "diagnosis": "second_writer",
         "summary": "two drivers wrote this checkpoint at once (an orphaned driver and a new deploy, or a query "

@@ -130,6 +130,15 @@ def test_spark_s_concurrent_update_error_is_a_second_writer(tmp_path: Path) -> N
     assert found.diagnosis == "second_writer" and any("Multiple streaming jobs" in e for e in found.evidence)
 
 
+def test_a_second_writer_is_named_from_the_status_error_before_the_log_has_it(tmp_path: Path) -> None:
+    """The driver records its error, then prints it: a doctor between the two reads the status record."""
+    make_checkpoint(tmp_path / "ck", [0, 1], [0, 1])
+    error = "[STREAM_FAILED] Query terminated: Concurrent update to the log. Multiple streaming jobs detected for 2"
+    deployed(tmp_path / "ck", state=State.FAILED, query_id="q", error=error)
+    found = doctor(tmp_path / "ck")
+    assert found.diagnosis == "second_writer" and f"status error: {error}" in found.evidence
+
+
 def test_a_commit_ahead_of_its_offsets_blocks_a_restart_and_only_a_repair_asked_for_cures_it(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "ck", [0, 1, 2], [0, 1, 2, 3])
     found = doctor(tmp_path / "ck")
