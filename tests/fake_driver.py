@@ -17,11 +17,18 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import sys
 import time
 
 from airflow_async_stream.driver.process import identify
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import now
+
+
+def command(control_url: str, deployment_id: str, *args: str) -> list[str]:
+    """The argument list that starts a fake driver (run it from the repository's root)."""
+    return [sys.executable, "-m", "tests.fake_driver", "--control-area", control_url, "--deployment-id", deployment_id,
+            *args]  # fmt: skip
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.hold import Holder, revoke, take
 from airflow_async_stream.state.records import State, now
 from airflow_async_stream.state.requests import SwitchRequest
+from tests.fake_driver import command as fake_driver
 from tests.helpers import rate_noop
 from tests.integration.helpers import DriverWatch
 from tests.integration.migration_job import live_drivers
@@ -101,9 +102,8 @@ def lingering_driver(checkpoint_dir: str, tmp_path: Path) -> Iterator[tuple[subp
     control = ControlArea.for_checkpoint(checkpoint_dir)
     control.ensure()
     release = tmp_path / "exit-now"
-    argv = [sys.executable, "-m", "tests.fake_driver", "--control-area", control.url,
-            "--deployment-id", f"old-{uuid.uuid4().hex[:6]}",
-            "--obey", "--record-deployment", "--linger-until", str(release)]  # fmt: skip
+    argv = fake_driver(control.url, f"old-{uuid.uuid4().hex[:6]}", "--obey", "--record-deployment",
+                       "--linger-until", str(release))  # fmt: skip
     process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
     _await(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "running", "the old driver")
     yield process, release

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from airflow_async_stream.state.control import ControlArea
+from tests.fake_driver import command as fake_driver
 
 FORBIDDEN = (
     "airflow_async_stream.operators",
@@ -142,16 +143,7 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
     control = ControlArea.for_checkpoint(str(checkpoint))
     control.ensure()
     driver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.fake_driver",
-            "--control-area",
-            control.url,
-            "--deployment-id",
-            "d-1",
-            "--record-deployment",
-        ],
+        fake_driver(control.url, "d-1", "--record-deployment"),
         cwd=ROOT,
         start_new_session=True,
     )

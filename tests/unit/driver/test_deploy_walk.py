@@ -18,6 +18,7 @@ from airflow_async_stream.hooks.connection_lookup import secret_options_for
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from tests.fake_driver import command as fake_driver
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "airflow_async_stream"
@@ -32,16 +33,7 @@ class _FakeDriverLauncher(LocalLauncher):
 
     def command(self, submission: Submission) -> list[str]:
         args = parse_driver_arguments(submission.arguments)
-        return [
-            sys.executable,
-            "-m",
-            "tests.fake_driver",
-            "--control-area",
-            args.control_area,
-            "--deployment-id",
-            args.deployment_id,
-            "--obey",
-        ]
+        return fake_driver(args.control_area, args.deployment_id, "--obey")
 
 
 def _module(filename: str) -> str | None:

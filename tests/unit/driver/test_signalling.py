@@ -20,6 +20,7 @@ from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError, StopTimeoutError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
+from tests.fake_driver import command as fake_driver
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -37,17 +38,8 @@ def _fake_driver(
 ) -> subprocess.Popen[bytes]:
     """Start a fake live driver as its own process group and wait for its first status record."""
     deployment_id = f"d-{uuid.uuid4().hex[:6]}"
-    argv = [
-        sys.executable,
-        "-m",
-        "tests.fake_driver",
-        "--control-area",
-        control.url,
-        "--deployment-id",
-        deployment_id,
-        *args,
-    ]
-    process = subprocess.Popen((command or []) + argv, cwd=ROOT, start_new_session=True)
+    process = subprocess.Popen((command or []) + fake_driver(control.url, deployment_id, *args), cwd=ROOT,
+                               start_new_session=True)  # fmt: skip
     processes.append(process)
     deadline = time.monotonic() + 30
     while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != deployment_id:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.liveness import liveness
+from tests.fake_driver import command as fake_driver
 from tests.helpers import rate_noop
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,17 +39,7 @@ def old_driver(tmp_path: Path) -> Iterator[tuple[ControlArea, dict, subprocess.P
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
     deployment_id = f"old-{uuid.uuid4().hex[:6]}"
     control.write_json(ControlArea.STABLE, {"deployment_id": deployment_id, "spec": spec})
-    argv = [
-        sys.executable,
-        "-m",
-        "tests.fake_driver",
-        "--control-area",
-        control.url,
-        "--deployment-id",
-        deployment_id,
-        "--obey",
-        "--record-deployment",
-    ]
+    argv = fake_driver(control.url, deployment_id, "--obey", "--record-deployment")
     process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
     deadline = time.monotonic() + 30
     while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != deployment_id:
