@@ -11,12 +11,12 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK
 from airflow_async_stream.cli.names import JobNotFoundError, NamedJob, find_job
-from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.checkup import check_up
+from airflow_async_stream.insight.overview import hold_of
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import hold_state
 from airflow_async_stream.state.incidents import read_incidents
+from airflow_async_stream.state.records import now
 
 __all__ = ["INCIDENTS_SHOWN", "cmd_inspect", "cmd_status", "status_report", "when"]
 
@@ -61,28 +61,16 @@ def status_report(control: ControlArea, named: NamedJob | None = None) -> dict[s
         "status": status.to_json() if status else None,
         "deployment": _deployment(status, deployment),
         "latest_progress": latest,
-        "hold": _hold(control),
+        "hold": hold_of(control, now()),
         "job": (status.job if status else None) or (deployment.job if deployment else None) or (named and named.name),
         "checkpoint": (deployment.checkpoint if deployment else None) or (named.checkpoint if named else None),
     }
 
 
-def _hold(control: ControlArea) -> dict[str, Any] | None:
-    """Who holds the job and until when; an unreadable hold is said to be one (it blocks a change until ended)."""
-    try:
-        hold = control.read_hold()
-    except ControlAreaError as exc:
-        return {"unreadable": str(exc)}
-    if hold is None:
-        return None
-    return {"holder": hold.holder, "purpose": hold.purpose, "expires_at": hold.expires_at, "ended": hold_state(hold)}
-
-
 def _hold_line(hold: dict[str, Any]) -> str:
-    if "unreadable" in hold:
-        return f"UNREADABLE: {hold['unreadable']}; `stop --force` or `release --force` ends it"
-    until = f"until {when(hold['expires_at'])}" if not hold["ended"] else f"ended: {hold['ended']}"
-    return f"{hold['holder']} ({hold['purpose']}) {until}"
+    if hold.get("unreadable"):
+        return f"UNREADABLE: {hold['purpose']}; `stop --force` or `release --force` ends it"
+    return f"{hold['holder']} ({hold['purpose']}) until {when(hold['expires_at'])}"
 
 
 def _batches_run(status: dict[str, Any], latest: dict[str, Any] | None) -> str:

@@ -31,7 +31,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.records import Deployment, Status
 
-__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "job_detail", "job_row", "job_rows"]
+__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "hold_of", "job_detail", "job_row", "job_rows"]
 
 _log = logging.getLogger(__name__)
 
@@ -94,8 +94,14 @@ def _async_on(configuration: dict[str, Any] | None, spec: dict[str, Any] | None)
     return bool(settings.get("enabled"))
 
 
-def _hold(control: ControlArea, at: float) -> dict[str, Any] | None:
-    hold = control.read_hold()
+def hold_of(control: ControlArea, at: float) -> dict[str, Any] | None:
+    """Who holds the job at ``at``, for a reader; a hold that cannot be read is said to be one (it blocks every
+    change until `stop --force` or `release --force` ends it), never taken for none."""
+    try:
+        hold = control.read_hold()
+    except ControlAreaError as exc:
+        return {"holder": "an unreadable hold", "purpose": str(exc), "dag_id": None, "expires_at": None,
+                "unreadable": True}  # fmt: skip
     if hold is None or hold.expires_at <= at:
         return None
     return {"holder": hold.holder, "purpose": hold.purpose, "dag_id": hold.dag_id, "expires_at": hold.expires_at}
@@ -136,7 +142,7 @@ def _summary(found: Found, at: float, doctors: Doctors | None = None) -> dict[st
     report = build_report(events, configurations={deployment.deployment_id: configuration} if deployment and configuration else None)  # fmt: skip
     latest, managed = report.latest, report.offset_management()
     judged = looked.liveness
-    hold = _hold(control, at)
+    hold = hold_of(control, at)
     switch = control.read_switch_account()
     runs = control.read_json(ControlArea.DAG_RUNS) or {}
     return {
