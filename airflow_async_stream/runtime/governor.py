@@ -133,7 +133,7 @@ class Governor(ProgressRecording):
 
         self.spec = spec
         self.configuration = configuration_of(spec) if spec else None
-        abandon_stale_request(self.control, self.deployment_id)
+        abandon_stale_request(self.control, self.deployment_id, self.redact)
         if self.refused_start():  # the last moment before a micro-batch can run
             return
         listener = ProgressListener(self)

@@ -4,6 +4,7 @@ stop ended is refused, and one that cannot be rehearsed on this query says why."
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.spec.model import JobSpec
@@ -18,14 +19,14 @@ _log = logging.getLogger(__name__)
 __all__ = ["abandon_stale_request", "not_applied", "not_rehearsable", "refuse_unreadable"]
 
 
-def abandon_stale_request(control: ControlArea, deployment_id: str) -> None:
+def abandon_stale_request(control: ControlArea, deployment_id: str, redact: Callable[[str], str] = str) -> None:
     """At a driver's start: a request addressed to an earlier deployment is never applied (that driver may
-    have applied part of it before it died); say so in reconfiguration.json and remove it."""
+    have applied part of it before it died); say so in reconfiguration.json and remove it. One that cannot be
+    read is refused as the running driver refuses it."""
     try:
         request = control.read_switch_request()
     except ControlAreaError as exc:
-        _log.warning("ignoring an unreadable switch request: %s", exc)
-        control.remove(ControlArea.SWITCH_REQUEST)
+        refuse_unreadable(control, ControlArea.SWITCH_REQUEST, redact(str(exc)), deployment_id)
         return
     if request is None or request.deployment_id == deployment_id:
         return

@@ -180,9 +180,14 @@ def test_a_request_left_by_an_earlier_driver_is_abandoned_never_applied(tmp_path
     assert "d-new started from its own spec" in record.reason and record.before == {"x": 1}
     assert control.read_json(ControlArea.SWITCH_REQUEST) is None
 
-    control.write_bytes(ControlArea.SWITCH_REQUEST, b"{torn")
-    abandon_stale_request(control, "d-new")  # unreadable: removed, so it can never be applied
+    control.write_json(ControlArea.SWITCH_REQUEST, {**_request(), "request_id": "r2", "graceful_timeout_s": "abc"})
+    abandon_stale_request(control, "d-new")  # unreadable: refused where its asker looks, and removed
     assert control.read_json(ControlArea.SWITCH_REQUEST) is None
+    record = control.read_switch_account()
+    assert (record.request_id, record.outcome) == (
+        "r2",
+        SwitchOutcome.REFUSED,
+    ) and "graceful_timeout_s" in record.reason
 
 
 def test_the_governor_takes_only_requests_for_its_own_deployment(tmp_path) -> None:  # type: ignore[no-untyped-def]
