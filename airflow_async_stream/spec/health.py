@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
@@ -35,6 +35,11 @@ class Health(StrictModel):
         min_length=1,
         description="A running query whose source is not idle and that has started no batch for this long is "
         "stalled. Default: 10 trigger intervals, at least 2 minutes.",
+    )
+    on_stall: Literal["alert", "restart"] = Field(
+        default="alert",
+        description="What the supervisor does about a stalled job: alert (an incident for a person; the driver "
+        "runs on) or restart (a graceful stop and a redeploy of its last stable spec, counted like a crash).",
     )
 
     @field_validator("batch_stalled_after", "no_batch_after")

@@ -30,6 +30,7 @@ from airflow_async_stream.spec.endpoints import (
 )
 from airflow_async_stream.spec.health import Health
 from airflow_async_stream.spec.intervals import interval_ms
+from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
 from airflow_async_stream.state import progress_log
 
@@ -184,7 +185,15 @@ class JobSpec(StrictModel):
     spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="Extra --conf entries.")
     logs: Logs | None = Field(default=None, description="Log level, driver log rotation, progress log retention.")
     lineage: Lineage | None = Field(default=None, description="OpenLineage events of the running job.")
-    health: Health | None = Field(default=None, description="When a running job counts as stalled.")
+    health: Health | None = Field(
+        default=None, description="When a running job counts as stalled, and what the supervisor does then."
+    )
+    restart: Restart | None = Field(default=None, description="What the supervisor does when its driver dies.")
+    state: Literal["running", "suspended"] | None = Field(
+        default=None,
+        description="running (the default) or suspended: a rollout stops the job gracefully, keeps its checkpoint "
+        "and its place in the fleet, and starts it again when this says running.",
+    )
 
     @field_validator("spark_conf")
     @classmethod
@@ -243,6 +252,15 @@ class JobSpec(StrictModel):
     def health_settings(self) -> Health:
         """``health`` as given, or the defaults."""
         return self.health or Health()
+
+    @property
+    def restart_settings(self) -> Restart:
+        """``restart`` as given, or the defaults."""
+        return self.restart or Restart()
+
+    @property
+    def suspended(self) -> bool:
+        return self.state == "suspended"
 
     def writer_options(self) -> dict[str, str]:
         """Every option the runtime sets on the DataStreamWriter, sink options first."""

@@ -30,7 +30,8 @@ __all__ = [
 
 #: ``spark_conf`` keys that may change in place, if Spark says the key is modifiable at runtime.
 RUNTIME_CONF_PREFIX = "spark.sql."
-_IN_PLACE = frozenset({"async_progress", "trigger", "spark_conf", "health"})  # health: read by readers only
+#: health, restart and state are read by readers and the supervisor only: the running query does not change.
+_IN_PLACE = frozenset({"async_progress", "trigger", "spark_conf", "health", "restart", "state"})
 _WHY = {
     "name": "another name is another job: deploy it",
     "checkpoint": "another checkpoint is another job: deploy it",

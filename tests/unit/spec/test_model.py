@@ -281,7 +281,10 @@ def test_spec_files_expand_environment_variables(tmp_path: Path, monkeypatch: py
 @pytest.mark.parametrize(
     ("value", "needle"),
     [
-        ("${ASYNC_STREAM_NOT_SET_HERE}/x", "checkpoint: names the environment variable ASYNC_STREAM_NOT_SET_HERE, which is not set or empty"),
+        (
+            "${ASYNC_STREAM_NOT_SET_HERE}/x",
+            "checkpoint: names the environment variable ASYNC_STREAM_NOT_SET_HERE, which is not set or empty",
+        ),
         ("${ASYNC_STREAM_EMPTY_HERE}/x", "checkpoint: names the environment variable ASYNC_STREAM_EMPTY_HERE"),
         ("${1BAD}/x", "checkpoint: ${1BAD} is not a variable reference"),
     ],
@@ -323,3 +326,39 @@ def test_trigger_intervals_spark_would_refuse_are_refused_at_parse_naming_the_fi
 def test_every_form_spark_parses_is_accepted(text: str) -> None:
     spec = parse_spec(good(trigger={"processing_time": text}))
     assert spec.trigger.spark_kwargs() == {"processingTime": text} and spec.trigger.interval_ms() > 0
+
+
+@pytest.mark.parametrize(
+    ("part", "field", "needle"),
+    [
+        ({"restart": {"policy": "always"}}, "restart.policy", "'on_failure' or 'never'"),
+        ({"restart": {"max_restarts": 0}}, "restart.max_restarts", "greater than or equal to 1"),
+        ({"restart": {"within": "0 seconds"}}, "restart.within", "must be above 0 ms"),
+        ({"restart": {"backoff": "soon"}}, "restart.backoff", "does not start with a number"),
+        ({"restart": {"backoff": "1 hour"}}, "restart", "max_backoff (10 minutes) must not be shorter than backoff"),
+        ({"restart": {"retries": 3}}, "restart.retries", "unknown key"),
+        ({"health": {"on_stall": "kill"}}, "health.on_stall", "'alert' or 'restart'"),
+        ({"state": "paused"}, "state", "'running' or 'suspended'"),
+    ],
+)
+def test_the_supervisor_fields_refuse_bad_values_by_field(part: dict[str, Any], field: str, needle: str) -> None:
+    found = problems(good(**part))
+    assert needle in found[field], found
+
+
+def test_the_supervisor_fields_have_the_documented_defaults() -> None:
+    spec = parse_spec(good())
+    policy = spec.restart_settings
+    assert (policy.policy, policy.max_restarts, policy.within_s) == ("on_failure", 5, 3600.0)
+    assert [policy.backoff_s(n) for n in (0, 1, 2, 6, 100)] == [10.0, 20.0, 40.0, 600.0, 600.0]
+    assert spec.health_settings.on_stall == "alert"
+    assert not spec.suspended and parse_spec(good(state="suspended")).suspended
+    assert "restart" not in spec.to_mapping() and "state" not in spec.to_mapping()  # a file's form is kept
+
+
+def test_the_json_schema_knows_the_supervisor_fields() -> None:
+    schema = spec_json_schema()
+    assert {"restart", "state", "health"} <= set(schema["properties"])
+    restart = schema["$defs"]["Restart"]["properties"]
+    assert restart["policy"]["enum"] == ["on_failure", "never"] and restart["max_restarts"]["default"] == 5
+    assert schema["$defs"]["Health"]["properties"]["on_stall"]["enum"] == ["alert", "restart"]
