@@ -32,6 +32,7 @@ from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State, hold_ttl_s
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
+from airflow_async_stream.state.stopped import BY_PERSON, by_this_user, record_stop
 
 __all__ = ["cmd_release", "cmd_stop", "cmd_switch"]
 
@@ -73,7 +74,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
             print(f"forced: ended the hold of {revoked.holder} ({revoked.purpose}); "
                   "its next step fails without changing the job")  # fmt: skip
     try:
-        with held(control, holder, hold_ttl_s(stops=1, stop_kill_after_s=args.kill_after)):
+        with held(control, holder, hold_ttl_s(stops=1, stop_kill_after_s=args.kill_after)) as grant:
+            record_stop(control, grant, BY_PERSON, by_this_user(), "stop from the command line")
             outcome = stop_driver(
                 control,
                 "stop from the command line",

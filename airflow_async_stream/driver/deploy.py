@@ -36,6 +36,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, RunState, held, revoke
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import NOT_LAUNCHED, SUBMITTED, Deployment, State, hold_ttl_s, now
+from airflow_async_stream.state.stopped import record_stop
 
 __all__ = ["DeploySettings", "deploy_job", "stop_job"]
 
@@ -93,17 +94,21 @@ def stop_job(
     run_state: RunState | None = None,
     log: logging.Logger = _log,
     force: bool = False,
+    on_purpose: tuple[str, str] | None = None,
 ) -> StopOutcome:
     """Stop the job's live driver between micro-batches, holding the job meanwhile.
 
-    ``force`` first ends another holder's hold (its next step then fails without changing the job).
+    ``force`` first ends another holder's hold (its next step then fails without changing the job);
+    ``on_purpose`` (``(kind, by)``, state/stopped.py) is recorded first: nothing starts the job again.
     """
     if force:
         revoked = revoke(control, holder, f"forced {reason}")
         if revoked:
             log.warning("Forced: ended the hold of %s (%s)", revoked.holder, revoked.purpose)
     ttl = hold_ttl_s(stops=1, stop_kill_after_s=settings.stop_kill_after_s)
-    with held(control, holder, ttl, run_state):
+    with held(control, holder, ttl, run_state) as grant:
+        if on_purpose:
+            record_stop(control, grant, *on_purpose, reason)
         return stop_driver(
             control,
             reason,
@@ -190,14 +195,7 @@ def _confirm(
         raise
     except DriverStartTimeoutError:
         try:
-            stop_driver(
-                control,
-                "startup timed out",
-                graceful_timeout_s=5,
-                kill_after_s=30,
-                log=log,
-                launcher=launcher,
-            )
+            stop_driver(control, "startup timed out", graceful_timeout_s=5, kill_after_s=30, log=log, launcher=launcher)
         except StopTimeoutError as exc:  # the timeout is the error to report; the stop request stands
             log.warning("The driver that did not start in time was not stopped: %s", exc)
         raise
@@ -210,13 +208,8 @@ def _confirm(
         driver={**driver, "driver_pid": status.pid},
     )
     control.write_deployment(record)
-    log.info(
-        "Job %s runs: query %s, first batch %s, async progress %s",
-        spec.name,
-        record.query_id,
-        record.first_batch_id,
-        record.async_progress,
-    )
+    log.info("Job %s runs: query %s, first batch %s, async progress %s", spec.name, record.query_id,
+             record.first_batch_id, record.async_progress)  # fmt: skip
     return record
 
 

@@ -14,6 +14,7 @@ from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state
+from airflow_async_stream.state.stopped import BY_PERSON
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -33,7 +34,9 @@ class StopStreamingJobOperator(JobLineage, BaseOperator):
         that holder's next step then fails without changing the job. Otherwise such a stop fails
         naming the holder.
 
-    Stopping a job that is not running succeeds and says so. Returns the final status record; fails
+    The stop is recorded as a person's (state/stopped.py): neither the supervisor nor a rollout starts the
+    job again until a deploy or ``airflow-async-stream resume``. Stopping a job that is not running succeeds
+    and says so. Returns the final status record; fails
     when the driver ended in failure instead of stopping.
     """
 
@@ -75,6 +78,7 @@ class StopStreamingJobOperator(JobLineage, BaseOperator):
             dag_run_state(context),
             self.log,
             force=self.force,
+            on_purpose=(BY_PERSON, f"{self.dag_id}.{self.task_id} (run {context['run_id']})"),
         )
         outcome.raise_unless_stopped(spec.name, self.kill_after_s)
         return outcome.status.to_json() if outcome.status else None

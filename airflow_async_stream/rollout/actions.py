@@ -30,6 +30,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import UP_STATES, Deployment, State, Status
+from airflow_async_stream.state.stopped import BY_FILE
 from airflow_async_stream.switch.request import rehearse, switch_in_place
 
 __all__ = ["ACTIONS", "ApplySettings", "Before", "REHEARSAL_TIMEOUT_S", "Step", "desired_spec", "running_deployment"]
@@ -193,6 +194,13 @@ def _retire(step: Step) -> dict[str, Any]:
     return {"outcome": "done", "final_state": status.state if status else None}
 
 
+def _suspend(step: Step) -> dict[str, Any]:
+    """Stop the job gracefully as its file's suspend (recorded first: the supervisor leaves it down)."""
+    outcome = stop_job(step.control, step.holder, step.settings.deploy, f"suspended by {step.settings.folder}",
+                       log=step.log, on_purpose=(BY_FILE, step.settings.folder))  # fmt: skip
+    return {"outcome": "done", "final_state": outcome.status.state if outcome.status else None}
+
+
 def _refuse(step: Step) -> dict[str, Any]:
     step.log.warning("%s: change refused, the job is left as it runs: %s", step.item.job, step.item.reason)
     return {"outcome": "refused"}
@@ -216,4 +224,5 @@ ACTIONS = {
     "retire": _retire,
     "refuse": _refuse,
     "safe_disable": _safe_disable,
+    "suspend": _suspend,
 }

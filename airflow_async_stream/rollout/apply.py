@@ -118,7 +118,7 @@ def _roll_back(step: Step, before: Before, error: str) -> dict[str, Any]:
     """
     item = step.item
     target = before.rollback_target()
-    if item.action in ("retire", "refuse") or target is None:
+    if item.action in ("retire", "refuse", "suspend") or target is None:  # a stop is never undone by a start
         if item.action == "deploy":
             step.stop("rollout: the new job did not commit batches")
         return {"outcome": "failed", "error": error}

@@ -27,6 +27,8 @@ class DesiredJob:
     spec: JobSpec
     file: str
     async_forced_off: tuple[str, ...] = ()
+    #: When the file was last written (a ``state: running`` written after a person's stop resumes the job).
+    modified_at: float | None = None
 
 
 def load_desired(folder: str | Path) -> dict[str, DesiredJob]:
@@ -83,11 +85,13 @@ def load_folder(folder: str | Path) -> tuple[dict[str, DesiredJob], FleetIndex]:
 
 def _load_one(path: Path) -> DesiredJob:
     data: Any = read_spec_file(path)
+    modified_at = path.stat().st_mtime
     try:
-        return DesiredJob(parse_spec(data, str(path)), path.name)
+        return DesiredJob(parse_spec(data, str(path)), path.name, modified_at=modified_at)
     except SpecError as exc:
         if not exc.problems or not all(field in ASYNC_RULE_FIELDS for field, _ in exc.problems):
             raise
         # Only async's own rules fail: the file wants a trigger or sink async cannot run with, so async goes off.
         spec = parse_spec(deep_merge(data, {"async_progress": {"enabled": False}}), str(path))
-        return DesiredJob(spec, path.name, tuple(f"{field}: {reason}" for field, reason in exc.problems))
+        forced_off = tuple(f"{field}: {reason}" for field, reason in exc.problems)
+        return DesiredJob(spec, path.name, forced_off, modified_at)

@@ -7,7 +7,7 @@ from typing import Any
 
 __all__ = ["ACTIONS", "CHANGES", "IN_PLACE", "REAL_TIME_FOLLOW_UP", "RESTART", "PlanItem"]
 
-ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse")
+ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse", "suspend")
 #: The actions that bring a new spec to a job: one that failed is not tried again while the spec stays.
 CHANGES = frozenset({"deploy", "restart", "safe_disable"})
 #: How a ``restart`` or ``safe_disable`` item makes its changes.

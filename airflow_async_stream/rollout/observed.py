@@ -15,6 +15,7 @@ from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import Deployment, State, Status, now
+from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
 
@@ -39,6 +40,9 @@ class ObservedJob:
     #: For a job no driver runs: whether Spark could restart its checkpoint synchronously (None: not judged,
     #: a live job or no checkpoint yet). False is a job that dies with ``batch N doesn't exist`` if restarted so.
     sync_restart_safe: bool | None = None
+    #: A stop on purpose in effect (a person's, or its file's suspend): neither a rollout nor the supervisor
+    #: starts it again (state/stopped.py).
+    stopped: Stopped | None = None
 
     @property
     def stable_spec(self) -> dict[str, Any] | None:
@@ -96,6 +100,7 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         rollout=control.read_json(ControlArea.ROLLOUT),
         switchable=bool(status and status.configuration is not None and judged.live) and status.state == State.RUNNING,
         sync_restart_safe=None if live or not isinstance(spec, dict) else _sync_restart_safe(spec),
+        stopped=stopped_on_purpose(control),
     )
 
 

@@ -33,6 +33,7 @@ from airflow_async_stream.rollout.failures import failed_before, failure_words, 
 from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
 from airflow_async_stream.rollout.item import ACTIONS, CHANGES, IN_PLACE, REAL_TIME_FOLLOW_UP, RESTART, PlanItem
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
+from airflow_async_stream.rollout.on_purpose import on_purpose, running_form
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
 from airflow_async_stream.switch.allowed import in_place_refusals
@@ -128,10 +129,13 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     item = {"checkpoint": desired.spec.checkpoint, "control_url": control_url, "desired_spec": target}
     if observed is None or observed.spec is None:
         return PlanItem(name, "deploy", "a new job: never deployed", changes_between({}, target), **item)
-    diff = changes_between(observed.spec, target)
+    diff = changes_between(running_form(observed.spec), running_form(target))
     refused = refusals(observed.spec, target)
     if refused:
         return PlanItem(name, "refuse", "; ".join(refused) + "; the job is left as it runs", diff, **item)
+    stopped = on_purpose(name, desired, observed, item)
+    if stopped is not None:
+        return stopped
     cure = _safe_disable(name, desired, observed, target, diff, item)
     if cure is not None:
         return cure
@@ -143,8 +147,9 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
             name, "restart", f"changed: {fields}{turned_on}; {_words(how)}", diff, **item, switch=how, switch_reason=why
         )  # fmt: skip
     if not observed.live:
+        resumed = "resumed: " if observed.stopped else ""  # its file's suspend, ended by the file
         return PlanItem(
-            name, "restart", f"runs nothing (state {observed.state}): redeploy the desired spec", **item,
+            name, "restart", f"{resumed}runs nothing (state {observed.state}): redeploy the desired spec", **item,
             switch=RESTART, switch_reason=f"no driver runs (state {observed.state})",
         )  # fmt: skip
     if not observed.confirmed:

@@ -113,6 +113,7 @@ class ControlArea:
     FENCE = "fence.json"
     DRIVER_EXIT = "driver-exit.json"
     INCIDENTS = "incidents.jsonl"
+    STOPPED = "stopped.json"  # a stop on purpose: a person's, or a suspend (stopped.py)
     HOLD_GUARD = ".lease.lock"  # likewise: both releases must serialise on the same file
     PROGRESS = "progress"
     LEGACY_PROGRESS = "progress.jsonl"

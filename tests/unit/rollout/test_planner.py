@@ -515,3 +515,50 @@ def test_a_job_whose_driver_exit_is_recorded_is_observed_not_live_at_once(tmp_pa
     control.write_json("driver-exit.json", {"deployment_id": "d1", "host": "worker-b", "exited_at": time.time()})
     observed = read_job("job", control)
     assert not observed.live and not observed.switchable
+
+
+def _stopped(kind: str, at: float = 1000.0) -> Any:
+    from airflow_async_stream.state.stopped import Stopped
+
+    return Stopped(at=at, kind=kind, by="ann@host", reason="stop", deployment_id="d1")
+
+
+def test_a_job_a_person_stopped_is_not_restarted_by_a_rollout() -> None:
+    stopped = replace(observed(live=False), stopped=_stopped("person"))
+    item = plan_job("job", desired(), stopped)
+    assert item.action == "unchanged", item.reason
+    assert item.reason.startswith("stopped by a person (ann@host) at 1970-01-01 00:16:40 UTC; resume with ")
+    assert "`airflow-async-stream resume job`, or write state: running in its file" in item.reason
+    # Not even a change of its spec, nor the cure of async turned off, starts it.
+    assert plan_job("job", desired(trigger={"processing_time": "2 seconds"}), stopped).action == "unchanged"
+    assert plan_job("job", desired(async_progress={"enabled": False}), stopped).action == "unchanged"
+
+
+def test_a_file_written_to_say_running_after_a_persons_stop_resumes_the_job() -> None:
+    stopped = replace(observed(live=False), stopped=_stopped("person", at=1000.0))
+    said_before = replace(desired(state="running"), modified_at=999.0)
+    assert plan_job("job", said_before, stopped).action == "unchanged"
+    said_after = replace(desired(state="running"), modified_at=1001.0)
+    item = plan_job("job", said_after, stopped)
+    assert (item.action, item.switch, item.diff) == ("restart", "restart", {}), item.reason
+    assert item.reason.startswith("resumed: runs nothing (state stopped)")
+
+
+def test_state_suspended_stops_a_running_job_and_keeps_it_stopped() -> None:
+    item = plan_job("job", desired(state="suspended"), observed())
+    assert (item.action, item.diff) == ("suspend", {}), item.reason  # the state is no change of what runs
+    assert item.reason.startswith("its file says state: suspended: a graceful stop; its checkpoint")
+    crashed = replace(observed(live=False), state="failed")
+    assert plan_job("job", desired(state="suspended"), crashed).reason.startswith(
+        "its file says state: suspended: recorded (no driver runs)"
+    )
+    suspended = replace(observed(live=False), stopped=_stopped("file"))
+    item = plan_job("job", desired(state="suspended"), suspended)
+    assert item.action == "unchanged" and "suspended by its file at" in item.reason
+
+
+def test_state_running_again_resumes_a_suspended_job() -> None:
+    suspended = replace(observed(live=False, state="suspended"), stopped=_stopped("file"))
+    item = plan_job("job", desired(), suspended)
+    assert (item.action, item.diff) == ("restart", {}), item.reason
+    assert item.reason.startswith("resumed: runs nothing (state stopped): redeploy the desired spec")

@@ -1,0 +1,74 @@
+"""A stop on purpose: a person's (``airflow-async-stream stop``, ``StopStreamingJobOperator``) or its file's
+(``state: suspended``), in ``stopped.json``. Neither the supervisor nor a rollout starts such a job again; it
+holds for the deployment it stopped, so any later deployment (a deploy, ``resume``, ``state: running``) ends
+it without anything being deleted.
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from airflow_async_stream.state.records import Record, now
+
+if TYPE_CHECKING:
+    from airflow_async_stream.state.control import ControlArea
+    from airflow_async_stream.state.hold import Grant
+
+__all__ = ["BY_FILE", "BY_PERSON", "Stopped", "by_this_user", "record_stop", "stopped_on_purpose"]
+
+BY_PERSON, BY_FILE = "person", "file"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stopped(Record):
+    """``stopped.json``: who stopped the job on purpose, when, why, and which deployment."""
+
+    at: float = 0.0
+    #: ``person`` (a command or an operator a person's DAG runs) or ``file`` (``state: suspended``).
+    kind: str = BY_PERSON
+    #: Who: ``user@host`` for a command, ``dag.task (run ...)`` for an operator, the file for a suspend.
+    by: str = ""
+    reason: str = ""
+    #: The deployment it stopped; a later one ends this stop.
+    deployment_id: str = ""
+
+    def describe(self) -> str:
+        when = datetime.fromtimestamp(self.at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if self.kind == BY_FILE:
+            return f"suspended by its file at {when}"
+        return f"stopped by a person ({self.by}) at {when}"
+
+
+def by_this_user() -> str:
+    """``user@host`` of the command line."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown user"
+    return f"{user}@{socket.gethostname()}"
+
+
+def record_stop(control: ControlArea, grant: Grant, kind: str, by: str, reason: str) -> Stopped | None:
+    """Record a stop on purpose of the job's current deployment, under ``grant``'s hold (fenced); nothing
+    for a job never deployed (a later first deploy is no restart)."""
+    deployment = control.read_deployment()
+    if deployment is None:
+        return None
+    record = Stopped(at=now(), kind=kind, by=by, reason=reason, deployment_id=deployment.deployment_id)
+    with grant.guarded():
+        control.write_json(control.STOPPED, record.to_json())
+    return record
+
+
+def stopped_on_purpose(control: ControlArea) -> Stopped | None:
+    """The stop on purpose in effect: recorded for the job's current deployment (None once another followed)."""
+    data = control.read_json(control.STOPPED)
+    if data is None:
+        return None
+    record = Stopped.from_json(data, f"{control.url}/{control.STOPPED}")
+    deployment = control.read_deployment()
+    return record if deployment is not None and record.deployment_id == deployment.deployment_id else None

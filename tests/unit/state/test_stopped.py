@@ -1,0 +1,67 @@
+"""A stop on purpose is recorded by the one who stopped, for the deployment it stopped, and ends with the next
+deployment. Real processes (tests/fake_driver.py, no Spark)."""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.driver.deploy import DeploySettings, stop_job
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.records import Deployment
+from airflow_async_stream.state.stopped import BY_FILE, BY_PERSON, stopped_on_purpose
+from tests.fake_driver import command as fake_driver
+from tests.helpers import until
+
+ROOT = Path(__file__).resolve().parents[3]
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[ControlArea]:
+    """A fake driver of this host that obeys a stop, with its deployment record."""
+    control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
+    process = subprocess.Popen(fake_driver(control.url, "d1", "--obey", "--record-deployment"), cwd=ROOT,
+                               start_new_session=True)  # fmt: skip
+    until(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "running", 30)
+    yield control
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def test_the_stop_command_records_a_persons_stop(live: ControlArea, tmp_path: Path) -> None:
+    assert stopped_on_purpose(live) is None
+    done = subprocess.run([CLI, "stop", str(tmp_path / "ck")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done
+    stopped = stopped_on_purpose(live)
+    assert stopped is not None
+    assert (stopped.kind, stopped.by, stopped.deployment_id) == (
+        BY_PERSON, f"{getpass.getuser()}@{socket.gethostname()}", "d1"
+    )  # fmt: skip
+    assert stopped.reason == "stop from the command line" and abs(stopped.at - time.time()) < 60
+    assert stopped.describe().startswith(f"stopped by a person ({stopped.by}) at ")
+
+
+def test_a_later_deployment_ends_the_stop_and_nothing_is_deleted(live: ControlArea) -> None:
+    stop_job(live, Holder.this_process("test"), DeploySettings(), "suspended", on_purpose=(BY_FILE, "/fleet"))
+    stopped = stopped_on_purpose(live)
+    assert stopped is not None and (stopped.kind, stopped.by) == (BY_FILE, "/fleet")
+    assert stopped.describe().startswith("suspended by its file at ")
+    live.write_json(ControlArea.DEPLOYMENT, Deployment(deployment_id="d2").to_json())
+    assert stopped_on_purpose(live) is None
+    assert live.read_json(ControlArea.STOPPED) == stopped.to_json()
+
+
+def test_a_plain_stop_records_nothing(live: ControlArea) -> None:
+    """The stops a rollout or a migration makes on their way are no stop on purpose."""
+    stop_job(live, Holder.this_process("test"), DeploySettings(), "retired")
+    assert live.read_json(ControlArea.STOPPED) is None
