@@ -10,17 +10,17 @@ Layout of ``<checkpoint>.async-stream/``:
 ``stop-request.json``  present while a graceful stop is requested for one deployment
 ``reconfigure-request.json``  present while an in-place switch of one deployment's query is requested
 ``reconfiguration.json``      what the driver did with the latest such request, step by step (switch/request.py)
-``driver.log``         spark-submit's output, for drivers launched on the Airflow host, rotated to
-                       ``driver.log.1`` ... (driver/log.py)
+``driver.log``         spark-submit's output on the launching host, rotated (driver/log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
-``lease.json``         the job's hold: which DAG run or process may change it now (``.lease.lock``: its
-                       guard on local disks, hold.py)
-``revoked-holds.json`` holders whose hold a forced stop ended (the newest 32): they change the job no more
+``lease.json``         the job's hold: who may change it now (``.lease.lock``: its local guard; hold.py)
+``revoked-holds.json`` holders a forced stop ended (the newest 32): they change the job no more
 ``fence.json``         the newest hold's fencing token, a number that only grows (fence.py)
 ``rollout.json``       the latest rollout step's outcome for this job
 ``safe-disable.json``  which step of a safe-disable run failed and why, for its rollback's message
 ``driver-exit.json``   the newest driver exit its launching host saw (driver/exits.py)
 ``incidents.jsonl``    crashes, failed starts and changes, stalls and recoveries, one JSON line each (incidents.py)
+``stopped.json``       a stop on purpose: a person's, or its file's suspend (stopped.py)
+``supervision.json``   the supervisor's restarts; ``watch.json``: the health its watcher last saw (supervise/)
 
 Both the driver and Airflow reach it through fsspec, so it works wherever the checkpoint lives.
 """
@@ -65,8 +65,7 @@ def replace_file(fs: fsspec.AbstractFileSystem, target: str, payload: bytes) -> 
 
 
 def read_file(fs: fsspec.AbstractFileSystem, path: str) -> bytes:
-    """A file's bytes; on local disks a plain read (fsspec's own costs twice that of a small file here, and five
-    times that of a missing one, and a page reads a dozen records per job)."""
+    """A file's bytes; on local disks a plain read (fsspec's costs 2x for a small file, 5x for a missing one)."""
     if isinstance(fs, LocalFileSystem):
         with open(path, "rb") as fh:
             return fh.read()
@@ -113,7 +112,9 @@ class ControlArea:
     FENCE = "fence.json"
     DRIVER_EXIT = "driver-exit.json"
     INCIDENTS = "incidents.jsonl"
-    STOPPED = "stopped.json"  # a stop on purpose: a person's, or a suspend (stopped.py)
+    STOPPED = "stopped.json"
+    SUPERVISION = "supervision.json"
+    WATCH = "watch.json"
     HOLD_GUARD = ".lease.lock"  # likewise: both releases must serialise on the same file
     PROGRESS = "progress"
     LEGACY_PROGRESS = "progress.jsonl"

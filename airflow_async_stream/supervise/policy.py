@@ -1,0 +1,84 @@
+"""The restart policy: what the supervisor does about one job's health, decided from records alone.
+
+A job that is down (crashed, failed to start) or stalled with ``health.on_stall: restart`` is restarted after
+its backoff (``restart.backoff``, doubled at each restart within ``restart.within``, at most
+``restart.max_backoff``), unless a person stopped it or its file suspends it (never undone), its policy is
+``never``, a restart already answered that deployment, or ``restart.max_restarts`` restarts within the window
+were made already: then it is ``crash_looping`` and left for a person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from airflow_async_stream.insight.health import DOWN, Health, Verdict
+from airflow_async_stream.spec.restart import Restart
+from airflow_async_stream.state.stopped import Stopped
+from airflow_async_stream.supervise.record import Supervision
+
+__all__ = ["Act", "Case", "Decision", "decide"]
+
+
+class Act(StrEnum):
+    NOTHING = "nothing"  # nothing is wrong, or it was answered already
+    LEAVE = "leave"  # something is wrong, and by decision it stays so (a person's stop, a suspend, never, alert)
+    WAIT = "wait"  # a restart, once its backoff has passed
+    RESTART = "restart"
+    CRASH_LOOPING = "crash_looping"
+
+
+@dataclass(frozen=True)
+class Decision:
+    act: Act
+    reason: str
+    #: For WAIT: how long until the restart is due.
+    wait_s: float = 0.0
+    #: For WAIT and RESTART: how many restarts the window held before this one.
+    restarts_before: int = 0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One job as the supervisor sees it: its verdict, the deployment it is about, its policy and records."""
+
+    health: Health
+    deployment_id: str | None
+    restart: Restart
+    on_stall: str = "alert"
+    suspended: bool = False
+    stopped: Stopped | None = None
+    supervision: Supervision = Supervision()
+
+
+def decide(case: Case, at: float) -> Decision:
+    """What to do about ``case`` at ``at`` (see the module docstring)."""
+    verdict = case.health.verdict
+    if verdict not in DOWN and verdict != Verdict.STALLED:
+        return Decision(Act.NOTHING, f"{verdict}: nothing to do")
+    if verdict == Verdict.STALLED and case.on_stall != "restart":
+        return Decision(Act.LEAVE, "stalled, and health.on_stall is alert: an incident for a person; the driver runs on")  # fmt: skip
+    if case.stopped is not None:
+        return Decision(Act.LEAVE, f"{case.stopped.describe()}: never restarted by the supervisor")
+    if case.suspended:
+        return Decision(Act.LEAVE, "its spec says state: suspended")
+    record = case.supervision
+    answered = record.answered(case.deployment_id)
+    if answered is not None:
+        return Decision(Act.NOTHING, f"restarted already (as deployment {answered.get('deployment_id') or 'launching'})")  # fmt: skip
+    if record.crash_looping and record.crash_looping == case.deployment_id:
+        return Decision(Act.NOTHING, "crash_looping already: no more restarts until a person looks")
+    policy = case.restart
+    if policy.policy == "never":
+        return Decision(Act.LEAVE, f"{verdict}, and restart.policy is never: left down for a person")
+    recent = len(record.restarts_since(at - policy.within_s))
+    if recent >= policy.max_restarts:
+        return Decision(
+            Act.CRASH_LOOPING,
+            f"{verdict} after {recent} restarts within {policy.within} (restart.max_restarts {policy.max_restarts}): "
+            "crash_looping, no more restarts until a person looks",
+        )
+    due = (case.health.since or at) + policy.backoff_s(recent)
+    if due > at:
+        return Decision(Act.WAIT, f"{verdict}: restart {recent + 1} within {policy.within}, due in {due - at:.0f} s (backoff)", due - at, recent)  # fmt: skip
+    return Decision(Act.RESTART, f"{verdict}: restart {recent + 1} within {policy.within}", 0.0, recent)

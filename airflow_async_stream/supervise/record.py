@@ -1,0 +1,56 @@
+"""``supervision.json``: what the supervisor did to a job (its restarts, newest last, capped; a crash loop it
+declared) and what it waits for, so the watcher, every worker and the next run read the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from airflow_async_stream.state.records import Record
+
+if TYPE_CHECKING:
+    from airflow_async_stream.state.control import ControlArea
+    from airflow_async_stream.state.hold import Grant
+
+__all__ = ["KEPT_RESTARTS", "Supervision", "read_supervision", "write_supervision"]
+
+#: How many of its newest restarts a job keeps (enough for any ``max_restarts`` a window counts).
+KEPT_RESTARTS = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Supervision(Record):
+    """The supervisor's record of one job."""
+
+    #: Each restart: ``at``, ``answered`` (the deployment that went down), ``verdict``, ``how`` (redeploy,
+    #: safe_disable), ``deployment_id`` (the new one, once launched), ``error`` (when it did not come up).
+    restarts: list[dict[str, Any]] = field(default_factory=list)
+    #: The deployment the supervisor declared crash looping, and when: no more restarts of it.
+    crash_looping: str | None = None
+    crash_looping_at: float | None = None
+    #: A restart decided and waiting out its backoff: the deployment it answers and when it is due.
+    pending: str | None = None
+    pending_until: float | None = None
+
+    def answered(self, deployment_id: str | None) -> dict[str, Any] | None:
+        """The restart that answered ``deployment_id`` going down (None: none did)."""
+        return next((r for r in reversed(self.restarts) if r.get("answered") == deployment_id), None)
+
+    def restarts_since(self, since: float) -> list[dict[str, Any]]:
+        return [r for r in self.restarts if float(r.get("at") or 0) >= since]
+
+    def with_restart(self, restart: dict[str, Any]) -> Supervision:
+        kept = [r for r in self.restarts if r.get("answered") != restart.get("answered")]
+        return self.but(restarts=[*kept, restart][-KEPT_RESTARTS:], pending=None, pending_until=None)
+
+
+def read_supervision(control: ControlArea) -> Supervision:
+    """The job's record; an empty one for a job the supervisor never acted on."""
+    data = control.read_json(control.SUPERVISION)
+    return Supervision() if data is None else Supervision.from_json(data, f"{control.url}/{control.SUPERVISION}")
+
+
+def write_supervision(control: ControlArea, grant: Grant, record: Supervision) -> None:
+    """Write it under the job's hold, fenced: a forced stop that ended the hold wins."""
+    with grant.guarded():
+        control.write_json(control.SUPERVISION, record.to_json())
