@@ -1,6 +1,6 @@
 """``airflow-async-stream``: the parser and the commands on a folder of specs (``plan``, ``schema``); ``validate``
 is in validate.py; the commands on one job are in show.py (``status``, ``inspect``), report.py (``report``), doctor.py (``doctor``) and
-change.py (``stop``, ``release``, ``switch``)."""
+change.py (``stop``, ``release``, ``switch``), resume.py (``resume``)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.incidents import add_incidents
 from airflow_async_stream.cli.jobs import add_list
 from airflow_async_stream.cli.report import add_report
+from airflow_async_stream.cli.resume import add_resume
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
 from airflow_async_stream.cli.validate import add_validate
 from airflow_async_stream.exceptions import (
@@ -166,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor(sub, _JOB_HELP)
     add_incidents(sub, _JOB_HELP)
     _add_stop(sub)
+    add_resume(sub, _JOB_HELP)
     p = sub.add_parser("release", help="end a hold on a job whose holder (a DAG run or process) is gone")
     p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)
     p.add_argument("--force", action="store_true", help="release even though the hold has not expired")

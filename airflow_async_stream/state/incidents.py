@@ -2,8 +2,9 @@
 ``incidents.jsonl``, so its history says why it stopped running long after its status record moved on.
 
 Kinds: a crash (its driver died after its query ran), a failed start (it never ran a batch), a failed or
-refused change, a stall, and the recovery from one. Each carries when it was recorded, the deployment, the error
-(as the driver masked it, cut to a line), the doctor's diagnosis and cure, and what was done about it.
+refused change, a stall, the recovery from one, and a crash loop (the supervisor gave up restarting). Each
+carries when it was recorded, the deployment, the error (as the driver masked it, cut to a line), the doctor's
+diagnosis and cure, and what was done about it.
 
 An incident is recorded once: its key (deployment, kind, since when) is looked up among the newest first, so
 every reader that notices the same crash may try. The file keeps the newest ``KEPT`` incidents: on storage
@@ -41,6 +42,8 @@ class Kind(StrEnum):
     CHANGE_REFUSED = "change_refused"
     STALL = "stall"
     RECOVERY = "recovery"
+    #: The supervisor's restarts did not keep the job up: it makes no more until a person looks.
+    CRASH_LOOP = "crash_loop"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,12 +31,15 @@ class Supervision(Record):
     #: A restart decided and waiting out its backoff: the deployment it answers and when it is due.
     pending: str | None = None
     pending_until: float | None = None
+    #: When a person resumed the job: restarts before it no longer count against ``max_restarts``.
+    resumed_at: float | None = None
 
     def answered(self, deployment_id: str | None) -> dict[str, Any] | None:
         """The restart that answered ``deployment_id`` going down (None: none did)."""
         return next((r for r in reversed(self.restarts) if r.get("answered") == deployment_id), None)
 
     def restarts_since(self, since: float) -> list[dict[str, Any]]:
+        since = max(since, self.resumed_at or 0.0)
         return [r for r in self.restarts if float(r.get("at") or 0) >= since]
 
     def with_restart(self, restart: dict[str, Any]) -> Supervision:

@@ -65,3 +65,9 @@ def test_a_plain_stop_records_nothing(live: ControlArea) -> None:
     """The stops a rollout or a migration makes on their way are no stop on purpose."""
     stop_job(live, Holder.this_process("test"), DeploySettings(), "retired")
     assert live.read_json(ControlArea.STOPPED) is None
+
+
+def test_resume_refuses_a_job_that_runs(live: ControlArea, tmp_path: Path) -> None:
+    done = subprocess.run([CLI, "resume", str(tmp_path / "ck")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done
+    assert done.stderr.strip() == "airflow-async-stream: not resumed: it runs (deployment d1, healthy)"

@@ -80,3 +80,10 @@ def test_a_stall_is_restarted_when_the_spec_says_so() -> None:
     assert decide(stalled, AT).act == Act.RESTART
     failed_start = case(health=Health(Verdict.FAILED_TO_START, "it ran no batch", since=AT - 60))
     assert decide(failed_start, AT).act == Act.RESTART
+
+
+def test_a_persons_resume_starts_the_count_again() -> None:
+    looping = restarts(600, 300, 60)
+    assert decide(case(supervision=looping), AT).act == Act.CRASH_LOOPING
+    resumed = looping.but(resumed_at=AT - 30)
+    assert decide(case(supervision=resumed), AT).act == Act.WAIT

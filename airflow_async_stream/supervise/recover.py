@@ -1,0 +1,73 @@
+"""Bring a job that runs nothing (or is stalled) back: its last stable spec redeployed and committing batches,
+or, where Spark could not restart the checkpoint as that spec says (a synchronous spec over async gaps), the
+safe-disable path: never a synchronous start into ``batch N doesn't exist``. Shared by the supervisor and
+``airflow-async-stream resume``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, replace
+
+from airflow_async_stream.driver.commits import wait_for_commits
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.migrations.run import run_safe_disable
+from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
+from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
+
+__all__ = ["REDEPLOY", "SAFE_DISABLE", "Recovery", "recover", "recovery_spec"]
+
+_log = logging.getLogger(__name__)
+REDEPLOY, SAFE_DISABLE = "redeploy", "safe_disable"
+
+
+@dataclass(frozen=True)
+class Recovery:
+    deployment_id: str
+    #: ``redeploy`` or ``safe_disable``, and why.
+    how: str
+    why: str
+
+
+def recovery_spec(control: ControlArea) -> tuple[JobSpec, str]:
+    """The spec to bring the job back with, and which: its last stable spec, else the one last deployed."""
+    stable = (control.read_json(ControlArea.STABLE) or {}).get("spec")
+    if isinstance(stable, dict):
+        return parse_spec(stable, f"{control.url}/{ControlArea.STABLE}"), "its last stable spec"
+    try:
+        deployed = json.loads(control.read_bytes(ControlArea.SPEC))
+    except FileNotFoundError:
+        raise ControlAreaError(f"{control.url}: never deployed, so there is no spec to bring it back with") from None
+    except ValueError as exc:
+        raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
+    return parse_spec(deployed, f"{control.url}/{ControlArea.SPEC}"), "the spec last deployed (none ran stably)"
+
+
+def recover(
+    control: ControlArea,
+    holder: Holder,
+    settings: DeploySettings,
+    wait_timeout_s: float = 300.0,
+    confirm_batches: int = 2,
+    log: logging.Logger = _log,
+) -> Recovery:
+    """Redeploy the job (see the module docstring); returns once the new deployment committed
+    ``confirm_batches`` batches. The caller holds the job (deploys renew the hold)."""
+    spec, which = recovery_spec(control)
+    inspection = inspect_checkpoint(spec.checkpoint)
+    if not spec.async_progress.enabled and inspection.exists and not inspection.sync_restart_safe:
+        why = (f"{which} is synchronous and its checkpoint cannot restart synchronously ({inspection.reason}): "
+               "the safe-disable path")  # fmt: skip
+        log.warning("%s: %s", spec.name, why)
+        migration = SafeDisable(spec, holder, settings, wait_timeout_s=wait_timeout_s, log=log, in_place=False)
+        switches = run_safe_disable(migration, control.read_status())
+        return Recovery(switches[-1].deployment_id, SAFE_DISABLE, why)
+    log.info("%s: redeploying %s", spec.name, which)
+    record = deploy_job(spec, holder, replace(settings, redeploy=True), log=log)
+    wait_for_commits(spec.checkpoint, record.start_batch, confirm_batches, wait_timeout_s, log)
+    return Recovery(record.deployment_id, REDEPLOY, f"{which}, redeployed")

@@ -1,0 +1,72 @@
+"""What the supervisor does about one job, from its records (no Spark: the paths that launch nothing). A
+restart itself is tested on real Spark under a real scheduler (tests/integration/test_supervisor.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder, take
+from airflow_async_stream.state.incidents import Kind, read_incidents
+from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
+from airflow_async_stream.supervise.record import Supervision, read_supervision
+from tests.helpers import rate_noop
+
+
+@pytest.fixture
+def crashed(tmp_path: Path) -> ControlArea:
+    """A job whose driver failed after it ran batches, with its spec's restart policy."""
+    spec = rate_noop(str(tmp_path / "ck")) | {"restart": {"max_restarts": 2, "backoff": "1 second"}}
+    control = ControlArea.for_checkpoint(spec["checkpoint"])
+    control.ensure()
+    control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d3", "deployed_at": time.time() - 100})
+    control.write_json(ControlArea.STATUS, {"deployment_id": "d3", "state": "failed", "batches": 4, "last_batch_id": 9,
+                                            "error": "boom at batch 10", "finished_at": time.time() - 50,
+                                            "heartbeat_at": time.time() - 50})  # fmt: skip
+    return control
+
+
+def _supervise(control: ControlArea) -> object:
+    return supervise_job(control, Holder.this_process("supervisor"), SuperviseSettings())
+
+
+def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: ControlArea) -> None:
+    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+        {"at": time.time() - 200, "answered": "d1", "deployment_id": "d2"},
+        {"at": time.time() - 100, "answered": "d2", "deployment_id": "d3"},
+    ]).to_json())  # fmt: skip
+    first = _supervise(crashed)
+    assert (first.act, first.needs_person, first.verdict) == ("crash_looping", True, "crashed")
+    assert first.reason.startswith("crashed after 2 restarts within 1 hour (restart.max_restarts 2): crash_looping")
+    assert read_supervision(crashed).crash_looping == "d3"
+    loops = [i for i in read_incidents(crashed) if i.kind == Kind.CRASH_LOOP]
+    assert len(loops) == 1 and loops[0].action == "none: a person must look"
+    assert "airflow-async-stream resume JOB" in (loops[0].cure or "")
+    again = _supervise(crashed)
+    assert (again.act, again.needs_person) == ("nothing", False)
+    assert len([i for i in read_incidents(crashed) if i.kind == Kind.CRASH_LOOP]) == 1
+
+
+def test_a_held_job_is_skipped_and_nothing_is_written(crashed: ControlArea) -> None:
+    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+        {"at": time.time() - 10, "answered": f"d{i}"} for i in range(2)]).to_json())  # fmt: skip
+    take(crashed, Holder("DAG run migrate/r1", "a migration", dag_id="migrate", run_id="r1"), 600)
+    outcome = _supervise(crashed)
+    assert outcome.act == "held" and outcome.reason.endswith("looked at again when the hold ends")
+    assert "a migration" in outcome.reason
+    assert read_supervision(crashed).crash_looping is None
+
+
+def test_a_crash_within_its_backoff_waits(crashed: ControlArea) -> None:
+    crashed.write_json(ControlArea.STATUS, {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(),
+                                            "heartbeat_at": time.time()})  # fmt: skip
+    crashed.write_bytes(ControlArea.SPEC, json.dumps({**json.loads(crashed.read_bytes(ControlArea.SPEC)),
+                                                      "restart": {"backoff": "1 minute"}}).encode())  # fmt: skip
+    outcome = _supervise(crashed)
+    assert outcome.act == "wait" and 50 < outcome.wait_s <= 60
+    assert [i.kind for i in read_incidents(crashed)] == [Kind.CRASH]  # the look recorded the crash, once
