@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,7 +39,16 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, Revocation, State, now
 from airflow_async_stream.state.typed import MAX_INT
 
-__all__ = ["Fence", "current_token", "ended_by", "revocations", "guard", "revoked_since", "start_refusal"]
+__all__ = [
+    "Fence",
+    "create_once",
+    "current_token",
+    "ended_by",
+    "revocations",
+    "guard",
+    "revoked_since",
+    "start_refusal",
+]
 
 
 #: On object stores: the folder of claimed tokens, and how many of the newest are kept.
@@ -112,6 +122,18 @@ def _create(fs: Any, path: str, payload: bytes) -> None:
         if fs.exists(path):
             raise FileExistsError(path) from None
         fs.pipe_file(path, payload)
+
+
+def create_once(control: ControlArea, name: str, payload: bytes) -> None:
+    """Create the control area's file ``name`` only if it does not exist (FileExistsError otherwise): ``O_EXCL``
+    on local disks, the store's conditional create elsewhere."""
+    path = control.path(name)
+    if not control.is_local:
+        _create(control.fs, path, payload)
+        return
+    os.makedirs(posixpath.dirname(path), exist_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as fh:
+        fh.write(payload)
 
 
 def _claim(control: ControlArea, token: int, why: str) -> None:

@@ -1,0 +1,185 @@
+"""The watcher's sweep over a fleet: each job's health from its small records (status, driver exit, deployment,
+hold, the newest few progress events), and a change only when its health changes: ``crashed``,
+``failed_to_start``, ``stalled``, ``lagging``, ``recovered`` (never once per poll).
+
+What a job was last seen as is kept beside it (``watch.json``), so a watcher that restarts (a triggerer
+SIGKILLed and replaced) emits nothing it emitted before. Each change is claimed first with a conditional
+create of ``watch/<seq>`` (the store's create-if-absent, ``O_EXCL`` on local disks), so of two watchers only
+one emits it, and a watcher that died between the claim and ``watch.json`` is caught up from its claim.
+
+A job down and not answered (no restart recorded for its deployment, its policy would restart it now) is
+announced again after ``RESEND_AFTER_S``: an event lost with a triggerer that died before Airflow stored it
+still reaches the supervisor. A down job a hold keeps is announced again when the hold ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from airflow_async_stream.exceptions import AsyncStreamError
+from airflow_async_stream.insight.health import DOWN, Health, Limits, Look, Verdict, judge
+from airflow_async_stream.insight.read import recorded_spec
+from airflow_async_stream.spec.restart import Restart
+from airflow_async_stream.state import progress_log
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fence import create_once
+from airflow_async_stream.state.hold import hold_state
+from airflow_async_stream.state.liveness import liveness_of
+from airflow_async_stream.state.records import Record, State, now
+from airflow_async_stream.state.stopped import stopped_on_purpose
+from airflow_async_stream.supervise.policy import Act, Case, decide
+from airflow_async_stream.supervise.record import read_supervision
+
+__all__ = ["EVENTS", "RESEND_AFTER_S", "Change", "Seen", "sweep", "watch_job"]
+
+_log = logging.getLogger(__name__)
+
+#: The verdicts that are events of their own; a move from one of them back to healthy or idle is ``recovered``.
+EVENTS = frozenset({Verdict.CRASHED, Verdict.FAILED_TO_START, Verdict.STALLED, Verdict.LAGGING})
+RECOVERED = "recovered"
+#: A down job nothing answered is announced again after this long.
+RESEND_AFTER_S = 120.0
+#: The newest progress the watcher reads of a running job (enough for the lag check's batches).
+TAIL_BYTES = 8 * 1024
+#: The claims kept (the newest).
+KEPT_CLAIMS = 8
+CLAIMS = "watch"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seen(Record):
+    """``watch.json``: the health the watcher last announced (or recorded without an event)."""
+
+    seq: int = 0
+    condition: str = ""
+    verdict: str = ""
+    deployment_id: str | None = None
+    held: bool = False
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change of one job's health: the event the watcher emits."""
+
+    job: str
+    control_area: str
+    checkpoint: str
+    event: str
+    verdict: str
+    reason: str
+    deployment_id: str | None
+    was: str | None
+    seq: int
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _condition(verdict: Verdict, deployment_id: str | None, held: bool) -> str:
+    """What a change is a change of: a job down is down per deployment and per hold; the rest by verdict."""
+    if verdict in DOWN:
+        return f"{verdict}:{deployment_id}:{'held' if held else 'free'}"
+    if verdict in EVENTS:
+        return str(verdict)
+    return "ok" if verdict in (Verdict.HEALTHY, Verdict.IDLE) else f"quiet:{verdict}"
+
+
+def _event(verdict: Verdict, before: Seen | None) -> str | None:
+    if verdict in EVENTS:
+        return str(verdict)
+    bad_before = before is not None and before.verdict in {str(v) for v in EVENTS}
+    return RECOVERED if bad_before and verdict in (Verdict.HEALTHY, Verdict.IDLE) else None
+
+
+def read_seen(control: ControlArea) -> Seen | None:
+    data = control.read_json(control.WATCH)
+    return None if data is None else Seen.from_json(data, f"{control.url}/{control.WATCH}")
+
+
+def _claim(control: ControlArea, seen: Seen) -> bool:
+    """Claim ``seen.seq``: True for the one watcher whose create made it."""
+    try:
+        create_once(control, f"{CLAIMS}/{seen.seq}", json.dumps(seen.to_json()).encode())
+    except FileExistsError:
+        return False
+    if seen.seq > KEPT_CLAIMS:
+        control.remove(f"{CLAIMS}/{seen.seq - KEPT_CLAIMS}")
+    return True
+
+
+def _caught_up(control: ControlArea, seen: Seen | None) -> Seen | None:
+    """The newest claim past ``watch.json`` (a watcher died between the two, or another is ahead)."""
+    seq = seen.seq if seen else 0
+    newest = seen
+    while True:
+        try:
+            data = json.loads(control.read_bytes(f"{CLAIMS}/{seq + 1}"))
+        except FileNotFoundError:
+            return newest
+        newest, seq = Seen.from_json(data, f"{control.url}/{CLAIMS}/{seq + 1}"), seq + 1
+
+
+def _unanswered(control: ControlArea, health: Health, deployment_id: str | None, at: float) -> bool:
+    """Whether the supervisor's policy would restart this down job now and nothing has."""
+    spec = recorded_spec(control) or {}
+    try:
+        restart = Restart.model_validate(spec.get("restart") or {})
+    except ValueError:
+        return False  # its supervisor run says why; announcing it again would not help
+    case = Case(health, deployment_id, restart, suspended=spec.get("state") == "suspended",
+                stopped=stopped_on_purpose(control), supervision=read_supervision(control))  # fmt: skip
+    return decide(case, at).act == Act.RESTART
+
+
+def watch_job(name: str, control: ControlArea, checkpoint: str, at: float | None = None) -> Change | None:
+    """Look at one job; record and return its change of health (None: no change, or another watcher's)."""
+    at = now() if at is None else at
+    status, judged = liveness_of(control)
+    deployment = control.read_deployment()
+    running = status is not None and status.state == State.RUNNING and judged.live
+    events = progress_log.tail_events(control, TAIL_BYTES) if running else ()
+    look = Look(status, judged, deployment.state if deployment else None,
+                deployment.deployment_id if deployment else None,
+                deployment.deployed_at if deployment else None, events)  # fmt: skip
+    health = judge(look, Limits.of(recorded_spec(control)), at)
+    verdict = health.verdict
+    deployment_id = status.deployment_id if status else look.deployment_id
+    held = verdict in DOWN and hold_state(control.read_hold()) is None
+    condition = _condition(verdict, deployment_id, held)
+    before = _caught_up(control, read_seen(control))
+    again = (
+        before is not None and before.condition == condition and verdict in DOWN and not held
+        and at - before.at > RESEND_AFTER_S and _unanswered(control, health, deployment_id, at)
+    )  # fmt: skip
+    if before is not None and before.condition == condition and not again:
+        return None
+    seen = Seen(seq=(before.seq if before else 0) + 1, condition=condition, verdict=str(verdict),
+                deployment_id=deployment_id, held=held, at=at)  # fmt: skip
+    if not _claim(control, seen):
+        return None
+    control.write_json(control.WATCH, seen.to_json())
+    event = _event(verdict, before)
+    if event is None:
+        return None
+    reason = health.reason + ("; still down, nothing answered it" if again else "")
+    return Change(name, control.url, checkpoint, event, str(verdict), reason, deployment_id,
+                  before.verdict if before else None, seen.seq)  # fmt: skip
+
+
+def sweep(jobs: Iterable[tuple[str, str, str]], at: float | None = None) -> list[Change]:
+    """Every change of health among ``jobs`` (``(name, control area, checkpoint)``); a job whose records cannot
+    be read is logged and skipped, never the end of the sweep."""
+    changes = []
+    for name, control_url, checkpoint in jobs:
+        try:
+            change = watch_job(name, ControlArea(control_url), checkpoint, at)
+        except (AsyncStreamError, OSError, ValueError) as exc:
+            _log.warning("%s (%s): not watched this sweep: %s", name, control_url, exc)
+            continue
+        if change is not None:
+            changes.append(change)
+    return changes
