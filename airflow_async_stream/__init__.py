@@ -82,6 +82,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_async_stream.operators.gate",
                     "airflow_async_stream.operators.hold",
                     "airflow_async_stream.operators.safe_disable",
+                    "airflow_async_stream.operators.supervise",
                 ],
             }
         ],
@@ -94,7 +95,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "Spark Structured Streaming",
-                "python-modules": ["airflow_async_stream.triggers.committed_batches"],
+                "python-modules": [
+                    "airflow_async_stream.triggers.committed_batches",
+                    "airflow_async_stream.triggers.health",
+                ],
             }
         ],
         "config": CONFIG,

@@ -6,7 +6,9 @@ new spec does not commit batches is rolled back to its last stable spec. `exampl
 only the safe-disable migrations, for fleets that turn async progress tracking off job by job.
 The folder's `_fleet.yaml` names the fleet index (the jobs these rollouts deployed, on shared storage),
 so a job whose file is removed is retired from whichever worker runs the rollout. Try
-`airflow-async-stream plan dags/desired` to see the plan without applying it.
+`airflow-async-stream plan dags/desired` to see the plan without applying it. `example_supervise` keeps the
+same jobs alive between rollouts: its watcher runs in the triggerer, and a job that crashes is restarted as
+its file's `restart` policy says (README: Keeping jobs alive).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from airflow_async_stream.factories import rollout_dag, toggle_off_dag
+from airflow_async_stream.factories import rollout_dag, supervise_dag, toggle_off_dag
 
 DESIRED = os.environ.get("ASYNC_STREAM_DESIRED_DIR", str(Path(__file__).parent / "desired"))
 
 rollout_dag(DESIRED, dag_id="example_rollout", schedule="@hourly", max_parallel=2)
 toggle_off_dag(DESIRED, dag_id="example_toggle_off", schedule="@daily", max_parallel=2)
+supervise_dag(DESIRED, dag_id="example_supervise")

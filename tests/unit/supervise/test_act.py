@@ -20,7 +20,7 @@ from tests.helpers import rate_noop
 @pytest.fixture
 def crashed(tmp_path: Path) -> ControlArea:
     """A job whose driver failed after it ran batches, with its spec's restart policy."""
-    spec = rate_noop(str(tmp_path / "ck")) | {"restart": {"max_restarts": 2, "backoff": "1 second"}}
+    spec = rate_noop("job", str(tmp_path / "ck"), restart={"max_restarts": 2, "backoff": "1 second"})
     control = ControlArea.for_checkpoint(spec["checkpoint"])
     control.ensure()
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())

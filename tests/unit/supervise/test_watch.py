@@ -21,7 +21,7 @@ from tests.helpers import rate_noop
 
 @pytest.fixture
 def job(tmp_path: Path) -> ControlArea:
-    spec = rate_noop(str(tmp_path / "ck")) | {"restart": {"backoff": "1 second"}}
+    spec = rate_noop("job", str(tmp_path / "ck"), restart={"backoff": "1 second"})
     control = ControlArea.for_checkpoint(spec["checkpoint"])
     control.ensure()
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
