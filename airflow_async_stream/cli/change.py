@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import sys
 from functools import partial
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
+from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail, progress_log
 from airflow_async_stream.cli.names import control_for
 from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.exits import record_exit, unconfirmed
@@ -153,7 +151,7 @@ def cmd_switch(args: argparse.Namespace) -> int:
             require_sync_safe=args.require_sync_safe,
             timeout_s=args.timeout,
             reason="CLI switch",
-            log=_progress_log(),
+            log=progress_log(),
         )
     except SpecError as exc:  # bad input: nothing was asked of the driver
         return fail("\n".join(f"--set: {field}: {reason}" for field, reason in exc.problems))
@@ -178,18 +176,6 @@ def _what_changes(current: JobSpec, new: JobSpec) -> dict[str, dict[str, Any]]:
 def _describe_spec(spec: JobSpec) -> str:
     data = spec.to_mapping()
     return _describe_configuration({"async_progress": data.get("async_progress"), "trigger": data.get("trigger")})
-
-
-def _progress_log() -> logging.Logger:
-    """Each phase of a long wait, as it is reached, on stderr (stdout keeps the result, --json included)."""
-    log = logging.getLogger("airflow_async_stream.cli.progress")
-    if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
-    return log
 
 
 def _describe_configuration(configuration: dict[str, Any] | None) -> str:

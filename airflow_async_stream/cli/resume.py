@@ -9,7 +9,7 @@ import argparse
 from functools import partial
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
+from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail, progress_log
 from airflow_async_stream.cli.names import find_job
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError
@@ -42,7 +42,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     try:
         with held(control, holder, migration_hold_ttl_s(settings, args.wait_timeout, waits=3)) as grant:
             write_supervision(control, grant, read_supervision(control).but(resumed_at=now()))
-            done = recover(control, holder, settings, args.wait_timeout)
+            done = recover(control, holder, settings, args.wait_timeout, log=progress_log())
     except JobHeldError as exc:
         return fail(f"not resumed: {exc}", EXIT_BAD_STATE)
     except AsyncStreamError as exc:
