@@ -17,6 +17,8 @@ from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.records import now
+from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
+from airflow_async_stream.supervise.record import read_supervision
 
 __all__ = ["INCIDENTS_SHOWN", "cmd_inspect", "cmd_status", "status_report", "when"]
 
@@ -62,6 +64,8 @@ def status_report(control: ControlArea, named: NamedJob | None = None) -> dict[s
         "deployment": _deployment(status, deployment),
         "latest_progress": latest,
         "hold": hold_of(control, now()),
+        "stopped_on_purpose": stopped.to_json() if (stopped := stopped_on_purpose(control)) else None,
+        "supervision": read_supervision(control).to_json(),
         "job": (status.job if status else None) or (deployment.job if deployment else None) or (named and named.name),
         "checkpoint": (deployment.checkpoint if deployment else None) or (named.checkpoint if named else None),
     }
@@ -137,10 +141,29 @@ def _print_status(report: dict[str, Any]) -> None:
     rows += [("incident", _incident_line(incident)) for incident in report["incidents"][:3]]
     if report.get("hold"):
         rows.append(("held by", _hold_line(report["hold"])))
+    rows += _supervisor_rows(report)
     rows.append(("control area", report["control_area"]))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
+
+
+def _supervisor_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """A stop on purpose (never undone by the supervisor), and what the supervisor did."""
+    rows = []
+    if report.get("stopped_on_purpose"):
+        stopped = Stopped.from_json(report["stopped_on_purpose"])
+        rows.append(("stopped", f"{stopped.describe()}: {stopped.reason}; `airflow-async-stream resume` starts it"))
+    record = report.get("supervision") or {}
+    restarts = record.get("restarts") or []
+    if record.get("crash_looping") and record["crash_looping"] == (report["status"] or {}).get("deployment_id"):
+        rows.append(("supervisor", f"crash_looping since {when(record.get('crash_looping_at'))}: no more restarts "
+                     "until a person resumes it"))  # fmt: skip
+    elif restarts:
+        last = restarts[-1]
+        rows.append(("supervisor", f"{len(restarts)} restart{'' if len(restarts) == 1 else 's'}; the last at "
+                     f"{when(last.get('at'))} ({last.get('verdict')} {last.get('answered')})"))  # fmt: skip
+    return rows
 
 
 def _switch_rows(switch: dict[str, Any] | None, status: dict[str, Any]) -> list[tuple[str, str]]:

@@ -49,6 +49,9 @@ def test_the_stop_command_records_a_persons_stop(live: ControlArea, tmp_path: Pa
     )  # fmt: skip
     assert stopped.reason == "stop from the command line" and abs(stopped.at - time.time()) < 60
     assert stopped.describe().startswith(f"stopped by a person ({stopped.by}) at ")
+    shown = subprocess.run([CLI, "status", str(tmp_path / "ck")], capture_output=True, text=True, timeout=60).stdout
+    [line] = [line for line in shown.splitlines() if line.startswith("stopped ")]
+    assert line.endswith(": stop from the command line; `airflow-async-stream resume` starts it"), line
 
 
 def test_a_later_deployment_ends_the_stop_and_nothing_is_deleted(live: ControlArea) -> None:
