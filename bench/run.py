@@ -1,7 +1,7 @@
 """Run the benchmarks and write bench/results/results.json, latency.png, switch.png and migration.png.
 
     python -m bench.run [--rounds 2] [--batches 30] [--cycles 5]
-        [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze]
+        [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise]
 
 Airflow runs on a private SQLite database in a temporary AIRFLOW_HOME; Spark on the embedded local master.
 """
@@ -45,6 +45,7 @@ from bench import (  # noqa: E402
     plan_cost,
     report_cost,
     sensor_cost,
+    supervise,
     switch,
 )
 from bench import results as results_file  # noqa: E402
@@ -65,10 +66,12 @@ TARGETS = {
     "analyze_50_specs": "one JVM start, then < 0.2 s a spec (validate --analyze of a folder)",
     "fleet": "how a safe-disable rollout's wall time grows with N jobs, and what max_parallel does to it",
     "switch_ratio_provider_over_plain_p50": "<= 1.1 for each kind of in-place switch (plain: one warm session)",
+    "supervise": "a watcher sweep over 1,000 jobs <= 1 s; a SIGKILLed driver detected <= 5 s, running again "
+    "<= a driver start + 10 s (the Flink operator's default reconcile interval: 60 s)",
 }
 
 
-DEFAULT_ONLY = "latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze"
+DEFAULT_ONLY = "latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise"
 
 
 def say(text: str) -> None:
@@ -133,6 +136,7 @@ def main() -> int:
         "switch": lambda: switch.run(args.cycles, say),
         "migration": lambda: migration.run(args.rounds, say),
         "fleet": lambda: fleet.run(say),
+        "supervise": lambda: supervise.run(say),
     }
     begun = time.monotonic()
     failed: list[str] = []
