@@ -16,6 +16,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import Deployment, State, Status, now
 from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
+from airflow_async_stream.supervise.record import read_supervision
 
 __all__ = ["ObservedJob", "observe", "observe_retired"]
 
@@ -43,6 +44,8 @@ class ObservedJob:
     #: A stop on purpose in effect (a person's, or its file's suspend): neither a rollout nor the supervisor
     #: starts it again (state/stopped.py).
     stopped: Stopped | None = None
+    #: When its current deployment is the one the supervisor gave up on (crash_looping): since when.
+    crash_looping_at: float | None = None
 
     @property
     def stable_spec(self) -> dict[str, Any] | None:
@@ -101,7 +104,14 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         switchable=bool(status and status.configuration is not None and judged.live) and status.state == State.RUNNING,
         sync_restart_safe=None if live or not isinstance(spec, dict) else _sync_restart_safe(spec),
         stopped=stopped_on_purpose(control),
+        crash_looping_at=_crash_looping_at(control, status),
     )
+
+
+def _crash_looping_at(control: ControlArea, status: Status | None) -> float | None:
+    record = read_supervision(control)
+    looping = status is not None and record.crash_looping == status.deployment_id
+    return record.crash_looping_at if looping else None
 
 
 def _sync_restart_safe(spec: dict[str, Any]) -> bool | None:

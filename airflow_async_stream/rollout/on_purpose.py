@@ -1,5 +1,6 @@
 """A job stopped on purpose in a plan: its file's ``state: suspended`` stops it and keeps it stopped; a person's
-stop holds until ``airflow-async-stream resume``, or until its file is written to say ``state: running``."""
+stop holds until ``airflow-async-stream resume``, or until its file is written to say ``state: running``. A job
+the supervisor declared crash looping is not redeployed as it was (only a changed spec, or ``resume``)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ def running_form(spec: dict[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in (spec or {}).items() if key != "state"}
 
 
-def on_purpose(name: str, desired: DesiredJob, observed: ObservedJob, item: dict[str, Any]) -> PlanItem | None:
-    """The item of a job its file suspends, or that a person stopped; None for any other job."""
+def on_purpose(
+    name: str, desired: DesiredJob, observed: ObservedJob, item: dict[str, Any], diff: dict[str, Any]
+) -> PlanItem | None:
+    """The item of a job its file suspends, that a person stopped, or that the supervisor gave up on (until its
+    spec changes); None for any other job."""
     stopped = observed.stopped
     if desired.spec.suspended:
         if stopped is not None and stopped.kind == BY_FILE:
@@ -28,6 +32,11 @@ def on_purpose(name: str, desired: DesiredJob, observed: ObservedJob, item: dict
         return PlanItem(
             name, "suspend", f"its file says state: suspended: {how}; its checkpoint and its place in the fleet are "
             "kept, and state: running starts it again", **item,
+        )  # fmt: skip
+    if stopped is None and observed.crash_looping_at is not None and not observed.live and not diff:
+        return PlanItem(
+            name, "unchanged", "crash_looping: the supervisor gave up restarting it; find the cause (`airflow-async-stream "
+            f"doctor {name}`), then resume it (`airflow-async-stream resume {name}`) or change its spec", **item,
         )  # fmt: skip
     if stopped is None or stopped.kind != BY_PERSON:
         return None

@@ -133,7 +133,7 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     refused = refusals(observed.spec, target)
     if refused:
         return PlanItem(name, "refuse", "; ".join(refused) + "; the job is left as it runs", diff, **item)
-    stopped = on_purpose(name, desired, observed, item)
+    stopped = on_purpose(name, desired, observed, item, diff)
     if stopped is not None:
         return stopped
     cure = _safe_disable(name, desired, observed, target, diff, item)

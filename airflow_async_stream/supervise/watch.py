@@ -88,7 +88,12 @@ def _condition(verdict: Verdict, deployment_id: str | None, held: bool) -> str:
     return "ok" if verdict in (Verdict.HEALTHY, Verdict.IDLE) else f"quiet:{verdict}"
 
 
-def _event(verdict: Verdict, before: Seen | None) -> str | None:
+def _event(verdict: Verdict, before: Seen | None, held: bool, deployment_id: str | None) -> str | None:
+    """The event of a change (None: recorded, nothing to say). A down job taken under a hold (the supervisor's
+    own restart, a migration) is no news; the hold ending on it still down is."""
+    same_down = before is not None and before.verdict == verdict and before.deployment_id == deployment_id
+    if verdict in DOWN and same_down and held:
+        return None
     if verdict in EVENTS:
         return str(verdict)
     bad_before = before is not None and before.verdict in {str(v) for v in EVENTS}
@@ -162,7 +167,7 @@ def watch_job(name: str, control: ControlArea, checkpoint: str, at: float | None
     if not _claim(control, seen):
         return None
     control.write_json(control.WATCH, seen.to_json())
-    event = _event(verdict, before)
+    event = _event(verdict, before, held, deployment_id)
     if event is None:
         return None
     reason = health.reason + ("; still down, nothing answered it" if again else "")

@@ -562,3 +562,12 @@ def test_state_running_again_resumes_a_suspended_job() -> None:
     item = plan_job("job", desired(), suspended)
     assert (item.action, item.diff) == ("restart", {}), item.reason
     assert item.reason.startswith("resumed: runs nothing (state stopped): redeploy the desired spec")
+
+
+def test_a_job_the_supervisor_gave_up_on_is_not_redeployed_as_it_was() -> None:
+    looping = replace(observed(live=False), state="failed", crash_looping_at=1000.0)
+    item = plan_job("job", desired(), looping)
+    assert item.action == "unchanged" and item.reason.startswith("crash_looping: the supervisor gave up restarting it")
+    assert "`airflow-async-stream resume job`" in item.reason
+    fixed = plan_job("job", desired(trigger={"processing_time": "2 seconds"}), looping)
+    assert fixed.action == "restart"  # a changed spec is a person's fix: it is tried

@@ -110,3 +110,15 @@ def test_a_job_whose_records_cannot_be_read_is_skipped_not_the_sweep(job: Contro
     _crash(job)
     found = sweep([("broken", broken.url, "/b"), ("job", job.url, "/ck")])
     assert [c.job for c in found] == ["job"]
+
+
+def test_a_down_job_taken_under_a_hold_is_no_news(job: ControlArea) -> None:
+    """The supervisor's own restart holds the job it restarts: that is no second event of the crash."""
+    _crash(job)
+    assert _watch(job) == ["crashed"]
+    holder = Holder("DAG run supervise/r1", "supervisor", dag_id="supervise", run_id="r1")
+    take(job, holder, 600)
+    assert _watch(job) == []
+    assert read_seen(job).condition == "crashed:d1:held"  # type: ignore[union-attr]
+    release(job, holder)  # the restart failed before a new driver launched: the hold ends on a job still down
+    assert _watch(job) == ["crashed"]
