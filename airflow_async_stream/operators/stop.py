@@ -14,7 +14,7 @@ from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state
-from airflow_async_stream.state.stopped import BY_PERSON
+from airflow_async_stream.state.stopped import BY_PERSON, by_this_user
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -62,6 +62,11 @@ class StopStreamingJobOperator(JobLineage, BaseOperator):
         if not is_templated(self.spec):
             resolve_spec(self.spec)
 
+    def _who(self, context: Context) -> str:
+        """The DAG run's task that stops the job (outside a DAG run: this task on this host, by this user)."""
+        ti = context.get("ti") if context else None
+        return f"{ti.dag_id}.{ti.task_id} (run {ti.run_id})" if ti else f"task {self.task_id} ({by_this_user()})"
+
     def execute(self, context: Context) -> dict[str, Any] | None:
         spec = resolve_spec(self.spec)
         settings = DeploySettings(
@@ -78,7 +83,7 @@ class StopStreamingJobOperator(JobLineage, BaseOperator):
             dag_run_state(context),
             self.log,
             force=self.force,
-            on_purpose=(BY_PERSON, f"{self.dag_id}.{self.task_id} (run {context['run_id']})"),
+            on_purpose=(BY_PERSON, self._who(context)),
         )
         outcome.raise_unless_stopped(spec.name, self.kill_after_s)
         return outcome.status.to_json() if outcome.status else None

@@ -19,7 +19,7 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.records import Deployment
 from airflow_async_stream.state.stopped import BY_FILE, BY_PERSON, stopped_on_purpose
 from tests.fake_driver import command as fake_driver
-from tests.helpers import until
+from tests.helpers import rate_noop, until
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -74,3 +74,13 @@ def test_resume_refuses_a_job_that_runs(live: ControlArea, tmp_path: Path) -> No
     done = subprocess.run([CLI, "resume", str(tmp_path / "ck")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done
     assert done.stderr.strip() == "airflow-async-stream: not resumed: it runs (deployment d1, healthy)"
+
+
+def test_the_stop_operator_records_a_persons_stop_outside_a_dag_run_too(live: ControlArea, tmp_path: Path) -> None:
+    from airflow_async_stream.operators.stop import StopStreamingJobOperator
+
+    spec = rate_noop("job", str(tmp_path / "ck"))
+    StopStreamingJobOperator(task_id="stop_it", spec=spec, kill_after_s=30).execute({})  # type: ignore[arg-type]
+    stopped = stopped_on_purpose(live)
+    assert stopped is not None and stopped.kind == BY_PERSON
+    assert stopped.by == f"task stop_it ({getpass.getuser()}@{socket.gethostname()})"
