@@ -5,10 +5,10 @@ runs none), its DAG on a real scheduler and dag-processor (LocalExecutor, SQLite
 - a person's stop -> not restarted (nor planned by a rollout), and ``resume`` brings the job back;
 - the triggerer SIGKILLed, then the job's driver -> the new triggerer's watcher acts, once;
 - a migration holding a down job -> the supervisor leaves it until the hold ends, then restarts it;
+- ``state: suspended`` then ``running`` in its file -> stopped, left stopped, started again;
 - a transform that fails after a few batches every time -> crash_looping after max_restarts, one incident;
 - a synchronous job crashed over async gaps -> cured through the safe-disable path, never a synchronous start
-  into ``batch N doesn't exist``;
-- ``state: suspended`` then ``running`` in its file -> stopped, left stopped, started again.
+  into ``batch N doesn't exist``.
 """
 
 from __future__ import annotations
@@ -136,8 +136,7 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(stack: AirflowStack,
     restart = _restarted(stack, control, 1)
     assert restart["answered"] == killed and restart["how"] == "redeploy" and restart["verdict"] == "crashed"
     assert [i.kind for i in read_incidents(control)] == [Kind.CRASH]
-    runs = _settled(stack)  # the crash's run, and the recovery's
-    assert {s for _, s in runs} == {"success"}
+    assert {s for _, s in _settled(stack)} == {"success"}  # the crash's run (and the recovery's, once it came)
 
     # A person's stop: the watcher sees it, nothing restarts it, and a rollout's plan leaves it stopped.
     stopped = _cli("stop", spec["checkpoint"])
@@ -145,7 +144,9 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(stack: AirflowStack,
     assert stopped_on_purpose(control).kind == BY_PERSON  # type: ignore[union-attr]
     stack.await_(lambda: (read_seen(control) or None) and read_seen(control).condition == "quiet:stopped",  # type: ignore[union-attr]
                  "the watcher seeing the stop", 60)  # fmt: skip
-    assert _settled(stack) == runs and control.read_status().state == "stopped"  # type: ignore[union-attr]
+    _settled(stack)
+    assert len(read_supervision(control).restarts) == 1 and control.read_status().state == "stopped"  # type: ignore[union-attr]
+    assert control.read_status().deployment_id == restart["deployment_id"]  # type: ignore[union-attr]
     desired = tmp_path / "desired"
     desired.mkdir()
     (desired / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
@@ -179,15 +180,35 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(stack: AirflowStack,
     assert _restarted(stack, control, 3)["answered"] == held_down
     assert first.deployment_id != held_down and len([i for i in read_incidents(control) if i.kind == Kind.CRASH]) == 3
 
+    # Its file says state: suspended: a rollout stops it, the supervisor leaves it; state: running starts it again.
+    settings = ApplySettings(str(desired), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180), 150)
+
+    def roll_out(**changes: Any) -> str:
+        (desired / "kill-me.yaml").write_text(yaml.safe_dump({**spec, **changes}))
+        [item] = plan_folder(desired, adopt=True)
+        apply_item(item, Holder.this_process("a rollout"), settings)
+        return item.action
+
+    assert roll_out(state="suspended") == "suspend"
+    suspended = control.read_status()
+    assert suspended.state == "stopped" and stopped_on_purpose(control).kind == BY_FILE  # type: ignore[union-attr]
+    stack.await_(lambda: read_seen(control).condition == "quiet:stopped", "the watcher seeing the suspend", 60)  # type: ignore[union-attr]
+    _settled(stack)
+    assert len(read_supervision(control).restarts) == 3 and control.read_status() == suspended
+    assert roll_out(state="suspended") == "unchanged"
+    assert roll_out(state="running") == "restart"
+    assert control.read_status().state == "running" and stopped_on_purpose(control) is None  # type: ignore[union-attr]
+    assert json.loads(control.read_bytes(ControlArea.SPEC))["state"] == "running"
+
 
 def test_a_job_that_fails_every_time_is_crash_looping(stack: AirflowStack) -> None:
     poison = "SELECT CASE WHEN value >= 12 THEN CAST(raise_error('poisoned row') AS BIGINT) ELSE value END AS value FROM source"  # fmt: skip
-    spec = _spec("poisoned", transform={"sql": poison}, restart={"max_restarts": 2})
+    spec = _spec("poisoned", transform={"sql": poison}, restart={"max_restarts": 1})
     control, _ = _deploy(spec)
     stack.await_(lambda: read_supervision(control).crash_looping, "crash_looping declared", 400)
     _settled(stack)
     record = read_supervision(control)
-    assert len(record.restarts) == 2 and record.crash_looping == control.read_deployment().deployment_id  # type: ignore[union-attr]
+    assert len(record.restarts) == 1 and record.crash_looping == control.read_deployment().deployment_id  # type: ignore[union-attr]
     [loop] = [i for i in read_incidents(control) if i.kind == Kind.CRASH_LOOP]
     assert loop.action == "none: a person must look" and "poisoned row" in (loop.error or "") + (loop.diagnosis or "")
     assert read_seen(control).deployment_id == record.crash_looping  # seen down, and left down
@@ -211,30 +232,3 @@ def test_a_synchronous_job_crashed_over_async_gaps_is_cured_not_started(stack: A
     kinds = [i.kind for i in read_incidents(control)]
     assert kinds == [Kind.CRASH], kinds  # no synchronous start died on the gaps
     _settled(stack)
-
-
-def test_a_file_suspends_the_job_and_resumes_it(stack: AirflowStack, tmp_path: Path) -> None:
-    desired = tmp_path / "desired"
-    desired.mkdir()
-    (desired / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
-    spec = _spec("suspend-me")
-    settings = ApplySettings(str(desired), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180), 150)
-    holder = Holder.this_process("a rollout")
-    control = ControlArea.for_checkpoint(spec["checkpoint"])
-
-    def roll_out(**changes: Any) -> str:
-        (desired / "job.yaml").write_text(yaml.safe_dump({**spec, **changes}))
-        [item] = plan_folder(desired, adopt=True)
-        apply_item(item, holder, settings)
-        return item.action
-
-    assert roll_out() == "deploy"
-    runs = len(_runs(stack))
-    assert roll_out(state="suspended") == "suspend"
-    assert control.read_status().state == "stopped" and stopped_on_purpose(control).kind == BY_FILE  # type: ignore[union-attr]
-    stack.await_(lambda: read_seen(control) and read_seen(control).condition == "quiet:stopped",  # type: ignore[union-attr]
-                 "the watcher seeing the suspend", 60)  # fmt: skip
-    assert roll_out(state="suspended") == "unchanged" and len(_runs(stack)) == runs
-    assert roll_out(state="running") == "restart"
-    assert control.read_status().state == "running" and stopped_on_purpose(control) is None  # type: ignore[union-attr]
-    assert json.loads(control.read_bytes(ControlArea.SPEC))["state"] == "running"
