@@ -25,6 +25,7 @@ from typing import Any
 
 from airflow_async_stream.insight.batches import batch_window
 from airflow_async_stream.spec.health import Health as HealthSpec
+from airflow_async_stream.spec.load import parse_part
 from airflow_async_stream.spec.model import Trigger
 from airflow_async_stream.state.incidents import one_line
 from airflow_async_stream.state.liveness import Liveness
@@ -78,10 +79,10 @@ class Limits:
 
     @classmethod
     def of(cls, spec: Mapping[str, Any] | None) -> Limits:
-        """The limits of a recorded spec (``spec.json``'s mapping); the defaults without one."""
+        """The limits of a recorded spec (``spec.json``'s mapping); the defaults without one (SpecError naming the
+        field of one that cannot be read)."""
         spec = spec or {}
-        health = HealthSpec.model_validate(spec.get("health") or {})
-        trigger = Trigger.model_validate(spec.get("trigger") or {})
+        health, trigger = parse_part(HealthSpec, spec, "health"), parse_part(Trigger, spec, "trigger")
         batch, no_batch = health.limits_s(trigger)
         return cls(batch, no_batch, max(QUIET_AFTER_MIN_S, 2 * (trigger.interval_ms() or 0) / 1000))
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.bounds import MAX_BYTES, check_bounds, yaml_problems
@@ -16,11 +16,14 @@ from airflow_async_stream.spec.interpolation import expand_environment
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.rules import RuleViolationError
 
+_M = TypeVar("_M", bound=BaseModel)
+
 __all__ = [
     "SpecInput",
     "deep_merge",
     "is_templated",
     "load_spec",
+    "parse_part",
     "parse_spec",
     "read_spec_file",
     "resolve_spec",
@@ -68,6 +71,16 @@ def parse_spec(data: Any, source: str | None = None) -> JobSpec:
         return JobSpec.model_validate(data)
     except ValidationError as exc:
         problems = [pair for err in exc.errors() for pair in _field_of(err)]
+        raise SpecError(problems, source) from None
+
+
+def parse_part(model: type[_M], spec: dict[str, Any], key: str, source: str | None = None) -> _M:
+    """One block of a recorded spec (``restart``, ``health``, ...) as ``model`` (its defaults when absent), or
+    SpecError naming the field (a hand-edited ``spec.json`` is an error, never the defaults)."""
+    try:
+        return model.model_validate(spec.get(key) or {})
+    except ValidationError as exc:
+        problems = [(f"{key}.{field}" if field != "(spec)" else key, reason) for err in exc.errors() for field, reason in _field_of(err)]  # fmt: skip
         raise SpecError(problems, source) from None
 
 

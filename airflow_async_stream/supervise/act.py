@@ -13,22 +13,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_async_stream.driver.deploy import DeploySettings
-from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, SpecError
+from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError
 from airflow_async_stream.insight.checkup import Checkup, check_up
-from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
-from airflow_async_stream.spec.health import Health as HealthSpec
-from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, held
 from airflow_async_stream.state.incidents import Incident, Kind, record_incident
 from airflow_async_stream.state.records import SUFFIX, now
-from airflow_async_stream.state.stopped import stopped_on_purpose
-from airflow_async_stream.supervise.policy import Act, Case, Decision, decide
+from airflow_async_stream.supervise.policy import Act, Case, Decision, case_for, decide
 from airflow_async_stream.supervise.record import read_supervision, write_supervision
 from airflow_async_stream.supervise.recover import recover
 
-__all__ = ["Outcome", "SuperviseSettings", "case_of", "supervise_job"]
+__all__ = ["Outcome", "SuperviseSettings", "supervise_job"]
 
 _log = logging.getLogger(__name__)
 
@@ -61,18 +57,13 @@ class Outcome:
         return asdict(self)
 
 
-def case_of(control: ControlArea, looked: Checkup) -> Case:
-    """The policy's view of a job after a look: its verdict and the policy of the spec it was deployed with."""
-    spec = recorded_spec(control) or {}
-    try:
-        restart = Restart.model_validate(spec.get("restart") or {})
-        on_stall = HealthSpec.model_validate(spec.get("health") or {}).on_stall
-    except ValueError as exc:
-        raise SpecError([("restart", str(exc).splitlines()[0])], f"{control.url}/{ControlArea.SPEC}") from None
+def _look(control: ControlArea) -> tuple[Checkup, Case, Decision]:
+    """A look at the job (the crash recorded once, with the doctor's diagnosis), its case and the decision."""
+    looked = check_up(control, control.url.removesuffix(SUFFIX))
     status, deployment = looked.status, looked.deployment
     deployment_id = status.deployment_id if status else (deployment.deployment_id if deployment else None)
-    return Case(looked.health, deployment_id, restart, on_stall, spec.get("state") == "suspended",
-                stopped_on_purpose(control), read_supervision(control))  # fmt: skip
+    case = case_for(control, looked.health, deployment_id)
+    return looked, case, decide(case, now())
 
 
 def _diagnosis(looked: Checkup, deployment_id: str | None) -> str | None:
@@ -84,9 +75,7 @@ def supervise_job(
     control: ControlArea, holder: Holder, settings: SuperviseSettings, log: logging.Logger = _log
 ) -> Outcome:
     """Look at one job and do what its policy says (see the module docstring)."""
-    looked = check_up(control, control.url.removesuffix(SUFFIX))
-    case = case_of(control, looked)
-    decision = decide(case, now())
+    looked, case, decision = _look(control)
     outcome = Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason,
                       _diagnosis(looked, case.deployment_id), case.deployment_id, decision.wait_s)  # fmt: skip
     if decision.act in (Act.NOTHING, Act.LEAVE, Act.WAIT):
@@ -107,9 +96,7 @@ def _act(
     log: logging.Logger,
 ) -> Outcome:  # fmt: skip
     """Decide again from records read under the hold, then act."""
-    looked = check_up(control, control.url.removesuffix(SUFFIX))
-    case = case_of(control, looked)
-    decision = decide(case, now())
+    _, case, decision = _look(control)
     outcome = Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason, seen.diagnosis,
                       case.deployment_id, decision.wait_s)  # fmt: skip
     if decision.act == Act.CRASH_LOOPING:

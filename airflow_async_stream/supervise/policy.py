@@ -13,11 +13,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from airflow_async_stream.insight.health import DOWN, Health, Verdict
+from airflow_async_stream.insight.read import recorded_spec
+from airflow_async_stream.spec.health import Health as HealthSpec
+from airflow_async_stream.spec.load import parse_part
 from airflow_async_stream.spec.restart import Restart
-from airflow_async_stream.state.stopped import Stopped
-from airflow_async_stream.supervise.record import Supervision
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
+from airflow_async_stream.supervise.record import Supervision, read_supervision
 
-__all__ = ["Act", "Case", "Decision", "decide"]
+__all__ = ["Act", "Case", "Decision", "case_for", "decide"]
 
 
 class Act(StrEnum):
@@ -49,6 +53,17 @@ class Case:
     suspended: bool = False
     stopped: Stopped | None = None
     supervision: Supervision = Supervision()
+
+
+def case_for(control: ControlArea, health: Health, deployment_id: str | None) -> Case:
+    """A job as the policy sees it: ``health`` of ``deployment_id``, the policy of the spec it was deployed with
+    (SpecError naming the field when that cannot be read), a stop on purpose, the supervisor's record."""
+    spec = recorded_spec(control) or {}
+    where = f"{control.url}/{ControlArea.SPEC}"
+    restart = parse_part(Restart, spec, "restart", where)
+    on_stall = parse_part(HealthSpec, spec, "health", where).on_stall
+    return Case(health, deployment_id, restart, on_stall, spec.get("state") == "suspended",
+                stopped_on_purpose(control), read_supervision(control))  # fmt: skip
 
 
 def decide(case: Case, at: float) -> Decision:

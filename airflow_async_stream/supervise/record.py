@@ -1,5 +1,5 @@
 """``supervision.json``: what the supervisor did to a job (its restarts, newest last, capped; a crash loop it
-declared) and what it waits for, so the watcher, every worker and the next run read the same."""
+declared), so the watcher, every worker and the next run read the same."""
 
 from __future__ import annotations
 
@@ -28,9 +28,6 @@ class Supervision(Record):
     #: The deployment the supervisor declared crash looping, and when: no more restarts of it.
     crash_looping: str | None = None
     crash_looping_at: float | None = None
-    #: A restart decided and waiting out its backoff: the deployment it answers and when it is due.
-    pending: str | None = None
-    pending_until: float | None = None
     #: When a person resumed the job: restarts before it no longer count against ``max_restarts``.
     resumed_at: float | None = None
 
@@ -44,7 +41,7 @@ class Supervision(Record):
 
     def with_restart(self, restart: dict[str, Any]) -> Supervision:
         kept = [r for r in self.restarts if r.get("answered") != restart.get("answered")]
-        return self.but(restarts=[*kept, restart][-KEPT_RESTARTS:], pending=None, pending_until=None)
+        return self.but(restarts=[*kept, restart][-KEPT_RESTARTS:])
 
 
 def read_supervision(control: ControlArea) -> Supervision:

@@ -19,19 +19,16 @@ import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from airflow_async_stream.exceptions import AsyncStreamError
+from airflow_async_stream.exceptions import AsyncStreamError, SpecError
 from airflow_async_stream.insight.health import DOWN, Health, Limits, Look, Verdict, judge
 from airflow_async_stream.insight.read import recorded_spec
-from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import create_once
 from airflow_async_stream.state.hold import hold_state
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import Record, State, now
-from airflow_async_stream.state.stopped import stopped_on_purpose
-from airflow_async_stream.supervise.policy import Act, Case, decide
-from airflow_async_stream.supervise.record import read_supervision
+from airflow_async_stream.supervise.policy import Act, case_for, decide
 
 __all__ = ["EVENTS", "RESEND_AFTER_S", "Change", "Seen", "sweep", "watch_job"]
 
@@ -130,13 +127,10 @@ def _caught_up(control: ControlArea, seen: Seen | None) -> Seen | None:
 
 def _unanswered(control: ControlArea, health: Health, deployment_id: str | None, at: float) -> bool:
     """Whether the supervisor's policy would restart this down job now and nothing has."""
-    spec = recorded_spec(control) or {}
     try:
-        restart = Restart.model_validate(spec.get("restart") or {})
-    except ValueError:
+        case = case_for(control, health, deployment_id)
+    except SpecError:
         return False  # its supervisor run says why; announcing it again would not help
-    case = Case(health, deployment_id, restart, suspended=spec.get("state") == "suspended",
-                stopped=stopped_on_purpose(control), supervision=read_supervision(control))  # fmt: skip
     return decide(case, at).act == Act.RESTART
 
 

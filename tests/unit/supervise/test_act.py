@@ -77,3 +77,13 @@ def test_a_crash_within_its_backoff_waits(crashed: ControlArea) -> None:
     outcome = _supervise(crashed)
     assert outcome.act == "wait" and 50 < outcome.wait_s <= 60
     assert [i.kind for i in read_incidents(crashed)] == [Kind.CRASH]  # the look recorded the crash, once
+
+
+def test_a_policy_that_cannot_be_read_names_its_field(crashed: ControlArea) -> None:
+    from airflow_async_stream.exceptions import SpecError
+
+    spec = json.loads(crashed.read_bytes(ControlArea.SPEC))
+    crashed.write_bytes(ControlArea.SPEC, json.dumps({**spec, "health": {"on_stall": "kill"}}).encode())
+    with pytest.raises(SpecError) as bad:
+        _supervise(crashed)
+    assert bad.value.problems == [("health.on_stall", "Input should be 'alert' or 'restart' (got 'kill')")]
