@@ -66,15 +66,7 @@ def check_up(
     deployment = control.read_deployment()
     events = progress_log.tail_events(control, TAIL_BYTES) if events is None else events
     spec = recorded_spec(control) if spec is None else spec
-    look = Look(
-        status,
-        judged,
-        deployment_state=deployment.state if deployment else None,
-        deployment_id=deployment.deployment_id if deployment else None,
-        deployed_at=deployment.deployed_at if deployment else None,
-        events=events,
-    )
-    health = judge(look, Limits.of(spec), at)
+    health = judge(Look.of(status, judged, deployment, events), Limits.of(spec), at)
     try:
         if health.verdict in DOWN and status is not None and status.state in ACTIVE_STATES:
             status = _settle(control, status, judged)

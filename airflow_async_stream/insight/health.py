@@ -29,7 +29,7 @@ from airflow_async_stream.spec.load import parse_part
 from airflow_async_stream.spec.model import Trigger
 from airflow_async_stream.state.incidents import one_line
 from airflow_async_stream.state.liveness import Liveness
-from airflow_async_stream.state.records import ACTIVE_STATES, NOT_LAUNCHED, State, Status, now
+from airflow_async_stream.state.records import ACTIVE_STATES, NOT_LAUNCHED, Deployment, State, Status, now
 
 __all__ = ["DOWN", "Health", "Limits", "Look", "Verdict", "judge", "restart_outlook"]
 
@@ -97,6 +97,19 @@ class Look:
     deployment_id: str | None = None
     deployed_at: float | None = None
     events: Sequence[Mapping[str, Any]] = ()
+
+    @classmethod
+    def of(
+        cls,
+        status: Status | None,
+        liveness: Liveness,
+        deployment: Deployment | None,
+        events: Sequence[Mapping[str, Any]],
+    ) -> Look:
+        """What a reader read: the records, liveness, and the newest events."""
+        if deployment is None:
+            return cls(status, liveness, events=events)
+        return cls(status, liveness, deployment.state, deployment.deployment_id, deployment.deployed_at, events)
 
 
 def _ran_a_batch(status: Status) -> bool:

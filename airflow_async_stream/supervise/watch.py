@@ -141,12 +141,9 @@ def watch_job(name: str, control: ControlArea, checkpoint: str, at: float | None
     deployment = control.read_deployment()
     running = status is not None and status.state == State.RUNNING and judged.live
     events = progress_log.tail_events(control, TAIL_BYTES) if running else ()
-    look = Look(status, judged, deployment.state if deployment else None,
-                deployment.deployment_id if deployment else None,
-                deployment.deployed_at if deployment else None, events)  # fmt: skip
-    health = judge(look, Limits.of(recorded_spec(control)), at)
+    health = judge(Look.of(status, judged, deployment, events), Limits.of(recorded_spec(control)), at)
     verdict = health.verdict
-    deployment_id = status.deployment_id if status else look.deployment_id
+    deployment_id = status.deployment_id if status else (deployment.deployment_id if deployment else None)
     held = verdict in DOWN and hold_state(control.read_hold()) is None
     condition = _condition(verdict, deployment_id, held)
     before = _caught_up(control, read_seen(control))
