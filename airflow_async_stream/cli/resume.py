@@ -12,7 +12,7 @@ from typing import Any
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail, progress_log
 from airflow_async_stream.cli.names import find_job
 from airflow_async_stream.driver.deploy import DeploySettings
-from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError
+from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.insight.checkup import check_up
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
 from airflow_async_stream.state.hold import Holder, held
@@ -43,9 +43,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         with held(control, holder, migration_hold_ttl_s(settings, args.wait_timeout, waits=3)) as grant:
             write_supervision(control, grant, read_supervision(control).but(resumed_at=now()))
             done = recover(control, holder, settings, args.wait_timeout, log=progress_log())
-    except JobHeldError as exc:
-        return fail(f"not resumed: {exc}", EXIT_BAD_STATE)
-    except AsyncStreamError as exc:
+    except AsyncStreamError as exc:  # held by another, or not brought back
         return fail(f"not resumed: {exc}", EXIT_BAD_STATE)
     print(f"resumed: deployment {done.deployment_id} commits batches ({done.why})")
     return EXIT_OK

@@ -5,7 +5,6 @@ safe-disable path: never a synchronous start into ``batch N doesn't exist``. Sha
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, replace
 
@@ -39,12 +38,9 @@ def recovery_spec(control: ControlArea) -> tuple[JobSpec, str]:
     stable = (control.read_json(ControlArea.STABLE) or {}).get("spec")
     if isinstance(stable, dict):
         return parse_spec(stable, f"{control.url}/{ControlArea.STABLE}"), "its last stable spec"
-    try:
-        deployed = json.loads(control.read_bytes(ControlArea.SPEC))
-    except FileNotFoundError:
-        raise ControlAreaError(f"{control.url}: never deployed, so there is no spec to bring it back with") from None
-    except ValueError as exc:
-        raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
+    deployed = control.read_json(ControlArea.SPEC)  # ControlAreaError when it is not a JSON object
+    if deployed is None:
+        raise ControlAreaError(f"{control.url}: never deployed, so there is no spec to bring it back with")
     return parse_spec(deployed, f"{control.url}/{ControlArea.SPEC}"), "the spec last deployed (none ran stably)"
 
 
