@@ -75,10 +75,14 @@ class SuperviseJobsOperator(BaseOperator):
         self.wait_timeout_s = wait_timeout_s
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        areas = _evented(context)
-        if not areas:
-            areas = [f.control_area for f in find_jobs(self.fleet_indexes, self.checkpoint_folders)
-                     if not f.error and not f.retired]  # fmt: skip
+        fleet = [f.control_area for f in find_jobs(self.fleet_indexes, self.checkpoint_folders)
+                 if not f.error and not f.retired]  # fmt: skip
+        evented = _evented(context)
+        for stranger in sorted(set(evented) - set(fleet)):  # an asset event anyone with API access could post
+            self.log.warning("%s: not a job of this supervisor's fleet: left alone", stranger)
+        areas = [area for area in evented if area in fleet]
+        if not evented:
+            areas = fleet
             self.log.info("No health event: looking at every job of the fleet (%d)", len(areas))
         return self._supervise(areas, context, [])
 

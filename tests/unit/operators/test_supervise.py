@@ -58,3 +58,12 @@ def test_a_run_without_events_looks_at_every_job_of_the_fleet(tmp_path: Path) ->
     task = SuperviseJobsOperator(task_id="supervise", checkpoint_folders=[str(tmp_path)])
     [outcome] = task.execute({})  # type: ignore[arg-type]
     assert (outcome["control_url"], outcome["act"]) == (control.url, "leave")
+
+
+def test_an_event_naming_a_job_outside_the_fleet_is_left_alone(tmp_path: Path) -> None:
+    """Asset events can be posted through Airflow's API: only the fleet's own jobs are acted on."""
+    control = _crashed(tmp_path / "elsewhere")
+    task = SuperviseJobsOperator(task_id="supervise", checkpoint_folders=[str(tmp_path / "fleet")])
+    (tmp_path / "fleet").mkdir()
+    assert task.execute({"triggering_asset_events": _events(control.url)}) == []  # type: ignore[arg-type]
+    assert control.read_json(ControlArea.SUPERVISION) is None
