@@ -128,6 +128,8 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     control_url = observed.control_url if observed and observed.spec else control_url_for(desired.spec.checkpoint)
     item = {"checkpoint": desired.spec.checkpoint, "control_url": control_url, "desired_spec": target}
     if observed is None or observed.spec is None:
+        if desired.spec.suspended:
+            return PlanItem(name, "unchanged", "never deployed, and its file says state: suspended", **item)
         return PlanItem(name, "deploy", "a new job: never deployed", changes_between({}, target), **item)
     diff = changes_between(running_form(observed.spec), running_form(target))
     refused = refusals(observed.spec, target)

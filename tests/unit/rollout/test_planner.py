@@ -571,3 +571,8 @@ def test_a_job_the_supervisor_gave_up_on_is_not_redeployed_as_it_was() -> None:
     assert "`airflow-async-stream resume job`" in item.reason
     fixed = plan_job("job", desired(trigger={"processing_time": "2 seconds"}), looping)
     assert fixed.action == "restart"  # a changed spec is a person's fix: it is tried
+
+
+def test_a_new_job_whose_file_says_suspended_is_not_deployed() -> None:
+    item = plan_job("job", desired(state="suspended"), None)
+    assert (item.action, item.reason) == ("unchanged", "never deployed, and its file says state: suspended")
