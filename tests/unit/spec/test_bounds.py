@@ -93,3 +93,12 @@ def test_a_long_value_is_cut_in_the_message() -> None:
     with pytest.raises(SpecError) as caught:
         parse_spec(rate_noop("x" * 100_000, "/data/ck/x"))
     assert len(str(caught.value)) < 1_000 and "chars)" in str(caught.value)
+
+
+def test_without_libyaml_the_pure_parser_refuses_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML built without libyaml falls back to its Python parser: slower on deep nesting, same answers."""
+    from airflow_async_stream.spec import bounds
+
+    monkeypatch.setattr(bounds, "_PARSER", yaml.SafeLoader)
+    assert bounds.yaml_problems("[" * 2000 + "]" * 2000) == [("(line 1)", f"nests deeper than {MAX_DEPTH} levels")]
+    assert bounds.yaml_problems(CASES["one-alias.yaml"][0])[0][0] == "(line 3)"
