@@ -14,6 +14,7 @@ settings travel as ``SPARK_SUBMIT_OPTS`` system properties, which a spec's ``spa
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -80,10 +81,12 @@ def ensure_archive() -> Path | None:
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     try:
         archive = CACHE / _archive_name()
-        if not archive.exists():
-            start = time.monotonic()
-            _train(archive)
-            print(f"\nspark class archive: written in {time.monotonic() - start:.0f} s to {archive}")
+        with open(CACHE / ".lock", "w") as lock:  # the full tier's two lanes: one trains, the other waits
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not archive.exists():
+                start = time.monotonic()
+                _train(archive)
+                print(f"\nspark class archive: written in {time.monotonic() - start:.0f} s to {archive}")
         return archive
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         warnings.warn(f"spark class archive: none, drivers start without it ({exc})", stacklevel=2)
