@@ -4,22 +4,27 @@
 hand looks at every job of the fleet.
 
     health watcher (triggerer) --event on a change of health--> asset --> supervise (doctor, policy, act)
+                                                                          --> recovered (said once)
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG, Asset, AssetWatcher
 
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.operators.supervise import SuperviseJobsOperator
+from airflow_async_stream.operators.supervise import RecoveredJobsOperator, SuperviseJobsOperator
 from airflow_async_stream.rollout.fleet import FLEET_FILE, FleetIndex
 from airflow_async_stream.triggers.health import FleetHealthTrigger
 
 __all__ = ["supervise_dag"]
+
+#: An Airflow callback: a notifier (``BaseNotifier``), a callable taking the context, or a list of them.
+Callback = Callable[..., Any] | list[Callable[..., Any]]
 
 
 def _fleet_indexes(folder_or_index: str | Path | None) -> list[str]:
@@ -41,12 +46,18 @@ def supervise_dag(
     conn_id: str = StreamingJobHook.default_conn_name,
     startup_timeout_s: float = 300.0,
     wait_timeout_s: float = 300.0,
+    on_alert: Callback | None = None,
+    on_recovery: Callback | None = None,
     **dag_kwargs: Any,
 ) -> DAG:
     """Build the supervisor of the jobs a desired-state folder's fleet index (or a fleet index URL) and the
     ``checkpoint_folders`` name. The watcher sweeps their records every ``poll_s`` seconds; each change of a
     job's health runs the DAG, which restarts the job as its spec's ``restart`` policy says (README: Keeping
-    jobs alive)."""
+    jobs alive).
+
+    ``on_alert`` (a notifier, a callable or a list of them) is the supervisor task's ``on_failure_callback``:
+    the task fails with one line per job that needs a person, once per incident. ``on_recovery`` is the
+    ``on_success_callback`` of the ``recovered`` task, which succeeds once per recovery of such a job."""
     fleet_indexes = _fleet_indexes(folder_or_index)
     folders = [f if "://" in f else os.path.abspath(f) for f in checkpoint_folders or []]
     if not fleet_indexes and not folders:
@@ -62,8 +73,9 @@ def supervise_dag(
     dag_kwargs.setdefault("catchup", False)
     dag_kwargs.setdefault("tags", ["airflow-async-stream", "supervisor"])
     with DAG(dag_id=dag_id, schedule=[health], **dag_kwargs) as dag:
-        SuperviseJobsOperator(
+        supervise = SuperviseJobsOperator(
             task_id="supervise", fleet_indexes=fleet_indexes, checkpoint_folders=folders, conn_id=conn_id,
-            startup_timeout_s=startup_timeout_s, wait_timeout_s=wait_timeout_s,
+            startup_timeout_s=startup_timeout_s, wait_timeout_s=wait_timeout_s, on_failure_callback=on_alert,
         )  # fmt: skip
+        supervise >> RecoveredJobsOperator(task_id="recovered", on_success_callback=on_recovery)
     return dag

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError
@@ -24,7 +25,7 @@ from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["SuperviseJobsOperator"]
+__all__ = ["RecoveredJobsOperator", "SuperviseJobsOperator"]
 
 #: A backoff this short is waited out in the task; a longer one defers it to the triggerer.
 SLEEP_AT_MOST_S = 30.0
@@ -51,8 +52,10 @@ class SuperviseJobsOperator(BaseOperator):
     :param startup_timeout_s: how long a restarted driver may take to start.
     :param wait_timeout_s: how long a restart may take to commit its first batches.
 
-    Returns each job's outcome (``supervise.act.Outcome``); fails, after every job was looked at, naming
-    the jobs whose records could not be read or whose restart could not be made.
+    Returns each job's outcome (``supervise.act.Outcome``); fails, after every job was looked at, with one
+    line per job that needs a person (said once per incident: a later run stays silent, a retry of this one
+    says it again), and naming the jobs whose records could not be read. Recoveries of jobs it alerted about
+    are said once in XCom ``recovered``.
     """
 
     ui_color = "#eaf7ea"
@@ -97,11 +100,12 @@ class SuperviseJobsOperator(BaseOperator):
             wait_timeout_s=self.wait_timeout_s,
         )  # fmt: skip
         holder = Holder.for_task(context, "supervisor")
+        run = f"{self.dag_id}/{context.get('run_id') or 'a run outside Airflow'}"
         while True:
             waiting: dict[str, float] = {}
             for area in areas:
                 try:
-                    outcome = supervise_job(ControlArea(area), holder, settings, self.log).to_json()
+                    outcome = supervise_job(ControlArea(area), holder, settings, self.log, run).to_json()
                 except AsyncStreamError as exc:
                     self.log.error("%s: not supervised: %s", area, exc)
                     outcome = {"control_url": area, "act": "error", "reason": str(exc)}
@@ -119,7 +123,43 @@ class SuperviseJobsOperator(BaseOperator):
                 self.defer(trigger=DateTimeTrigger(moment), method_name="resume", kwargs={"areas": areas, "done": done})
             self.log.info("Restarts due in %.1f s: waiting", soonest)
             time.sleep(soonest)
-        failed = [o["control_url"] for o in done if o["act"] in ("error", "restart_failed")]
+        return self._said(context, done)
+
+    def _said(self, context: Context, done: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Say the recoveries (XCom ``recovered``), then fail with one line per job that needs a person."""
+        recovered = [o["recovered"] for o in done if o.get("recovered")]
+        for line in recovered:
+            self.log.info("%s", line)
+        if (ti := context.get("ti")) is not None:
+            ti.xcom_push(key="recovered", value=recovered)
+        lines = [o["said"] for o in done if o.get("said")]
+        failed = [o["control_url"] for o in done if o["act"] == "error"]
         if failed:
-            raise AsyncStreamError(f"not supervised as the policy says: {', '.join(failed)} (see the log above)")
+            lines.append(f"not supervised as the policy says: {', '.join(failed)} (see the log above)")
+        if lines:
+            raise AsyncStreamError("\n".join(lines))
         return done
+
+
+class RecoveredJobsOperator(BaseOperator):
+    """Say the recoveries the supervisor's run found (its XCom ``recovered``): succeeds with one line per job, so
+    a notifier in its ``on_success_callback`` says each once; skipped when there is none. Runs whether the
+    supervisor's task failed (an alert for another job) or not.
+
+    :param supervise_task_id: the supervisor's task in the same DAG.
+    """
+
+    ui_color = "#eaf7ea"
+
+    def __init__(self, *, supervise_task_id: str = "supervise", **kwargs: Any) -> None:
+        kwargs.setdefault("trigger_rule", "all_done")
+        super().__init__(**kwargs)
+        self.supervise_task_id = supervise_task_id
+
+    def execute(self, context: Context) -> list[str]:
+        lines = context["ti"].xcom_pull(task_ids=self.supervise_task_id, key="recovered") or []
+        if not lines:
+            raise AirflowSkipException("no job recovered from an alert in this run")
+        for line in lines:
+            self.log.info("%s", line)
+        return list(lines)

@@ -9,17 +9,20 @@ crash (a repeated event, a retried task) finds the restart recorded and does not
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError
 from airflow_async_stream.insight.checkup import Checkup, check_up
+from airflow_async_stream.insight.health import Verdict
+from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, held
 from airflow_async_stream.state.incidents import Incident, Kind, record_incident
 from airflow_async_stream.state.records import SUFFIX, now
+from airflow_async_stream.supervise.alerts import Alert, open_alerts, recovered_key, say_once
 from airflow_async_stream.supervise.policy import Act, Case, Decision, case_for, decide
 from airflow_async_stream.supervise.record import read_supervision, write_supervision
 from airflow_async_stream.supervise.recover import recover
@@ -27,6 +30,8 @@ from airflow_async_stream.supervise.recover import recover
 __all__ = ["Outcome", "SuperviseSettings", "supervise_job"]
 
 _log = logging.getLogger(__name__)
+#: Verdicts of a job that runs again: its open alerts are said recovered.
+_UP = frozenset({Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING})
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,23 @@ class Outcome:
     wait_s: float = 0.0
     #: A person must look (crash looping, or a restart that failed).
     needs_person: bool = False
+    #: The job's name, and the cure its newest incident names.
+    job: str = ""
+    cure: str | None = None
+    #: What a person must look at (policy.Decision.alert), and when it began.
+    alert: str | None = None
+    since: float | None = None
+    #: The lines this run says (alerts.py): what needs a person, and a recovery.
+    said: str | None = None
+    recovered: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def line(self) -> str:
+        """One line for a person: the job, what is wrong, the diagnosis and the cure."""
+        cure = self.cure or f"`airflow-async-stream doctor {self.job}`; fix what it names, then `airflow-async-stream resume {self.job}`"  # fmt: skip
+        return f"{self.job}: {self.alert} ({self.verdict}): {self.reason}; diagnosis: {self.diagnosis or 'none'}; cure: {cure}"  # fmt: skip
 
 
 def _look(control: ControlArea) -> tuple[Checkup, Case, Decision]:
@@ -66,39 +85,60 @@ def _look(control: ControlArea) -> tuple[Checkup, Case, Decision]:
     return looked, case, decide(case, now())
 
 
-def _diagnosis(looked: Checkup, deployment_id: str | None) -> str | None:
-    newest = next((i for i in looked.incidents if i.deployment_id == deployment_id), None)
-    return newest.diagnosis if newest else None
+def _outcome(control: ControlArea, looked: Checkup, case: Case, decision: Decision) -> Outcome:
+    newest = next((i for i in looked.incidents if i.deployment_id == case.deployment_id), None)
+    spec = recorded_spec(control) or {}
+    return Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason,
+                   newest.diagnosis or newest.error if newest else None, case.deployment_id, decision.wait_s,
+                   needs_person=decision.alert is not None, job=str(spec.get("name") or control.url),
+                   cure=newest.cure if newest else None, alert=decision.alert, since=case.health.since)  # fmt: skip
 
 
 def supervise_job(
-    control: ControlArea, holder: Holder, settings: SuperviseSettings, log: logging.Logger = _log
+    control: ControlArea, holder: Holder, settings: SuperviseSettings, log: logging.Logger = _log, run: str = ""
 ) -> Outcome:
-    """Look at one job and do what its policy says (see the module docstring)."""
+    """Look at one job and do what its policy says (see the module docstring); with ``run`` (the Airflow run
+    looking), what needs a person and a recovery are said once (alerts.py) in the outcome's ``said`` and
+    ``recovered``."""
+    outcome = _supervise(control, holder, settings, log)
+    return _say(control, outcome, run, log) if run else outcome
+
+
+def _say(control: ControlArea, outcome: Outcome, run: str, log: logging.Logger) -> Outcome:
+    if outcome.alert:
+        alert = Alert.of(outcome.deployment_id, outcome.alert, outcome.since, outcome.line())
+        said = say_once(control, alert.key, alert.line, run)
+        if said is None:
+            log.info("%s: said already by an earlier run: %s", control.url, alert.line)
+        return replace(outcome, said=said)
+    opened = open_alerts(control, run) if outcome.verdict in _UP else []
+    line = f"{outcome.job}: recovered: {outcome.verdict} as deployment {outcome.deployment_id} (was {', '.join(k.split('.')[1] for k in opened)})"  # fmt: skip
+    said = [s for s in [say_once(control, recovered_key(key), line, run) for key in opened] if s]
+    return replace(outcome, recovered=said[0]) if said else outcome
+
+
+def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings, log: logging.Logger) -> Outcome:
     looked, case, decision = _look(control)
-    outcome = Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason,
-                      _diagnosis(looked, case.deployment_id), case.deployment_id, decision.wait_s)  # fmt: skip
+    outcome = _outcome(control, looked, case, decision)
     if decision.act in (Act.NOTHING, Act.LEAVE, Act.WAIT):
         log.info("%s: %s: %s", control.url, decision.act, decision.reason)
         return outcome
     ttl = migration_hold_ttl_s(settings.deploy, settings.wait_timeout_s, waits=3)
     try:
         with held(control, holder, ttl) as grant:
-            return _act(control, grant, holder, settings, outcome, log)
+            return _act(control, grant, holder, settings, log)
     except JobHeldError as exc:
         log.info("%s: %s", control.url, exc)
-        return Outcome(control.url, outcome.verdict, "held", f"{exc}: looked at again when the hold ends",
-                       outcome.diagnosis, case.deployment_id)  # fmt: skip
+        return replace(outcome, act="held", reason=f"{exc}: looked at again when the hold ends", wait_s=0.0,
+                       needs_person=False, alert=None)  # fmt: skip
 
 
 def _act(
-    control: ControlArea, grant: Grant, holder: Holder, settings: SuperviseSettings, seen: Outcome,
-    log: logging.Logger,
-) -> Outcome:  # fmt: skip
+    control: ControlArea, grant: Grant, holder: Holder, settings: SuperviseSettings, log: logging.Logger
+) -> Outcome:
     """Decide again from records read under the hold, then act."""
-    _, case, decision = _look(control)
-    outcome = Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason, seen.diagnosis,
-                      case.deployment_id, decision.wait_s)  # fmt: skip
+    looked, case, decision = _look(control)
+    outcome = _outcome(control, looked, case, decision)
     if decision.act == Act.CRASH_LOOPING:
         return _crash_looping(control, grant, case, decision, outcome, log)
     if decision.act != Act.RESTART:
@@ -114,12 +154,12 @@ def _act(
         deployment = control.read_deployment()
         launched = deployment is not None and deployment.deployment_id != case.deployment_id
         # A new driver that failed is seen going down like any other; one never launched needs a person.
-        return Outcome(control.url, outcome.verdict, "restart_failed", f"{decision.reason}: {exc}",
-                       seen.diagnosis, case.deployment_id, needs_person=not launched)  # fmt: skip
+        return replace(outcome, act="restart_failed", reason=f"{decision.reason}: {exc}",
+                       needs_person=not launched, alert=None if launched else "restart_failed")  # fmt: skip
     write_supervision(control, grant, read_supervision(control).with_restart(
         {**restart, "deployment_id": done.deployment_id, "how": done.how, "why": done.why}))  # fmt: skip
-    return Outcome(control.url, outcome.verdict, "restarted", f"{decision.reason}: {done.why} as deployment "
-                   f"{done.deployment_id}", seen.diagnosis, done.deployment_id)  # fmt: skip
+    return replace(outcome, act="restarted", reason=f"{decision.reason}: {done.why} as deployment "
+                   f"{done.deployment_id}", deployment_id=done.deployment_id)  # fmt: skip
 
 
 def _crash_looping(
@@ -127,12 +167,11 @@ def _crash_looping(
 ) -> Outcome:
     at = now()
     write_supervision(control, grant, case.supervision.but(crash_looping=case.deployment_id, crash_looping_at=at))
+    cure = (f"find the cause in the driver log and `airflow-async-stream doctor {outcome.job}`; fix it, then resume "
+            f"the job (`airflow-async-stream resume {outcome.job}`, or a deploy)")  # fmt: skip
     record_incident(control, Incident(
         kind=Kind.CRASH_LOOP, deployment_id=case.deployment_id, since=at, error=case.health.reason,
-        diagnosis=outcome.diagnosis or case.health.reason,
-        cure="find the cause in the driver log and `airflow-async-stream doctor`; fix it, then resume the job "
-        "(`airflow-async-stream resume JOB`, or a deploy)", action="none: a person must look",
+        diagnosis=outcome.diagnosis or case.health.reason, cure=cure, action="none: a person must look",
     ))  # fmt: skip
     log.error("%s: %s", control.url, decision.reason)
-    return Outcome(control.url, outcome.verdict, str(Act.CRASH_LOOPING), decision.reason, outcome.diagnosis,
-                   case.deployment_id, needs_person=True)  # fmt: skip
+    return replace(outcome, cure=cure)

@@ -4,7 +4,9 @@ A job that is down (crashed, failed to start) or stalled with ``health.on_stall:
 its backoff (``restart.backoff``, doubled at each restart within ``restart.within``, at most
 ``restart.max_backoff``), unless a person stopped it or its file suspends it (never undone), its policy is
 ``never``, a restart already answered that deployment, or ``restart.max_restarts`` restarts within the window
-were made already: then it is ``crash_looping`` and left for a person.
+were made already: then it is ``crash_looping`` and left for a person. What a person must look at (a crash loop,
+a stall with ``on_stall: alert``, a job left down by ``never``, a restart that failed) is named in the decision's
+``alert``, every time the job is looked at while it lasts (alerts.py says it once).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Decision:
     wait_s: float = 0.0
     #: For WAIT and RESTART: how many restarts the window held before this one.
     restarts_before: int = 0
+    #: What a person must look at (alerts.py says it once): crash_looping, stalled, left_down, restart_failed.
+    alert: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,26 +76,31 @@ def decide(case: Case, at: float) -> Decision:
     if verdict not in DOWN and verdict != Verdict.STALLED:
         return Decision(Act.NOTHING, f"{verdict}: nothing to do")
     if verdict == Verdict.STALLED and case.on_stall != "restart":
-        return Decision(Act.LEAVE, "stalled, and health.on_stall is alert: an incident for a person; the driver runs on")  # fmt: skip
+        return Decision(Act.LEAVE, "stalled, and health.on_stall is alert: an incident for a person; the driver runs on", alert="stalled")  # fmt: skip
     if case.stopped is not None:
         return Decision(Act.LEAVE, f"{case.stopped.describe()}: never restarted by the supervisor")
     if case.suspended:
         return Decision(Act.LEAVE, "its spec says state: suspended")
     record = case.supervision
     answered = record.answered(case.deployment_id)
+    if answered is not None and answered.get("error") and not answered.get("deployment_id"):
+        return Decision(Act.NOTHING, f"its restart failed: {answered['error']}", alert="restart_failed")
     if answered is not None:
         return Decision(Act.NOTHING, f"restarted already (as deployment {answered.get('deployment_id') or 'launching'})")  # fmt: skip
     if record.crash_looping and record.crash_looping == case.deployment_id:
-        return Decision(Act.NOTHING, "crash_looping already: no more restarts until a person looks")
+        return Decision(
+            Act.NOTHING, "crash_looping already: no more restarts until a person looks", alert="crash_looping"
+        )
     policy = case.restart
     if policy.policy == "never":
-        return Decision(Act.LEAVE, f"{verdict}, and restart.policy is never: left down for a person")
+        return Decision(Act.LEAVE, f"{verdict}, and restart.policy is never: left down for a person", alert="left_down")
     recent = len(record.restarts_since(at - policy.within_s))
     if recent >= policy.max_restarts:
         return Decision(
             Act.CRASH_LOOPING,
-            f"{verdict} after {recent} restarts within {policy.within} (restart.max_restarts {policy.max_restarts}): "
-            "crash_looping, no more restarts until a person looks",
+            f"{verdict} after {recent} restart{'' if recent == 1 else 's'} within {policy.within} "
+            f"(restart.max_restarts {policy.max_restarts}): crash_looping, no more restarts until a person looks",
+            alert="crash_looping",
         )
     due = (case.health.since or at) + policy.backoff_s(recent)
     if due > at:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
+from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.operators.supervise import SuperviseJobsOperator, _evented
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.stopped import Stopped
@@ -67,3 +68,35 @@ def test_an_event_naming_a_job_outside_the_fleet_is_left_alone(tmp_path: Path) -
     (tmp_path / "fleet").mkdir()
     assert task.execute({"triggering_asset_events": _events(control.url)}) == []  # type: ignore[arg-type]
     assert control.read_json(ControlArea.SUPERVISION) is None
+
+
+def test_a_crash_loop_fails_the_run_once_with_one_line_and_a_recovery_is_pushed_once(tmp_path: Path) -> None:
+    control = _crashed(tmp_path)
+    spec = {**json.loads(control.read_bytes(ControlArea.SPEC)), "restart": {"max_restarts": 1}}
+    control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+    control.write_json(ControlArea.SUPERVISION, {"restarts": [{"at": time.time() - 30, "answered": "d0", "deployment_id": "d1"}]})  # fmt: skip
+    task = SuperviseJobsOperator(task_id="supervise", checkpoint_folders=[str(tmp_path)])
+    pushed: dict[str, object] = {}
+
+    def run(run_id: str) -> list[dict[str, object]]:
+        ti = SimpleNamespace(
+            dag_id="supervise", run_id=run_id, xcom_push=lambda key, value: pushed.update({key: value})
+        )
+        return task.execute({"triggering_asset_events": _events(control.url), "run_id": run_id, "ti": ti})  # type: ignore[arg-type]
+
+    with pytest.raises(AsyncStreamError) as failed:
+        run("r1")
+    [line] = str(failed.value).splitlines()
+    assert line.startswith("job: crash_looping (crashed): crashed after 1 restart within 1 hour") and "cure: " in line
+    with pytest.raises(AsyncStreamError, match="^job: crash_looping"):
+        run("r1")  # its retry: the same line, so the last try fails and the notifier is called once
+    [outcome] = run("r2")  # the next event's run: nothing new to say
+    assert outcome["alert"] == "crash_looping" and outcome["said"] is None and pushed["recovered"] == []
+
+    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d2", "deployed_at": time.time() - 5})
+    control.write_json(ControlArea.STATUS, {"deployment_id": "d2", "state": "running", "batches": 3, "last_batch_id": 7,
+                                            "heartbeat_at": time.time(), "last_progress_at": time.time()})  # fmt: skip
+    run("r3")
+    assert pushed["recovered"] == ["job: recovered: healthy as deployment d2 (was crash_looping)"]
+    run("r4")
+    assert pushed["recovered"] == []

@@ -14,7 +14,7 @@ import pytest
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
 from airflow_async_stream.state.incidents import Kind, read_incidents
-from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
+from airflow_async_stream.supervise.act import Outcome, SuperviseSettings, supervise_job
 from airflow_async_stream.supervise.record import Supervision, read_supervision
 from tests.helpers import rate_noop
 
@@ -35,8 +35,8 @@ def crashed(tmp_path: Path) -> ControlArea:
     return control
 
 
-def _supervise(control: ControlArea) -> object:
-    return supervise_job(control, Holder.this_process("supervisor"), SuperviseSettings())
+def _supervise(control: ControlArea, run: str = "") -> Outcome:
+    return supervise_job(control, Holder.this_process("supervisor"), SuperviseSettings(), run=run)
 
 
 def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: ControlArea) -> None:
@@ -50,12 +50,12 @@ def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: Control
     assert read_supervision(crashed).crash_looping == "d3"
     loops = [i for i in read_incidents(crashed) if i.kind == Kind.CRASH_LOOP]
     assert len(loops) == 1 and loops[0].action == "none: a person must look"
-    assert "airflow-async-stream resume JOB" in (loops[0].cure or "")
+    assert "airflow-async-stream resume " in (loops[0].cure or "")
     shown = subprocess.run([CLI, "status", crashed.url], capture_output=True, text=True, timeout=60).stdout
     [line] = [line for line in shown.splitlines() if line.startswith("supervisor ")]
     assert "crash_looping since " in line and line.endswith("no more restarts until a person resumes it"), line
     again = _supervise(crashed)
-    assert (again.act, again.needs_person) == ("nothing", False)
+    assert (again.act, again.needs_person, again.alert) == ("nothing", True, "crash_looping")  # still, until resumed
     assert len([i for i in read_incidents(crashed) if i.kind == Kind.CRASH_LOOP]) == 1
 
 
@@ -87,3 +87,41 @@ def test_a_policy_that_cannot_be_read_names_its_field(crashed: ControlArea) -> N
     with pytest.raises(SpecError) as bad:
         _supervise(crashed)
     assert bad.value.problems == [("health.on_stall", "Input should be 'alert' or 'restart' (got 'kill')")]
+
+
+def test_a_crash_loop_is_said_once_by_the_run_that_found_it_and_again_by_its_retries(crashed: ControlArea) -> None:
+    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+        {"at": time.time() - 100, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i in (1, 2)]).to_json())  # fmt: skip
+    first = _supervise(crashed, run="supervise/r1")
+    assert first.said == first.line() and first.recovered is None
+    assert first.said.startswith("job: crash_looping (crashed): crashed after 2 restarts within 1 hour")
+    assert "diagnosis: " in first.said and "cure: find the cause in the driver log and `airflow-async-stream doctor job`" in first.said  # fmt: skip
+    assert _supervise(crashed, run="supervise/r1").said == first.said  # a retry of that run: it fails again
+    assert _supervise(crashed, run="supervise/r2").said is None  # a later run (an event again, a run by hand)
+    assert _supervise(crashed, run="supervise/r3").said is None
+
+    # A person fixed and redeployed it: the next look says the recovery, once.
+    crashed.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d4", "deployed_at": time.time() - 5})
+    crashed.write_json(ControlArea.STATUS, {"deployment_id": "d4", "state": "running", "batches": 3, "last_batch_id": 12,
+                                            "heartbeat_at": time.time(), "last_progress_at": time.time()})  # fmt: skip
+    up = _supervise(crashed, run="supervise/r4")
+    assert up.said is None and up.recovered == f"job: recovered: {up.verdict} as deployment d4 (was crash_looping)"
+    assert _supervise(crashed, run="supervise/r4").recovered == up.recovered  # its retry
+    assert _supervise(crashed, run="supervise/r5").recovered is None
+
+
+def test_a_restart_never_made_is_said_once_and_its_reason_kept(crashed: ControlArea) -> None:
+    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+        {"at": time.time() - 10, "answered": "d3", "error": "spark-submit: no such file"}]).to_json())  # fmt: skip
+    outcome = _supervise(crashed, run="supervise/r1")
+    assert (outcome.act, outcome.alert) == ("nothing", "restart_failed")
+    assert outcome.said and "its restart failed: spark-submit: no such file" in outcome.said
+    assert "cure: " in outcome.said and _supervise(crashed, run="supervise/r2").said is None
+
+
+def test_a_job_left_down_by_policy_never_is_said_once_a_persons_stop_never(crashed: ControlArea) -> None:
+    spec = json.loads(crashed.read_bytes(ControlArea.SPEC))
+    crashed.write_bytes(ControlArea.SPEC, json.dumps({**spec, "restart": {"policy": "never"}}).encode())
+    outcome = _supervise(crashed, run="supervise/r1")
+    assert (outcome.act, outcome.alert) == ("leave", "left_down") and outcome.said
+    assert _supervise(crashed, run="supervise/r2").said is None
