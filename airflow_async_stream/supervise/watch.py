@@ -16,19 +16,24 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from airflow_async_stream.exceptions import AsyncStreamError, SpecError
 from airflow_async_stream.insight.health import DOWN, Health, Limits, Look, Verdict, judge
 from airflow_async_stream.insight.read import recorded_spec
+from airflow_async_stream.spec.load import parse_part
+from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import create_once
 from airflow_async_stream.state.hold import hold_state
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import Record, State, now
+from airflow_async_stream.supervise.metrics import Figures, figures_of
 from airflow_async_stream.supervise.policy import Act, case_for, decide
+from airflow_async_stream.supervise.record import read_supervision
 
 __all__ = ["EVENTS", "RESEND_AFTER_S", "Change", "Seen", "sweep", "watch_job"]
 
@@ -44,6 +49,8 @@ TAIL_BYTES = 8 * 1024
 #: The claims kept (the newest).
 KEPT_CLAIMS = 8
 CLAIMS = "watch"
+#: Where a sweep sends each job's figures.
+Measure = Callable[[Figures], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,14 +141,20 @@ def _unanswered(control: ControlArea, health: Health, deployment_id: str | None,
     return decide(case, at).act == Act.RESTART
 
 
-def watch_job(name: str, control: ControlArea, checkpoint: str, at: float | None = None) -> Change | None:
-    """Look at one job; record and return its change of health (None: no change, or another watcher's)."""
+def watch_job(
+    name: str, control: ControlArea, checkpoint: str, at: float | None = None, measure: Measure | None = None
+) -> Change | None:
+    """Look at one job; record and return its change of health (None: no change, or another watcher's); its
+    figures (metrics.py) go to ``measure``."""
     at = now() if at is None else at
     status, judged = liveness_of(control)
     deployment = control.read_deployment()
     running = status is not None and status.state == State.RUNNING and judged.live
     events = progress_log.tail_events(control, TAIL_BYTES) if running else ()
-    health = judge(Look.of(status, judged, deployment, events), Limits.of(recorded_spec(control)), at)
+    spec = recorded_spec(control)
+    health = judge(Look.of(status, judged, deployment, events), Limits.of(spec), at)
+    if measure is not None:
+        measure(figures_of(name, status, health, events, _restarts_in_window(control, spec, at), at))
     verdict = health.verdict
     deployment_id = status.deployment_id if status else (deployment.deployment_id if deployment else None)
     held = verdict in DOWN and hold_state(control.read_hold()) is None
@@ -166,13 +179,24 @@ def watch_job(name: str, control: ControlArea, checkpoint: str, at: float | None
                   before.verdict if before else None, seen.seq)  # fmt: skip
 
 
-def sweep(jobs: Iterable[tuple[str, str, str]], at: float | None = None) -> list[Change]:
-    """Every change of health among ``jobs`` (``(name, control area, checkpoint)``); a job whose records cannot
-    be read is logged and skipped, never the end of the sweep."""
+def _restarts_in_window(control: ControlArea, spec: dict[str, Any] | None, at: float) -> int | None:
+    """The supervisor's restarts within the job's ``restart.within`` (None when its spec says no window)."""
+    try:
+        restart = parse_part(Restart, spec or {}, "restart")
+    except SpecError:
+        return None
+    return len(read_supervision(control).restarts_since(at - restart.within_s))
+
+
+def sweep(
+    jobs: Iterable[tuple[str, str, str]], at: float | None = None, measure: Measure | None = None
+) -> list[Change]:
+    """Every change of health among ``jobs`` (``(name, control area, checkpoint)``), each job's figures to
+    ``measure``; a job whose records cannot be read is logged and skipped, never the end of the sweep."""
     changes = []
     for name, control_url, checkpoint in jobs:
         try:
-            change = watch_job(name, ControlArea(control_url), checkpoint, at)
+            change = watch_job(name, ControlArea(control_url), checkpoint, at, measure)
         except (AsyncStreamError, OSError, ValueError) as exc:
             _log.warning("%s (%s): not watched this sweep: %s", name, control_url, exc)
             continue

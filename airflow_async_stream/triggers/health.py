@@ -1,5 +1,6 @@
 """The health watcher: a ``BaseEventTrigger`` the triggerer runs for an ``AssetWatcher`` (supervise_dag), that
-sweeps a fleet's small records and emits an event only when a job's health changes (supervise/watch.py).
+sweeps a fleet's small records and emits an event only when a job's health changes (supervise/watch.py), and
+sends each job's figures through Airflow's metrics (triggers/stats.py).
 
 Watchers of the same fleet at the same pace share one sweep (``shared_stream_key``), each emitting every
 change. The sweep runs in a thread: the triggerer's event loop is never blocked by storage.
@@ -15,18 +16,24 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_async_stream.rollout.sources import find_jobs
 from airflow_async_stream.supervise.watch import Change, sweep
+from airflow_async_stream.triggers.stats import has_tags, send_change, send_figures
 
 __all__ = ["FleetHealthTrigger"]
 
 
 def _sweep_fleet(fleet_indexes: list[str], checkpoint_folders: list[str], log: Any) -> list[Change]:
+    """One sweep: the changes of health, each job's figures and each incident sent through Airflow's metrics."""
     jobs = []
     for found in find_jobs(fleet_indexes, checkpoint_folders):
         if found.error:
             log.warning("Not watched: %s: %s", found.source, found.error)
         elif not found.retired:
             jobs.append((found.name, found.control_area, found.checkpoint))
-    return sweep(jobs)
+    tagged = has_tags()
+    changes = sweep(jobs, measure=lambda figures: send_figures(figures, tagged))
+    for change in changes:
+        send_change(change, tagged)
+    return changes
 
 
 class FleetHealthTrigger(BaseEventTrigger):
