@@ -4,8 +4,8 @@ when metrics are off."""
 
 from __future__ import annotations
 
-from airflow.sdk.configuration import conf
-from airflow.sdk.observability import stats
+from airflow.configuration import conf
+from airflow.observability import stats  # the triggerer's own: the SDK's copy is not the one it configures
 
 from airflow_async_stream.supervise.metrics import INCIDENTS, Figures, stat_name
 from airflow_async_stream.supervise.watch import Change

@@ -23,11 +23,11 @@ from tests.helpers import rate_noop
 
 SWEEP = """
 import logging
+from airflow.observability import stats
 from airflow.observability.metrics import stats_utils
-from airflow.sdk.observability import stats
 from opentelemetry import metrics
 
-stats.initialize(factory=stats_utils.get_stats_factory(), export_legacy_names=False)
+stats.initialize(factory=stats_utils.get_stats_factory(), export_legacy_names=False)  # as the triggerer does
 from airflow_async_stream.triggers.health import _sweep_fleet
 
 print(len(_sweep_fleet([], [{folder!r}], logging.getLogger())))
