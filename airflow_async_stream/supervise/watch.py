@@ -42,6 +42,7 @@ _log = logging.getLogger(__name__)
 #: The verdicts that are events of their own; a move from one of them back to healthy or idle is ``recovered``.
 EVENTS = frozenset({Verdict.CRASHED, Verdict.FAILED_TO_START, Verdict.STALLED, Verdict.LAGGING})
 RECOVERED = "recovered"
+OK = frozenset({Verdict.HEALTHY, Verdict.IDLE})
 #: A down job nothing answered is announced again after this long.
 RESEND_AFTER_S = 120.0
 #: The newest progress the watcher reads of a running job (enough for the lag check's batches).
@@ -63,6 +64,9 @@ class Seen(Record):
     deployment_id: str | None = None
     held: bool = False
     at: float = 0.0
+    #: The newest event verdict the job has not recovered from: kept while it starts, stops or is stopped, so
+    #: a job brought back by a person (deploy, resume) is said ``recovered`` too.
+    unresolved: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def _condition(verdict: Verdict, deployment_id: str | None, held: bool) -> str:
         return f"{verdict}:{deployment_id}:{'held' if held else 'free'}"
     if verdict in EVENTS:
         return str(verdict)
-    return "ok" if verdict in (Verdict.HEALTHY, Verdict.IDLE) else f"quiet:{verdict}"
+    return "ok" if verdict in OK else f"quiet:{verdict}"
 
 
 def _event(verdict: Verdict, before: Seen | None, held: bool, deployment_id: str | None) -> str | None:
@@ -100,8 +104,8 @@ def _event(verdict: Verdict, before: Seen | None, held: bool, deployment_id: str
         return None
     if verdict in EVENTS:
         return str(verdict)
-    bad_before = before is not None and before.verdict in {str(v) for v in EVENTS}
-    return RECOVERED if bad_before and verdict in (Verdict.HEALTHY, Verdict.IDLE) else None
+    bad_before = before is not None and (before.unresolved or before.verdict in {str(v) for v in EVENTS})
+    return RECOVERED if bad_before and verdict in OK else None
 
 
 def read_seen(control: ControlArea) -> Seen | None:
@@ -166,8 +170,12 @@ def watch_job(
     )  # fmt: skip
     if before is not None and before.condition == condition and not again:
         return None
+    kept = (
+        (before.unresolved or (before.verdict if before.verdict in {str(v) for v in EVENTS} else "")) if before else ""
+    )
+    unresolved = str(verdict) if verdict in EVENTS else "" if verdict in OK else kept
     seen = Seen(seq=(before.seq if before else 0) + 1, condition=condition, verdict=str(verdict),
-                deployment_id=deployment_id, held=held, at=at)  # fmt: skip
+                deployment_id=deployment_id, held=held, at=at, unresolved=unresolved)  # fmt: skip
     if not _claim(control, seen):
         return None
     control.write_json(control.WATCH, seen.to_json())

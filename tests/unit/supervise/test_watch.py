@@ -122,3 +122,13 @@ def test_a_down_job_taken_under_a_hold_is_no_news(job: ControlArea) -> None:
     assert read_seen(job).condition == "crashed:d1:held"  # type: ignore[union-attr]
     release(job, holder)  # the restart failed before a new driver launched: the hold ends on a job still down
     assert _watch(job) == ["crashed"]
+
+
+def test_a_job_a_person_brought_back_is_said_recovered_after_it_started(job: ControlArea) -> None:
+    _crash(job)
+    assert _watch(job) == ["crashed"]
+    job.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d2", "deployed_at": time.time()})
+    _running(job, deployment_id="d2", state="starting", batches=0, last_progress_at=None)
+    assert _watch(job) == []  # starting: no news yet
+    _running(job, deployment_id="d2")
+    assert _watch(job) == ["recovered"] and _watch(job) == []
