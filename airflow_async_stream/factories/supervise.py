@@ -4,7 +4,7 @@
 hand looks at every job of the fleet.
 
     health watcher (triggerer) --event on a change of health--> asset --> supervise (doctor, policy, act)
-                                                                          --> recovered (said once)
+                                                                          --> recovered (said once), done
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, Asset, AssetWatcher
 
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
@@ -78,4 +79,6 @@ def supervise_dag(
             startup_timeout_s=startup_timeout_s, wait_timeout_s=wait_timeout_s, on_failure_callback=on_alert,
         )  # fmt: skip
         supervise >> RecoveredJobsOperator(task_id="recovered", on_success_callback=on_recovery)
+        # A leaf that follows the supervisor's task, so a run it failed ends failed ("recovered" runs anyway).
+        supervise >> EmptyOperator(task_id="done")
     return dag

@@ -20,7 +20,7 @@ from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, held
-from airflow_async_stream.state.incidents import Incident, Kind, record_incident
+from airflow_async_stream.state.incidents import Incident, Kind, one_line, record_incident
 from airflow_async_stream.state.records import SUFFIX, now
 from airflow_async_stream.supervise.alerts import Alert, open_alerts, recovered_key, say_once
 from airflow_async_stream.supervise.policy import Act, Case, Decision, case_for, decide
@@ -73,7 +73,9 @@ class Outcome:
     def line(self) -> str:
         """One line for a person: the job, what is wrong, the diagnosis and the cure."""
         cure = self.cure or f"`airflow-async-stream doctor {self.job}`; fix what it names, then `airflow-async-stream resume {self.job}`"  # fmt: skip
-        return f"{self.job}: {self.alert} ({self.verdict}): {self.reason}; diagnosis: {self.diagnosis or 'none'}; cure: {cure}"  # fmt: skip
+        parts = (self.reason, self.diagnosis or "none", cure)  # Spark's errors run over many lines: their first
+        reason, diagnosis, cure = (one_line(part) for part in parts)
+        return f"{self.job}: {self.alert} ({self.verdict}): {reason}; diagnosis: {diagnosis}; cure: {cure}"
 
 
 def _look(control: ControlArea) -> tuple[Checkup, Case, Decision]:

@@ -125,3 +125,9 @@ def test_a_job_left_down_by_policy_never_is_said_once_a_persons_stop_never(crash
     outcome = _supervise(crashed, run="supervise/r1")
     assert (outcome.act, outcome.alert) == ("leave", "left_down") and outcome.said
     assert _supervise(crashed, run="supervise/r2").said is None
+
+
+def test_the_line_said_is_one_line_whatever_spark_wrote() -> None:
+    outcome = Outcome("/ck.async-stream", "crashed", "crash_looping", "crashed: [X] boom\n=== Streaming Query ===\nId",
+                      "the transform raised\nat line 2", job="job", cure="resume it\n(twice)", alert="crash_looping")  # fmt: skip
+    assert outcome.line() == "job: crash_looping (crashed): crashed: [X] boom; diagnosis: the transform raised; cure: resume it"  # fmt: skip

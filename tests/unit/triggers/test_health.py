@@ -68,8 +68,11 @@ def test_the_supervisor_dag_watches_the_fleet_and_refuses_nothing_to_watch(tmp_p
     [asset] = dag.timetable.asset_condition.objects if hasattr(dag.timetable.asset_condition, "objects") else [dag.timetable.asset_condition]  # fmt: skip
     [watcher] = asset.watchers
     assert watcher.trigger.checkpoint_folders == [str(tmp_path)]
-    assert dag.max_active_runs == 1 and [t.task_id for t in dag.tasks] == ["supervise", "recovered"]
-    supervise, recovered = dag.tasks
+    assert dag.max_active_runs == 1 and [t.task_id for t in dag.tasks] == ["supervise", "recovered", "done"]
+    supervise, recovered, done = dag.tasks
+    assert (
+        done.upstream_task_ids == {"supervise"} and done.trigger_rule == "all_success"
+    )  # a failed supervise fails the run
     assert supervise.on_failure_callback == [alert] and recovered.on_success_callback == [recovery]
     assert recovered.trigger_rule == "all_done" and recovered.upstream_task_ids == {"supervise"}
     with pytest.raises(ValueError, match="give a desired-state folder or fleet index, or checkpoint_folders"):
