@@ -6,7 +6,9 @@ runs none), its DAG on a real scheduler and dag-processor (LocalExecutor, SQLite
 - the triggerer SIGKILLed, then the job's driver -> the new triggerer's watcher acts, once;
 - a migration holding a down job -> the supervisor leaves it until the hold ends, then restarts it;
 - ``state: suspended`` then ``running`` in its file -> stopped, left stopped, started again;
-- a transform that fails after a few batches every time -> crash_looping after max_restarts, one incident;
+- a transform that fails after a few batches every time -> crash_looping after max_restarts, one incident,
+  the DAG's failure notifier called once with one line (the run retried); fixed and deployed by a person ->
+  its recovery said once;
 - a synchronous job crashed over async gaps -> cured through the safe-disable path, never a synchronous start
   into ``batch N doesn't exist``.
 """
@@ -15,10 +17,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,13 +54,48 @@ pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 SUPERVISED = CHECKPOINT_ROOT / f"supervised-{uuid.uuid4().hex[:6]}"
 DAG_ID = "supervise"
+NOTES = SUPERVISED.parent / f"{SUPERVISED.name}-notes.jsonl"
+
+
+class StatsdListener:
+    """A StatsD server stand-in on 127.0.0.1: every metric line Airflow's StatsD backend sends."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.lines: list[str] = []
+        threading.Thread(target=self._receive, daemon=True).start()
+
+    def _receive(self) -> None:
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                return
+            self.lines.extend(data.decode().splitlines())
+
+    def newest(self, name: str) -> tuple[float, str] | None:
+        """The newest value and type sent for ``name`` (``(1.0, "g")``), or None."""
+        sent = [line.split(":", 1)[1] for line in list(self.lines) if line.split(":", 1)[0] == name]
+        return (float(sent[-1].split("|")[0]), sent[-1].split("|")[1]) if sent else None
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
+def statsd() -> Iterator[StatsdListener]:
+    listener = StatsdListener()
+    yield listener
+    listener.sock.close()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, statsd: StatsdListener) -> Iterator[AirflowStack]:
     SUPERVISED.mkdir()
     deployment = AirflowStack(
         tmp_path_factory.mktemp("supervisor") / "airflow-home",
+        metrics__statsd_on="True",
+        metrics__statsd_host="127.0.0.1",
+        metrics__statsd_port=str(statsd.port),
         core__parallelism="4",
         triggerer__job_heartbeat_sec="1",
         triggerer__triggerer_health_check_threshold="5",
@@ -63,10 +103,29 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
         dag_processor__refresh_interval="5",
     )
     (deployment.dags / f"{DAG_ID}.py").write_text(textwrap.dedent(f"""
+        import json
+        from datetime import timedelta
+
+        from airflow.sdk.bases.notifier import BaseNotifier
         from airflow_async_stream.factories import supervise_dag
 
+        class Note(BaseNotifier):
+            \"\"\"A notifier as a user's would be (Slack, e-mail): here each call is a line of a file.\"\"\"
+
+            def __init__(self, what):
+                super().__init__()
+                self.what = what
+
+            def notify(self, context):
+                ti = context["ti"]
+                said = str(context.get("exception") or "") or ti.xcom_pull(task_ids="recovered")
+                with open({str(NOTES)!r}, "a") as fh:
+                    fh.write(json.dumps({{"what": self.what, "run_id": ti.run_id, "try": ti.try_number,
+                                         "said": said}}) + "\\n")
+
         supervise_dag(checkpoint_folders=[{str(SUPERVISED)!r}], dag_id={DAG_ID!r}, poll_s=1,
-                      startup_timeout_s=180, wait_timeout_s=150)
+                      startup_timeout_s=180, wait_timeout_s=150, on_alert=Note("alert"), on_recovery=Note("recovery"),
+                      default_args={{"retries": 1, "retry_delay": timedelta(seconds=1)}})
         """))  # fmt: skip
     try:
         deployment.airflow("db", "migrate")
@@ -125,18 +184,38 @@ def _restarted(stack: AirflowStack, control: ControlArea, count: int) -> dict[st
     return stack.await_(running, f"restart {count} running and committing", 300)
 
 
+def _notes() -> list[dict[str, Any]]:
+    """What the DAG's notifiers were called with, in order."""
+    return [json.loads(line) for line in NOTES.read_text().splitlines()] if NOTES.exists() else []
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=400)
 
 
-def test_a_killed_driver_is_restarted_a_persons_stop_is_not(stack: AirflowStack, tmp_path: Path) -> None:
+def test_a_killed_driver_is_restarted_a_persons_stop_is_not(
+    stack: AirflowStack, statsd: StatsdListener, tmp_path: Path
+) -> None:
     spec = _spec("kill-me")
     control, first = _deploy(spec)
     killed = _kill(control)
     restart = _restarted(stack, control, 1)
     assert restart["answered"] == killed and restart["how"] == "redeploy" and restart["verdict"] == "crashed"
     assert [i.kind for i in read_incidents(control)] == [Kind.CRASH]
-    assert {s for _, s in _settled(stack)} == {"success"}  # the crash's run (and the recovery's, once it came)
+    # The watcher's figures, through Airflow's StatsD backend: the job's name is part of each name (no tags).
+    metric = "airflow.async_stream.job.kill-me."
+    batch_figures = ("seconds_since_last_batch", "batch_latency_p50_ms", "input_rows_per_second", "processed_rows_per_second")  # fmt: skip
+
+    def figures() -> bool:
+        up, restarts = statsd.newest(metric + "up"), statsd.newest(metric + "restarts_in_window")
+        return up == (1, "g") and restarts == (1, "g") and all(statsd.newest(metric + f) for f in batch_figures)
+
+    stack.await_(figures, "the restarted job's figures over StatsD", 60)
+    assert statsd.newest(metric + "health") in ((0, "g"), (1, "g"))  # healthy or idle
+    assert [line for line in statsd.lines if line.startswith(metric + "incidents")] == [
+        metric + "incidents.crashed:1|c"
+    ]
+    assert all(statsd.newest(metric + f)[0] >= 0 for f in batch_figures)  # type: ignore[index]
 
     # A person's stop: the watcher sees it, nothing restarts it, and a rollout's plan leaves it stopped.
     stopped = _cli("stop", spec["checkpoint"])
@@ -199,6 +278,7 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(stack: AirflowStack,
     assert roll_out(state="running") == "restart"
     assert control.read_status().state == "running" and stopped_on_purpose(control) is None  # type: ignore[union-attr]
     assert json.loads(control.read_bytes(ControlArea.SPEC))["state"] == "running"
+    assert _notes() == []  # restarted four times, stopped, suspended: nothing needed a person
 
 
 def test_a_job_that_fails_every_time_is_crash_looping(stack: AirflowStack) -> None:
@@ -212,6 +292,24 @@ def test_a_job_that_fails_every_time_is_crash_looping(stack: AirflowStack) -> No
     [loop] = [i for i in read_incidents(control) if i.kind == Kind.CRASH_LOOP]
     assert loop.action == "none: a person must look" and "poisoned row" in (loop.error or "") + (loop.diagnosis or "")
     assert read_seen(control).deployment_id == record.crash_looping  # seen down, and left down
+    # The run that found it failed at both tries, its notifier called once, with one line.
+    [alert] = _notes()
+    assert alert["what"] == "alert" and alert["try"] == 2, alert
+    assert re.match(
+        r"poisoned: crash_looping \((crashed|failed_to_start)\): \1 after 1 restart within 1 hour", alert["said"]
+    )
+    assert "poisoned row" in alert["said"] and "cure: find the cause in the driver log" in alert["said"], alert
+    assert "\n" not in alert["said"]
+    assert [s for _, s in _settled(stack)].count("failed") == 1
+
+    # A person fixes the transform and deploys it: the recovery is said once, by the next run.
+    fixed, _ = _deploy({**spec, "transform": {"sql": "SELECT value FROM source"}})
+    stack.await_(lambda: len(_notes()) > 1, "the recovery said", 180)
+    _settled(stack)
+    [_, recovery] = _notes()
+    assert recovery["what"] == "recovery" and recovery["said"] == [
+        f"poisoned: recovered: healthy as deployment {fixed.read_deployment().deployment_id} (was crash_looping)"  # type: ignore[union-attr]
+    ], recovery
 
 
 def test_a_synchronous_job_crashed_over_async_gaps_is_cured_not_started(stack: AirflowStack) -> None:

@@ -1,4 +1,4 @@
-"""Waits for more committed batches than Spark keeps commit files of (``minBatchesToRetain``, 10 here so
+"""Waits for more committed batches than Spark keeps commit files of (``minBatchesToRetain``, 5 here so
 purging happens within seconds): the sensor (poke and deferred) and the migration's waits finish."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from tests.integration.helpers import run_dag, task_states, write_job_dag, xcom
 
 pytestmark = pytest.mark.integration
 
-RETAINED = 10
+RETAINED = 5
 WANTED = 3 * RETAINED
 
 
