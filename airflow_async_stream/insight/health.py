@@ -31,7 +31,7 @@ from airflow_async_stream.state.incidents import one_line
 from airflow_async_stream.state.liveness import Liveness
 from airflow_async_stream.state.records import ACTIVE_STATES, NOT_LAUNCHED, Deployment, State, Status, now
 
-__all__ = ["DOWN", "Health", "Limits", "Look", "Verdict", "judge", "restart_outlook"]
+__all__ = ["DOWN", "UP", "Health", "Limits", "Look", "Verdict", "judge", "restart_outlook"]
 
 
 class Verdict(StrEnum):
@@ -49,6 +49,8 @@ class Verdict(StrEnum):
 
 #: A job that is down without anyone asking: a person (or the supervisor) must act.
 DOWN = frozenset({Verdict.CRASHED, Verdict.FAILED_TO_START})
+#: A job whose query runs batches (or waits for data): up, for metrics and for saying a recovery.
+UP = frozenset({Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING})
 #: How many of the newest batches a growing backlog must span to count as lagging.
 LAG_BATCHES = 5
 #: The least time without a batch, while Spark says no data waits, that makes a running job idle (seconds).

@@ -15,7 +15,7 @@ from typing import Any
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError
 from airflow_async_stream.insight.checkup import Checkup, check_up
-from airflow_async_stream.insight.health import Verdict
+from airflow_async_stream.insight.health import UP
 from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
 from airflow_async_stream.state.control import ControlArea
@@ -30,8 +30,6 @@ from airflow_async_stream.supervise.recover import recover
 __all__ = ["Outcome", "SuperviseSettings", "supervise_job"]
 
 _log = logging.getLogger(__name__)
-#: Verdicts of a job that runs again: its open alerts are said recovered.
-_UP = frozenset({Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING})
 
 
 @dataclass(frozen=True)
@@ -55,8 +53,6 @@ class Outcome:
     deployment_id: str | None = None
     #: For ``wait``: seconds until the restart is due.
     wait_s: float = 0.0
-    #: A person must look (crash looping, or a restart that failed).
-    needs_person: bool = False
     #: The job's name, and the cure its newest incident names.
     job: str = ""
     cure: str | None = None
@@ -66,6 +62,10 @@ class Outcome:
     #: The lines this run says (alerts.py): what needs a person, and a recovery.
     said: str | None = None
     recovered: str | None = None
+
+    @property
+    def needs_person(self) -> bool:
+        return self.alert is not None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,7 +92,7 @@ def _outcome(control: ControlArea, looked: Checkup, case: Case, decision: Decisi
     spec = recorded_spec(control) or {}
     return Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason,
                    newest.diagnosis or newest.error if newest else None, case.deployment_id, decision.wait_s,
-                   needs_person=decision.alert is not None, job=str(spec.get("name") or control.url),
+                   job=str(spec.get("name") or control.url),
                    cure=newest.cure if newest else None, alert=decision.alert, since=case.health.since)  # fmt: skip
 
 
@@ -113,7 +113,7 @@ def _say(control: ControlArea, outcome: Outcome, run: str, log: logging.Logger) 
         if said is None:
             log.info("%s: said already by an earlier run: %s", control.url, alert.line)
         return replace(outcome, said=said)
-    opened = open_alerts(control, run) if outcome.verdict in _UP else []
+    opened = open_alerts(control, run) if outcome.verdict in UP else []
     line = f"{outcome.job}: recovered: {outcome.verdict} as deployment {outcome.deployment_id} (was {', '.join(k.split('.')[1] for k in opened)})"  # fmt: skip
     said = [s for s in [say_once(control, recovered_key(key), line, run) for key in opened] if s]
     return replace(outcome, recovered=said[0]) if said else outcome
@@ -132,7 +132,7 @@ def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings
     except JobHeldError as exc:
         log.info("%s: %s", control.url, exc)
         return replace(outcome, act="held", reason=f"{exc}: looked at again when the hold ends", wait_s=0.0,
-                       needs_person=False, alert=None)  # fmt: skip
+                       alert=None)  # fmt: skip
 
 
 def _act(
@@ -157,7 +157,7 @@ def _act(
         launched = deployment is not None and deployment.deployment_id != case.deployment_id
         # A new driver that failed is seen going down like any other; one never launched needs a person.
         return replace(outcome, act="restart_failed", reason=f"{decision.reason}: {exc}",
-                       needs_person=not launched, alert=None if launched else "restart_failed")  # fmt: skip
+                       alert=None if launched else "restart_failed")  # fmt: skip
     write_supervision(control, grant, read_supervision(control).with_restart(
         {**restart, "deployment_id": done.deployment_id, "how": done.how, "why": done.why}))  # fmt: skip
     return replace(outcome, act="restarted", reason=f"{decision.reason}: {done.why} as deployment "

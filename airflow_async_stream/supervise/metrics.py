@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.insight.health import Health, Verdict
+from airflow_async_stream.insight.health import UP, Health, Verdict
 from airflow_async_stream.insight.report import percentile
 from airflow_async_stream.state.records import Status
 
@@ -66,7 +66,7 @@ def figures_of(
     return Figures(
         job=job,
         health=HEALTH_CODES.get(verdict, max(HEALTH_CODES.values())),
-        up=int(verdict in (Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING)),
+        up=int(verdict in UP),
         seconds_since_last_batch=round(max(0.0, at - last), 3) if last else None,
         batch_latency_p50_ms=percentile(latencies, 50),
         input_rows_per_second=_number(newest.get("input_rows_per_s")),

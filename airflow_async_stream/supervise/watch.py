@@ -104,8 +104,7 @@ def _event(verdict: Verdict, before: Seen | None, held: bool, deployment_id: str
         return None
     if verdict in EVENTS:
         return str(verdict)
-    bad_before = before is not None and (before.unresolved or before.verdict in {str(v) for v in EVENTS})
-    return RECOVERED if bad_before and verdict in OK else None
+    return RECOVERED if before is not None and before.unresolved and verdict in OK else None
 
 
 def read_seen(control: ControlArea) -> Seen | None:
@@ -170,9 +169,7 @@ def watch_job(
     )  # fmt: skip
     if before is not None and before.condition == condition and not again:
         return None
-    kept = (
-        (before.unresolved or (before.verdict if before.verdict in {str(v) for v in EVENTS} else "")) if before else ""
-    )
+    kept = before.unresolved if before else ""  # through starting, stopping, stopped
     unresolved = str(verdict) if verdict in EVENTS else "" if verdict in OK else kept
     seen = Seen(seq=(before.seq if before else 0) + 1, condition=condition, verdict=str(verdict),
                 deployment_id=deployment_id, held=held, at=at, unresolved=unresolved)  # fmt: skip

@@ -76,7 +76,7 @@ def test_of_two_watchers_one_emits_and_a_dead_ones_claim_is_caught_up(job: Contr
     seen = read_seen(job)
     # Another watcher claimed the crash and died before it wrote watch.json.
     job.write_bytes("watch/2", json.dumps({**seen.to_json(), "seq": 2, "condition": "crashed:d1:free",  # type: ignore[union-attr]
-                                           "verdict": "crashed", "at": time.time()}).encode())  # fmt: skip
+                                           "verdict": "crashed", "unresolved": "crashed", "at": time.time()}).encode())  # fmt: skip
     assert _watch(job) == []
     _running(job)  # its recovery is this watcher's to say, at the next number
     assert _watch(job) == ["recovered"] and read_seen(job).seq == 3  # type: ignore[union-attr]
