@@ -88,6 +88,10 @@ class Governor(ProgressRecording):
             self._write(heartbeat=True, **self.trigger_facts())
 
     @property
+    def query_restarts(self) -> list[float]:
+        return list(self._status.query_restarts)
+
+    @property
     def failed(self) -> bool:
         return self._status.state == State.FAILED
 
@@ -128,6 +132,7 @@ class Governor(ProgressRecording):
     def run(self, writer: Any, spark: Any, spec: JobSpec | None = None, df: Any = None) -> None:
         """Start the query from a fully configured writer and govern it until it ends; with its ``spec``
         (and the DataFrame, to check a switch to async), switch requests switch it in place."""
+        from airflow_async_stream.runtime.requery import govern_query
         from airflow_async_stream.runtime.switch import InPlaceSwitch
         from airflow_async_stream.runtime.switch_request import abandon_stale_request
 
@@ -142,12 +147,12 @@ class Governor(ProgressRecording):
         self._started(query)
         _log.info("deployment %s: query %s started (run %s)", self.deployment_id, query.id, query.runId)
         try:
-            while (request := self._watch(query, switchable=spec is not None)) is not None:
-                query = InPlaceSwitch(self, spark, writer, df).apply(query, request)
+            switch = (lambda q, r: InPlaceSwitch(self, spark, writer, df).apply(q, r)) if spec else None
+            govern_query(self, query, writer, switch)
         finally:
-            self.flush_progress(query)
+            self.flush_progress(self._query or query)
             spark.streams.removeListener(listener)
-        self.finish_after(query)
+        self.finish_after(self._query or query)
 
     def _started(self, query: StreamingQuery, **changes: Any) -> None:
         self._query_id = str(query.id)
@@ -165,6 +170,10 @@ class Governor(ProgressRecording):
             configuration=self.configuration,
             **changes,
         )
+
+    def requeried(self, query: StreamingQuery, at: float, keep: int) -> None:
+        """A new query after a transient failure (runtime/requery.py), counted in ``query_restarts``."""
+        self._started(query, query_restarts=[*self._status.query_restarts, at][-keep:])
 
     def switched(
         self,
@@ -187,10 +196,10 @@ class Governor(ProgressRecording):
                 self._awaiting = (record, last_before)
             self._measure_pause()  # the first batch may already be recorded
 
-    def _watch(self, query: StreamingQuery, switchable: bool = False) -> SwitchRequest | None:
+    def watch(self, query: StreamingQuery, switchable: bool = False) -> SwitchRequest | None:
         """Govern until the query ends (None) or a switch request for this deployment arrives."""
         while query.isActive:
-            request = self._stop_request()
+            request = self.stop_request()
             if request:
                 self._stop_gracefully(query, request)
                 return None
@@ -200,7 +209,7 @@ class Governor(ProgressRecording):
             query.awaitTermination(_STOP_POLL_S)
         return None
 
-    def _stop_request(self) -> StopRequest | None:
+    def stop_request(self) -> StopRequest | None:
         try:
             return self.control.stop_request_for(self.deployment_id)
         except ControlAreaError as exc:  # hand-written or damaged: never applied, and the query runs on

@@ -44,6 +44,8 @@ class Kind(StrEnum):
     RECOVERY = "recovery"
     #: The supervisor's restarts did not keep the job up: it makes no more until a person looks.
     CRASH_LOOP = "crash_loop"
+    #: The driver restarted its query after a transient failure (a source or sink briefly unreachable).
+    QUERY_RESTART = "query_restart"
 
 
 @dataclass(frozen=True, kw_only=True)

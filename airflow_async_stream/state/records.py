@@ -127,6 +127,9 @@ class Status(Record):
     #: batches), and whether Spark said at the last heartbeat that its source has new data.
     batch_active_since: float | None = None
     data_available: bool | None = None
+    #: When the driver restarted its failed query itself (a transient failure: runtime/requery.py), newest last,
+    #: at most the policy's ``max_restarts``: the supervisor's policy counts them with its own restarts.
+    query_restarts: list[float] = field(default_factory=list)
 
     def check(self, where: str) -> None:
         if not self.state:

@@ -57,17 +57,22 @@ class Case:
     suspended: bool = False
     stopped: Stopped | None = None
     supervision: Supervision = Supervision()
+    #: The driver's own restarts of its query (status ``query_restarts``), counted with the supervisor's.
+    query_restarts: tuple[float, ...] = ()
 
 
 def case_for(control: ControlArea, health: Health, deployment_id: str | None) -> Case:
     """A job as the policy sees it: ``health`` of ``deployment_id``, the policy of the spec it was deployed with
-    (SpecError naming the field when that cannot be read), a stop on purpose, the supervisor's record."""
+    (SpecError naming the field when that cannot be read), a stop on purpose, the supervisor's record and the
+    driver's own restarts of its query."""
     spec = recorded_spec(control) or {}
     where = f"{control.url}/{ControlArea.SPEC}"
     restart = parse_part(Restart, spec, "restart", where)
     on_stall = parse_part(HealthSpec, spec, "health", where).on_stall
+    status = control.read_status()
     return Case(health, deployment_id, restart, on_stall, spec.get("state") == "suspended",
-                stopped_on_purpose(control), read_supervision(control))  # fmt: skip
+                stopped_on_purpose(control), read_supervision(control),
+                tuple(status.query_restarts) if status else ())  # fmt: skip
 
 
 def decide(case: Case, at: float) -> Decision:
@@ -94,7 +99,7 @@ def decide(case: Case, at: float) -> Decision:
     policy = case.restart
     if policy.policy == "never":
         return Decision(Act.LEAVE, f"{verdict}, and restart.policy is never: left down for a person", alert="left_down")
-    recent = len(record.restarts_since(at - policy.within_s))
+    recent = record.counted(policy.within_s, case.query_restarts, at)
     if recent >= policy.max_restarts:
         return Decision(
             Act.CRASH_LOOPING,

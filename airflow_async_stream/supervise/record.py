@@ -3,6 +3,7 @@ declared), so the watcher, every worker and the next run read the same."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,12 @@ class Supervision(Record):
     def restarts_since(self, since: float) -> list[dict[str, Any]]:
         since = max(since, self.resumed_at or 0.0)
         return [r for r in self.restarts if float(r.get("at") or 0) >= since]
+
+    def counted(self, within_s: float, in_driver: Sequence[float], at: float) -> int:
+        """The restarts a window of ``within_s`` holds at ``at``: the supervisor's, and the driver's own of its
+        query (status ``query_restarts``); none before a person's resume."""
+        since = max(at - within_s, self.resumed_at or 0.0)
+        return len(self.restarts_since(since)) + sum(1 for t in in_driver if t >= since)
 
     def with_restart(self, restart: dict[str, Any]) -> Supervision:
         kept = [r for r in self.restarts if r.get("answered") != restart.get("answered")]

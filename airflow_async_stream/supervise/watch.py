@@ -30,7 +30,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import create_once
 from airflow_async_stream.state.hold import hold_state
 from airflow_async_stream.state.liveness import liveness_of
-from airflow_async_stream.state.records import Record, State, now
+from airflow_async_stream.state.records import Record, State, Status, now
 from airflow_async_stream.supervise.metrics import Figures, figures_of
 from airflow_async_stream.supervise.policy import Act, case_for, decide
 from airflow_async_stream.supervise.record import read_supervision
@@ -157,7 +157,7 @@ def watch_job(
     spec = recorded_spec(control)
     health = judge(Look.of(status, judged, deployment, events), Limits.of(spec), at)
     if measure is not None:
-        measure(figures_of(name, status, health, events, _restarts_in_window(control, spec, at), at))
+        measure(figures_of(name, status, health, events, _restarts_in_window(control, spec, status, at), at))
     verdict = health.verdict
     deployment_id = status.deployment_id if status else (deployment.deployment_id if deployment else None)
     held = verdict in DOWN and hold_state(control.read_hold()) is None
@@ -184,13 +184,16 @@ def watch_job(
                   before.verdict if before else None, seen.seq)  # fmt: skip
 
 
-def _restarts_in_window(control: ControlArea, spec: dict[str, Any] | None, at: float) -> int | None:
-    """The supervisor's restarts within the job's ``restart.within`` (None when its spec says no window)."""
+def _restarts_in_window(
+    control: ControlArea, spec: dict[str, Any] | None, status: Status | None, at: float
+) -> int | None:
+    """The restarts within the job's ``restart.within``, the supervisor's and the driver's own (None when its
+    spec cannot be read)."""
     try:
         restart = parse_part(Restart, spec or {}, "restart")
     except SpecError:
         return None
-    return len(read_supervision(control).restarts_since(at - restart.within_s))
+    return read_supervision(control).counted(restart.within_s, status.query_restarts if status else (), at)
 
 
 def sweep(

@@ -87,3 +87,12 @@ def test_a_persons_resume_starts_the_count_again() -> None:
     assert decide(case(supervision=looping), AT).act == Act.CRASH_LOOPING
     resumed = looping.but(resumed_at=AT - 30)
     assert decide(case(supervision=resumed), AT).act == Act.WAIT
+
+
+def test_the_drivers_own_query_restarts_count_with_the_supervisors() -> None:
+    both = case(supervision=restarts(300), query_restarts=(AT - 200, AT - 100))
+    assert decide(both, AT).act == Act.CRASH_LOOPING and "after 3 restarts within 1 hour" in decide(both, AT).reason
+    old = case(supervision=restarts(300), query_restarts=(AT - 7200,))  # outside the window
+    assert decide(old, AT + 60).act == Act.RESTART and decide(old, AT + 60).restarts_before == 1
+    resumed = case(supervision=replace(restarts(300), resumed_at=AT - 150), query_restarts=(AT - 200, AT - 100))
+    assert decide(resumed, AT + 60).restarts_before == 1  # a person's resume starts the count again
