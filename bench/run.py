@@ -67,7 +67,8 @@ TARGETS = {
     "fleet": "how a safe-disable rollout's wall time grows with N jobs, and what max_parallel does to it",
     "switch_ratio_provider_over_plain_p50": "<= 1.1 for each kind of in-place switch (plain: one warm session)",
     "supervise": "a watcher sweep over 1,000 jobs <= 1 s; a SIGKILLed driver detected <= 5 s, running again "
-    "<= a driver start + 10 s (the Flink operator's default reconcile interval: 60 s)",
+    "<= a driver start + 10 s (the Flink operator's default reconcile interval: 60 s); a query restarted in "
+    "its driver: the failure to its next batch <= a quarter of a driver start",
 }
 
 

@@ -6,6 +6,9 @@ driver is SIGKILLed is down, under a real Airflow (api-server, scheduler, dag-pr
 - Recovery: a job with ``restart: {backoff: 1 second, max_backoff: 1 second}`` SIGKILLed 5 times; detection is
   the kill to the watcher's record of the crash, recovery the kill to the new deployment's first batch. Beside
   it, a bare driver start (the deploy to its first batch) on the same machine, 3 times.
+- Requery: a sink refusing one commit (tests/integration/user_code/flaky_sink_app.py), its query restarted in the
+  live driver with ``backoff: 1 second``, 5 times: the failure to the new run's first batch, beside 3 starts of
+  the same job's driver.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from airflow_async_stream.supervise.watch import read_seen, sweep
 JOBS = 1000
 CRASHES = 5
 STARTS = 3
+REQUERIES = 5
+USER_CODE = Path(__file__).resolve().parent.parent / "tests" / "integration" / "user_code"
 
 
 def _fleet(folder: Path) -> None:
@@ -89,18 +94,29 @@ def _await(probe: Any, what: str, timeout_s: float) -> Any:
     return found
 
 
+def _driver_starts(spec: dict[str, Any], control: ControlArea) -> list[float]:
+    """``STARTS`` deploys of ``spec``, each from a stopped job (no stop timed): the deploy to its first batch."""
+    from airflow_async_stream.driver.stop import stop_driver
+
+    starts = []
+    settings = DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180)
+    for n in range(STARTS):
+        if n:
+            stop_driver(control, "bench: the next start", graceful_timeout_s=5, kill_after_s=30)
+        began = time.time()
+        deploy_job(parse_spec(spec), Holder.this_process("bench"), settings)
+        deployment = control.read_deployment().deployment_id
+        starts.append(_await(lambda d=deployment: _first_batch_at(control, d), "first batch", 60) - began)
+    return starts
+
+
 def recovery(log: Any) -> dict[str, Any]:
     from tests.integration.airflow_stack import AirflowStack
 
     with tempfile.TemporaryDirectory(prefix="bench-supervise-") as tmp:
         root = Path(tmp) / "checkpoints"
         root.mkdir()
-        settings = DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180, redeploy=True)
-        starts = []
-        for _ in range(STARTS):
-            began = time.time()
-            deploy_job(parse_spec(_spec(root)), Holder.this_process("bench"), settings)
-            starts.append(time.time() - began)
+        starts = _driver_starts(_spec(root), ControlArea.for_checkpoint(_spec(root)["checkpoint"]))
         stack = AirflowStack(Path(tmp) / "airflow-home", core__parallelism="4", scheduler__scheduler_heartbeat_sec="1",
                              triggerer__job_heartbeat_sec="1", dag_processor__refresh_interval="5")  # fmt: skip
         (stack.dags / "supervise.py").write_text(textwrap.dedent(f"""
@@ -138,5 +154,52 @@ def recovery(log: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _flaky(root: Path, flag: Path) -> dict[str, Any]:
+    return parse_spec({
+        "name": "flaky", "checkpoint": str(root / "flaky"), "application": str(USER_CODE / "flaky_sink_app.py"),
+        "sink": {"format": "flaky", "options": {"flag": str(flag)}}, "trigger": {"processing_time": "500 milliseconds"},
+        "restart": {"backoff": "1 second", "max_backoff": "1 second", "max_restarts": REQUERIES + 1},
+    }).to_mapping()  # fmt: skip
+
+
+def requery(log: Any) -> dict[str, Any]:
+    """A sink refusing one commit, restarted in its live driver: the failure to the new run's first batch, beside
+    a new driver's start (the deploy's launch to its first batch) of the same job."""
+    with tempfile.TemporaryDirectory(prefix="bench-requery-") as tmp:
+        root, flag = Path(tmp), Path(tmp) / "flag"
+        failed_at = flag.with_name("flag.failed-at")
+        control = ControlArea.for_checkpoint(_flaky(root, flag)["checkpoint"])
+        heals = []
+        python_path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = str(USER_CODE)
+        try:
+            starts = _driver_starts(_flaky(root, flag), control)
+            deployment = control.read_deployment().deployment_id
+            for n in range(1, REQUERIES + 1):
+                failed_at.unlink(missing_ok=True)
+                flag.write_text("refuse")
+                status = _await(lambda n=n: (s := control.read_status()) and len(s.query_restarts) >= n and s, "requery", 60)  # fmt: skip
+                first = _await(lambda r=status.run_id: _first_of_run(control, deployment, r), "first batch", 60)
+                heals.append(first - float(failed_at.read_text()))
+                log(f"query restart {n}: next batch {heals[-1]:.2f} s after the failure, pid {status.pid}")
+        finally:
+            if python_path is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = python_path
+            from airflow_async_stream.driver.stop import stop_driver
+
+            stop_driver(control, "bench done", graceful_timeout_s=5, kill_after_s=30)
+    start, heal = statistics.median(starts), statistics.median(heals)
+    log(f"in the driver: {heal:.2f} s p50 from the failure to the next batch; a driver start {start:.2f} s p50")
+    return {"requeries": REQUERIES, "backoff_s": 1.0, "driver_start_s_p50": start, "requery_s_p50": heal,
+            "requery_s_max": max(heals), "requery_over_start": heal / start}  # fmt: skip
+
+
+def _first_of_run(control: ControlArea, deployment_id: str, run_id: str) -> float | None:
+    events = [e for e in control.read_progress(deployment_id) if e.get("run_id") == run_id]
+    return batch_window(events[0])[1] if events else None
+
+
 def run(log: Any = print) -> dict[str, Any]:
-    return {"sweep": sweep_cost(log), "recovery": recovery(log)}
+    return {"sweep": sweep_cost(log), "recovery": recovery(log), "requery": requery(log)}

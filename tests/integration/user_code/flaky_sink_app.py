@@ -1,10 +1,12 @@
 """A governed application whose sink is unreachable for a moment when a flag file says so.
 
 The sink is a Python data source; its option ``flag`` names the flag file. ``refuse`` in it: the next batch's
-commit fails once with ConnectionRefusedError (the flag is removed as it fails: a sink briefly unreachable);
+commit fails once with ConnectionRefusedError (the flag is removed as it fails: a sink briefly unreachable; the
+moment it failed is written beside it, ``<flag>.failed-at``);
 ``reject``: every commit fails with a ValueError (a permanent error).
 """
 
+import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -34,6 +36,7 @@ class _FlakyWriter(DataSourceStreamWriter):
     def commit(self, messages, batchId):  # noqa: N803 (Spark's name)
         said = self.flag.read_text().strip() if self.flag.exists() else ""
         if said == "refuse":
+            self.flag.with_name(self.flag.name + ".failed-at").write_text(repr(time.time()))  # for bench/
             self.flag.unlink()
             raise ConnectionRefusedError(111, "Connection refused: the sink at 127.0.0.1:9 did not answer")
         if said == "reject":
