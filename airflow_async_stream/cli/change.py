@@ -22,7 +22,6 @@ from airflow_async_stream.exceptions import (
     SwitchError,
 )
 from airflow_async_stream.insight.checkup import check_up
-from airflow_async_stream.rollout.changes import changes_between
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
@@ -31,6 +30,7 @@ from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State, hold_ttl_s
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
 from airflow_async_stream.state.stopped import BY_PERSON, by_this_user, record_stop
+from airflow_async_stream.switch.change import Need, change_of
 
 __all__ = ["cmd_release", "cmd_stop", "cmd_switch"]
 
@@ -122,6 +122,14 @@ def cmd_release(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: What ``switch`` says of a change the running driver cannot make in place (switch/change.py decides).
+_NOT_IN_PLACE = {
+    Need.REFUSED: "refused: Spark cannot restart the changed query from this checkpoint: {why}",
+    Need.NEW_DRIVER: "not in place: it needs a new driver ({why}); deploy the changed spec",
+    Need.SAFE_DISABLE: "not in place without the gate: {why}; or run the safe-disable migration",
+}
+
+
 def cmd_switch(args: argparse.Namespace) -> int:
     from airflow_async_stream.switch.allowed import assign, parse_assignment
     from airflow_async_stream.switch.request import running_spec, switch_in_place
@@ -142,9 +150,12 @@ def cmd_switch(args: argparse.Namespace) -> int:
             return fail(str(exc))
     try:
         spec = parse_spec(mapping, source="the spec with --set applied")
-        if not _what_changes(current, spec):  # asking a driver would pause the stream for nothing
+        change = change_of(current.to_mapping(), spec.to_mapping(), args.require_sync_safe)
+        if change.need is Need.NOTHING:  # asking a driver would pause the stream for nothing
             print(f"nothing to switch: the job already runs with {_describe_spec(current)}; not asked, no pause")
             return EXIT_OK
+        if change.need is not Need.SWITCH:  # the answer is no before anything is asked
+            return fail(_NOT_IN_PLACE[change.need].format(why=change.why), EXIT_BAD_STATE)
         record = switch_in_place(
             control,
             spec,
@@ -162,15 +173,6 @@ def cmd_switch(args: argparse.Namespace) -> int:
     else:
         _print_switch(record)
     return EXIT_OK if record.outcome == SwitchOutcome.SWITCHED else EXIT_BAD_STATE
-
-
-def _what_changes(current: JobSpec, new: JobSpec) -> dict[str, dict[str, Any]]:
-    """The fields whose change the query would feel: the interval of async progress that is off before and
-    after changes nothing."""
-    diff = changes_between(current.to_mapping(), new.to_mapping())
-    if not current.async_progress.enabled and not new.async_progress.enabled:
-        diff.pop("async_progress.checkpoint_interval_ms", None)
-    return diff
 
 
 def _describe_spec(spec: JobSpec) -> str:

@@ -12,7 +12,7 @@ query and runs the gate itself at the synchronous switch, and keeps async on at 
 unsafe. ``to_synchronous`` stops, gates and deploys itself whenever it has to restart, so it is correct
 whatever happened before it.
 
-``run_safe_disable`` runs the steps in order inside one process (a rollout's mapped task); the TaskGroup runs
+``run_safe_disable`` runs the steps in order in one process (a rollout's mapped task); the TaskGroup runs
 one per task. No Airflow import here. No step deletes or rewrites a checkpoint file. A wait counts batches
 after its switch's own ``start_batch`` (the batch before the new configuration's first), so a retried wait
 counts the same batches, and the two batches the cure needs are the new query's own (written at interval 0).
@@ -46,6 +46,7 @@ from airflow_async_stream.state.hold import Holder, RunState, revoked_error
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Deployment, Status, hold_ttl_s
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
+from airflow_async_stream.switch.change import How
 from airflow_async_stream.switch.request import running_spec, switch_in_place, why_not_in_place
 
 __all__ = ["SafeDisable", "migration_hold_ttl_s"]
@@ -63,9 +64,6 @@ def migration_hold_ttl_s(deploy: DeploySettings, wait_timeout_s: float, waits: i
         stop_kill_after_s=deploy.stop_kill_after_s,
         wait_timeout_s=wait_timeout_s,
     )
-
-
-IN_PLACE, RESTART = "in_place", "restart"
 
 
 @dataclass(frozen=True)
@@ -104,11 +102,11 @@ class SafeDisable:
         return migration_hold_ttl_s(self.deploy, self.wait_timeout_s)
 
     def path(self, target: JobSpec, require_sync_safe: bool = False) -> tuple[str, str]:
-        """How the job gets to ``target`` now (``in_place`` or ``restart``), and why."""
+        """How the job gets to ``target`` now, and why."""
         if not self.in_place:
-            return RESTART, "the migration asks for restarts (in_place=False)"
+            return How.RESTART, "the migration asks for restarts (in_place=False)"
         why_not = why_not_in_place(self.control, target, require_sync_safe)
-        return (RESTART, why_not) if why_not else (IN_PLACE, "the running driver switches in place")
+        return (How.RESTART, why_not) if why_not else (How.IN_PLACE, "the running driver switches in place")
 
     def to_interval_0(self) -> Switch:
         """Async on, every batch checkpointed: switched in place, or the running job taken over by a redeploy."""
@@ -117,10 +115,10 @@ class SafeDisable:
             self.log.info("%s already runs with async on at interval 0: nothing to switch", self.spec.name)
             status = self.control.read_status()
             assert status is not None
-            return Switch("async_interval_0", IN_PLACE, "already running it", status.deployment_id,
+            return Switch("async_interval_0", How.IN_PLACE, "already running it", status.deployment_id,
                           latest_batch(self.checkpoint, "commits"), 0.0, "unchanged")  # fmt: skip
         path, why = self.path(target)
-        if path == IN_PLACE:
+        if path == How.IN_PLACE:
             try:
                 return self._switch("async_interval_0", target, require_sync_safe=False, why=why)
             except (NotSwitchableError, SwitchRefusedError) as exc:
@@ -143,7 +141,7 @@ class SafeDisable:
         """Stop the job between micro-batches, unless the synchronous switch will be made in place (the driver
         then stops the query itself). Fails when the job failed instead of stopping. Its final status."""
         path, why = self.path(self.synchronous_spec(), require_sync_safe=True)
-        if path == IN_PLACE:
+        if path == How.IN_PLACE:
             self.log.info(
                 "%s: not stopped: the synchronous switch is made in place (%s); the driver stops its query "
                 "between micro-batches then, and the job never stops running",
@@ -175,7 +173,7 @@ class SafeDisable:
         """
         target = self.synchronous_spec()
         path, why = self.path(target, require_sync_safe=True)
-        if path == IN_PLACE:
+        if path == How.IN_PLACE:
             try:
                 switch = self._switch("synchronous", target, require_sync_safe=True, why=why)
             except (NotSwitchableError, SwitchRefusedError) as exc:
@@ -220,7 +218,7 @@ class SafeDisable:
             reason=f"safe-disable: to {to}",
             log=self.log,
         )
-        switch = Switch(to, IN_PLACE, why, record.deployment_id, record.committed_before, record.pause_s,
+        switch = Switch(to, How.IN_PLACE, why, record.deployment_id, record.committed_before, record.pause_s,
                         record.outcome or SwitchOutcome.SWITCHED, record.reason)  # fmt: skip
         self.log.info("%s: switched %s", self.spec.name, switch.describe())
         return switch
@@ -230,7 +228,7 @@ class SafeDisable:
         ran = ran_when_taken(self.control, status, self.holder)
         record = self._deploy(target, redeploy=redeploy)
         pause, unmeasured = restart_pause(self.control, status, record.deployment_id, ran)
-        switch = Switch(to, RESTART, why, record.deployment_id, record.start_batch, pause, "deployed",
+        switch = Switch(to, How.RESTART, why, record.deployment_id, record.start_batch, pause, "deployed",
                         unmeasured=unmeasured or Switch.unmeasured)  # fmt: skip
         self.log.info("%s: %s", self.spec.name, switch.describe())
         return switch

@@ -23,7 +23,7 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.migrations.run import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.rollout.observed import read_job
-from airflow_async_stream.rollout.planner import IN_PLACE, RESTART, PlanItem
+from airflow_async_stream.rollout.planner import PlanItem
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
@@ -31,6 +31,7 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import UP_STATES, Deployment, State, Status
 from airflow_async_stream.state.stopped import BY_FILE
+from airflow_async_stream.switch.change import How
 from airflow_async_stream.switch.request import rehearse, switch_in_place
 
 __all__ = ["ACTIONS", "ApplySettings", "Before", "REHEARSAL_TIMEOUT_S", "Step", "desired_spec", "running_deployment"]
@@ -151,7 +152,7 @@ def _deploy(step: Step) -> dict[str, Any]:
 
 def _restart(step: Step) -> dict[str, Any]:
     spec, settings = desired_spec(step.item), step.settings
-    if step.item.switch == IN_PLACE:
+    if step.item.switch == How.IN_PLACE:
         try:
             switch = switch_in_place(
                 step.control,
@@ -167,11 +168,11 @@ def _restart(step: Step) -> dict[str, Any]:
         else:
             wait_for_commits(spec.checkpoint, switch.committed_before, settings.confirm_batches,
                              settings.wait_timeout_s, step.log)  # fmt: skip
-            return {"outcome": "done", "deployment_id": switch.deployment_id, "switch": IN_PLACE,
+            return {"outcome": "done", "deployment_id": switch.deployment_id, "switch": How.IN_PLACE,
                     "pause_s": switch.pause_s}  # fmt: skip
     _rehearse_first(step, spec)
     record = step.deploy_and_confirm(spec, True, settings.confirm_batches)
-    return {"outcome": "done", "deployment_id": record.deployment_id, "switch": RESTART}
+    return {"outcome": "done", "deployment_id": record.deployment_id, "switch": How.RESTART}
 
 
 def _rehearse_first(step: Step, spec: JobSpec) -> None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ACTIONS", "CHANGES", "IN_PLACE", "REAL_TIME_FOLLOW_UP", "RESTART", "PlanItem"]
+__all__ = ["ACTIONS", "CHANGES", "REAL_TIME_FOLLOW_UP", "PlanItem"]
 
 ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse", "suspend")
 #: The actions that bring a new spec to a job: one that failed is not tried again while the spec stays.
 CHANGES = frozenset({"deploy", "restart", "safe_disable"})
-#: How a ``restart`` or ``safe_disable`` item makes its changes.
-IN_PLACE, RESTART = "in_place", "restart"
 
 
 #: Why a job with async on that the folder moves to real-time mode is changed twice.
@@ -33,7 +31,7 @@ class PlanItem:
     control_url: str | None = None
     desired_spec: dict[str, Any] | None = None
     needs_confirmation: bool = False
-    #: For ``restart`` and ``safe_disable``: ``in_place`` or ``restart``, and why.
+    #: For ``restart`` and ``safe_disable``: how the change is made (switch/change.py How), and why.
     switch: str | None = None
     switch_reason: str | None = None
     #: A job gone from the folder with nothing left to stop: once a rollout applies this item, its fleet

@@ -11,12 +11,7 @@ from airflow_async_stream.rollout.item import PlanItem
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.state.stopped import BY_FILE, BY_PERSON
 
-__all__ = ["on_purpose", "running_form"]
-
-
-def running_form(spec: dict[str, Any] | None) -> dict[str, Any]:
-    """A spec without its ``state``: suspending or resuming is no change of what runs."""
-    return {key: value for key, value in (spec or {}).items() if key != "state"}
+__all__ = ["on_purpose"]
 
 
 def on_purpose(

@@ -5,7 +5,7 @@ kept), ``restart`` (the new spec replaces the running one), ``safe_disable`` (as
 safe-disable migration; also for a synchronous job no driver runs whose checkpoint Spark cannot restart
 synchronously, a crash loop after async was turned off by hand), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as
 it runs). A ``restart`` or ``safe_disable`` says how its changes are made (``switch``): ``in_place`` when the
-running driver can switch its query (switch/allowed.py: async options, trigger, runtime ``spark.sql`` settings; a
+running driver can switch its query (switch/change.py decides: async options, trigger, runtime ``spark.sql`` settings; a
 driver of this release), else ``restart`` (a graceful stop and a redeploy), with the reason. A job with async on
 that the folder moves to real-time mode changes twice: a ``safe_disable`` to synchronous micro-batches now (its
 ``follow_up`` says so), and a ``restart`` into real-time mode at the next run.
@@ -23,26 +23,19 @@ from typing import Any
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.insight.read import change_advice
-from airflow_async_stream.rollout.changes import (
-    changes_between,
-    refusals,
-    spec_part,
-)
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder
 from airflow_async_stream.rollout.failures import failed_before, failure_words, spec_digest
 from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
-from airflow_async_stream.rollout.item import ACTIONS, CHANGES, IN_PLACE, REAL_TIME_FOLLOW_UP, RESTART, PlanItem
+from airflow_async_stream.rollout.item import ACTIONS, CHANGES, REAL_TIME_FOLLOW_UP, PlanItem
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
-from airflow_async_stream.rollout.on_purpose import on_purpose, running_form
+from airflow_async_stream.rollout.on_purpose import on_purpose
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
-from airflow_async_stream.switch.allowed import in_place_refusals
+from airflow_async_stream.switch.change import Change, How, Need, change_of, changes_between, spec_part
 
 __all__ = [
     "ACTIONS",
     "CHANGES",
-    "IN_PLACE",
-    "RESTART",
     "PlanItem",
     "changes_between",
     "plan",
@@ -55,16 +48,17 @@ __all__ = [
 def switch_for(observed: ObservedJob, target: dict[str, Any], require_sync_safe: bool) -> tuple[str, str]:
     """Whether the running driver can make the change in place, and why (or why not)."""
     if not observed.live:
-        return RESTART, f"no driver runs (state {observed.state})"
+        return How.RESTART, f"no driver runs (state {observed.state})"
     if not observed.switchable:
-        return RESTART, "its driver does not switch in place (an earlier release, or not yet running)"
+        return How.RESTART, "its driver does not switch in place (an earlier release, or not yet running)"
     try:
-        refused = in_place_refusals(parse_spec(observed.spec or {}), parse_spec(target), require_sync_safe)
+        parse_spec(observed.spec or {})
     except SpecError as exc:
-        return RESTART, f"the deployed spec does not validate here: {exc}"
-    if refused:
-        return RESTART, "needs a new driver: " + "; ".join(f"{field}: {why}" for field, why in refused)
-    return IN_PLACE, "the running driver switches its query in place"
+        return How.RESTART, f"the deployed spec does not validate here: {exc}"
+    change = change_of(observed.spec or {}, target, require_sync_safe)
+    if change.need not in (Need.NOTHING, Need.SWITCH):
+        return How.RESTART, f"needs a new driver: {change.why}"
+    return How.IN_PLACE, "the running driver switches its query in place"
 
 
 def _async_on(spec: dict[str, Any] | None) -> bool:
@@ -76,12 +70,13 @@ def _safe_disable(
     desired: DesiredJob,
     observed: ObservedJob,
     target: dict[str, Any],
-    diff: dict[str, Any],
+    change: Change,
     item: dict[str, Any],
 ) -> PlanItem | None:
     """The safe-disable item for a job whose async is turned off, or that runs nothing and whose checkpoint
     a synchronous restart would die on; None for any other job."""
-    if _async_on(observed.spec) and not _async_on(target):
+    diff = change.diff
+    if change.need is Need.SAFE_DISABLE:
         reason = "async progress tracking is turned off"
         if desired.async_forced_off:
             reason += (
@@ -103,7 +98,7 @@ def _safe_disable(
         return PlanItem(
             name, "safe_disable", f"runs nothing (state {observed.state}) and its checkpoint cannot restart "
             "synchronously (Spark would die with 'batch N doesn't exist'): through the safe-disable migration, "
-            "by restarts", diff, **item, switch=RESTART, switch_reason=f"no driver runs (state {observed.state})",
+            "by restarts", diff, **item, switch=How.RESTART, switch_reason=f"no driver runs (state {observed.state})",
         )  # fmt: skip
     return None
 
@@ -131,14 +126,14 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
         if desired.spec.suspended:
             return PlanItem(name, "unchanged", "never deployed, and its file says state: suspended", **item)
         return PlanItem(name, "deploy", "a new job: never deployed", changes_between({}, target), **item)
-    diff = changes_between(running_form(observed.spec), running_form(target))
-    refused = refusals(observed.spec, target)
-    if refused:
-        return PlanItem(name, "refuse", "; ".join(refused) + "; the job is left as it runs", diff, **item)
+    change = change_of(observed.spec, target)
+    diff = change.diff
+    if change.need is Need.REFUSED:
+        return PlanItem(name, "refuse", f"{change.why}; the job is left as it runs", diff, **item)
     stopped = on_purpose(name, desired, observed, item, diff)
     if stopped is not None:
         return stopped
-    cure = _safe_disable(name, desired, observed, target, diff, item)
+    cure = _safe_disable(name, desired, observed, target, change, item)
     if cure is not None:
         return cure
     if diff:
@@ -152,7 +147,7 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
         resumed = "resumed: " if observed.stopped else ""  # its file's suspend, ended by the file
         return PlanItem(
             name, "restart", f"{resumed}runs nothing (state {observed.state}): redeploy the desired spec", **item,
-            switch=RESTART, switch_reason=f"no driver runs (state {observed.state})",
+            switch=How.RESTART, switch_reason=f"no driver runs (state {observed.state})",
         )  # fmt: skip
     if not observed.confirmed:
         return PlanItem(
@@ -191,7 +186,7 @@ def with_advice(item: PlanItem) -> PlanItem:
 
 
 def _words(how: str) -> str:
-    return "switched in place" if how == IN_PLACE else "a graceful stop and redeploy"
+    return "switched in place" if how == How.IN_PLACE else "a graceful stop and redeploy"
 
 
 def plan(

@@ -12,6 +12,7 @@ refused and the caller redeploys.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -24,6 +25,7 @@ __all__ = [
     "assign",
     "configuration_of",
     "in_place_refusals",
+    "new_driver_reasons",
     "parse_assignment",
     "runtime_conf_changes",
 ]
@@ -43,6 +45,8 @@ _WHY = {
     "lineage": "lineage settings are read when the driver starts: redeploy",
     "stateful": "the stateful declaration is checked when the driver starts: redeploy",
     "real_time": "a query moves between micro-batches and real-time mode only by a restart: redeploy",
+    "async_off": "turning async progress tracking off in place needs the gate (require_sync_safe=True, "
+    "--require-sync-safe): a checkpoint with gaps cannot run synchronously yet",
 }
 
 
@@ -50,17 +54,18 @@ def in_place_refusals(current: JobSpec, new: JobSpec, require_sync_safe: bool = 
     """``(field, reason)`` for every change from ``current`` to ``new`` that needs a new driver, and for
     turning async progress tracking off without the gate (on a gapped checkpoint Spark's synchronous query
     would die at its first batch: the very trap this provider exists to avoid)."""
-    before, after = current.to_mapping(), new.to_mapping()
+    return new_driver_reasons(current.to_mapping(), new.to_mapping(), require_sync_safe)
+
+
+def new_driver_reasons(
+    before: Mapping[str, Any], after: Mapping[str, Any], require_sync_safe: bool = False
+) -> list[tuple[str, str]]:
+    """:func:`in_place_refusals` of two spec mappings (what switch/change.py classifies)."""
     problems: list[tuple[str, str]] = []
-    if current.async_progress.enabled and not new.async_progress.enabled and not require_sync_safe:
-        problems.append(
-            (
-                "async_progress.enabled",
-                "turning async progress tracking off in place needs the gate (require_sync_safe=True, "
-                "--require-sync-safe): a checkpoint with gaps cannot run synchronously yet",
-            )
-        )
-    if (current.trigger.kind == "real_time") != (new.trigger.kind == "real_time"):
+    if _part(before, "async_progress", "enabled") and not _part(after, "async_progress", "enabled"):
+        if not require_sync_safe:
+            problems.append(("async_progress.enabled", _WHY["async_off"]))
+    if (_part(before, "trigger", "real_time") is None) != (_part(after, "trigger", "real_time") is None):
         problems.append(("trigger.real_time", _WHY["real_time"]))
     for key in sorted(set(before) | set(after)):
         if before.get(key) == after.get(key):
@@ -70,6 +75,11 @@ def in_place_refusals(current: JobSpec, new: JobSpec, require_sync_safe: bool = 
         elif key not in _IN_PLACE:
             problems.append((key, _WHY.get(key, "set when the driver starts: redeploy")))
     return problems
+
+
+def _part(spec: Mapping[str, Any], section: str, key: str) -> Any:
+    part = spec.get(section)
+    return part.get(key) if isinstance(part, Mapping) else None
 
 
 def _conf_refusals(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:

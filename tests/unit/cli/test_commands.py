@@ -317,8 +317,10 @@ def test_switch_answers_before_asking_a_driver(tmp_path: Path) -> None:
     control.write_bytes(
         ControlArea.SPEC, json.dumps(yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}).encode()
     )
-    older = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.enabled=false")
+    older = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=500")
     assert older.returncode == 1 and "does not switch in place (an earlier release): redeploy" in older.stderr, older
+    off = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.enabled=false")
+    assert off.returncode == 1 and "not in place without the gate" in off.stderr, off  # what it needs, first
     invalid = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=-1")
     assert invalid.returncode == 2, invalid  # bad input, with the one prefix
     assert invalid.stderr.startswith("airflow-async-stream: --set: async_progress.checkpoint_interval_ms: "), invalid

@@ -17,12 +17,13 @@ from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.rollout.apply import ApplySettings, apply_item
-from airflow_async_stream.rollout.planner import RESTART, PlanItem, spec_digest
+from airflow_async_stream.rollout.planner import PlanItem, spec_digest
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.switch.change import How
 from tests.fake_driver import command as fake_driver
 from tests.helpers import rate_noop
 
@@ -59,7 +60,7 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
     # connection lookup, before it stops anything.
     wanted = parse_spec(deep_merge(spec, {"source": {"secret_options": {"token": "no_such_conn_x"}}})).to_mapping()
     item = PlanItem("job", "restart", "changed: source.secret_options", control_url=control.url,
-                    checkpoint=spec["checkpoint"], desired_spec=wanted, switch=RESTART)  # fmt: skip
+                    checkpoint=spec["checkpoint"], desired_spec=wanted, switch=How.RESTART)  # fmt: skip
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     settings = ApplySettings(
@@ -108,7 +109,7 @@ def test_a_rollout_item_whose_driver_failed_names_the_doctor(tmp_path: Path, mon
     checkpoint = str(tmp_path / "ck")
     control = ControlArea.for_checkpoint(checkpoint)
     item = PlanItem("job", "restart", "changed", control_url=control.url, checkpoint=checkpoint,
-                    desired_spec=parse_spec(rate_noop("job", checkpoint)).to_mapping(), switch=RESTART)  # fmt: skip
+                    desired_spec=parse_spec(rate_noop("job", checkpoint)).to_mapping(), switch=How.RESTART)  # fmt: skip
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     with pytest.raises(RolloutError, match=re.escape(f"run `airflow-async-stream doctor {checkpoint}`")):

@@ -221,7 +221,8 @@ def test_a_phase_the_poll_missed_is_still_reported_in_order() -> None:
 
 def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Each switch of the safe-disable migration says which way it goes and why, before anything is asked."""
-    from airflow_async_stream.migrations.safe_disable_steps import IN_PLACE, RESTART, SafeDisable
+    from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
+    from airflow_async_stream.switch.change import How
 
     job = spec(checkpoint=str(tmp_path / "ck"))
 
@@ -230,14 +231,14 @@ def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_p
         _control_with(tmp_path, status)
         return migration.path(migration.synchronous_spec(), require_sync_safe=True)
 
-    assert path(_running()) == (IN_PLACE, "the running driver switches in place")
-    assert path(_running(), in_place=False) == (RESTART, "the migration asks for restarts (in_place=False)")
-    assert path(_running(configuration=None))[0] == RESTART
+    assert path(_running()) == (How.IN_PLACE, "the running driver switches in place")
+    assert path(_running(), in_place=False) == (How.RESTART, "the migration asks for restarts (in_place=False)")
+    assert path(_running(configuration=None))[0] == How.RESTART
     assert "an earlier release" in path(_running(configuration=None))[1]
     assert "not running (stopped" in path(_running(state="stopped"))[1]
     heavier = path(_running(), sync_overrides={"spark_conf": {"spark.executor.memory": "4g"}})
-    assert heavier[0] == RESTART and "spark_conf.spark.executor.memory" in heavier[1]
-    assert path(_running(), sync_overrides={"spark_conf": {"spark.sql.shuffle.partitions": 9}})[0] == IN_PLACE
+    assert heavier[0] == How.RESTART and "spark_conf.spark.executor.memory" in heavier[1]
+    assert path(_running(), sync_overrides={"spark_conf": {"spark.sql.shuffle.partitions": 9}})[0] == How.IN_PLACE
 
 
 def test_a_query_moves_into_or_out_of_real_time_mode_only_by_a_restart() -> None:

@@ -1,0 +1,103 @@
+"""What a change needs is decided in one place (switch/change.py), and the CLI's ``switch`` and the rollout
+planner give the same answer for every case, including those they used to answer differently."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_async_stream.rollout.desired import DesiredJob
+from airflow_async_stream.rollout.observed import ObservedJob
+from airflow_async_stream.rollout.planner import plan_job
+from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Deployment
+from airflow_async_stream.switch.allowed import assign, parse_assignment
+from airflow_async_stream.switch.change import How, Need, change_of
+from tests.helpers import rate_noop
+from tests.unit.helpers import fake_deployment
+
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+ASYNC_ON = {"async_progress": {"enabled": True, "checkpoint_interval_ms": 1000}}
+ASYNC_OFF = {"async_progress": {"enabled": False, "checkpoint_interval_ms": 1000}}
+
+#: (what the job runs, the ``--set`` a person gives, what that change needs).
+CASES = [
+    # The planner planned a switch (a pause) for this; the CLI said nothing changes.
+    (ASYNC_OFF, "async_progress.checkpoint_interval_ms=0", Need.NOTHING),
+    (ASYNC_ON, "async_progress.checkpoint_interval_ms=0", Need.SWITCH),
+    (ASYNC_ON, "trigger.processing_time='5 seconds'", Need.SWITCH),
+    (ASYNC_ON, "spark_conf.spark.sql.shuffle.partitions=3", Need.SWITCH),
+    (ASYNC_ON, "health.on_stall=restart", Need.SWITCH),
+    (ASYNC_ON, "async_progress.enabled=false", Need.SAFE_DISABLE),
+    (ASYNC_ON, "spark_conf.spark.executor.memory=4g", Need.NEW_DRIVER),
+    (ASYNC_OFF, "sink.format=console", Need.NEW_DRIVER),
+    # The CLI called this a redeploy; the planner (rightly) refuses it: Spark would not restart the query.
+    (ASYNC_ON, "source={format: rate-micro-batch, options: {rowsPerBatch: 5}}", Need.REFUSED),
+    (ASYNC_OFF, "stateful=true", Need.REFUSED),
+]
+
+
+def _specs(tmp_path: Path, runs: dict[str, Any], setting: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    current = parse_spec(deep_merge(rate_noop("job", str(tmp_path / "ck"), rows=10), runs)).to_mapping()
+    return current, parse_spec(assign(current, *parse_assignment(setting))).to_mapping()
+
+
+def _planner_says(current: dict[str, Any], new: dict[str, Any]) -> Need:
+    observed = ObservedJob(name="job", control_url="/ck/job.async-stream", spec=current, deployment=Deployment(deployment_id="d1"),
+                           stable={"deployment_id": "d1", "spec": current}, state="running", live=True, rollout=None,
+                           switchable=True)  # fmt: skip
+    item = plan_job("job", DesiredJob(parse_spec(new), "job.yaml"), observed)
+    return {
+        ("unchanged", None): Need.NOTHING,
+        ("restart", How.IN_PLACE): Need.SWITCH,
+        ("restart", How.RESTART): Need.NEW_DRIVER,
+        ("safe_disable", How.IN_PLACE): Need.SAFE_DISABLE,
+        ("refuse", None): Need.REFUSED,
+    }[(item.action, item.switch)]
+
+
+def _cli_says(tmp_path: Path, current: dict[str, Any], setting: str) -> Need:
+    control = fake_deployment(tmp_path)  # a running driver of an earlier release: asking it is refused
+    control.write_bytes(ControlArea.SPEC, json.dumps(current).encode())
+    result = subprocess.run([CLI, "switch", str(tmp_path / "ck"), "--set", setting], capture_output=True,
+                            text=True, env=os.environ)  # fmt: skip
+    answers = {
+        "nothing to switch": Need.NOTHING,
+        "does not switch in place (an earlier release)": Need.SWITCH,  # it passed the checks: it was asked
+        "needs a new driver": Need.NEW_DRIVER,
+        "not in place without the gate": Need.SAFE_DISABLE,
+        "refused: Spark cannot restart the changed query": Need.REFUSED,
+    }
+    [said] = [need for words, need in answers.items() if words in result.stdout + result.stderr]
+    assert result.returncode == (0 if said is Need.NOTHING else 1), result
+    return said
+
+
+@pytest.mark.parametrize(("runs", "setting", "need"), CASES, ids=[case[1] for case in CASES])
+def test_the_cli_and_the_planner_agree_on_what_a_change_needs(
+    tmp_path: Path, runs: dict[str, Any], setting: str, need: Need
+) -> None:
+    current, new = _specs(tmp_path, runs, setting)
+    assert change_of(current, new).need is need
+    assert _planner_says(current, new) is need
+    assert _cli_says(tmp_path, current, setting) is need
+
+
+def test_a_change_says_what_the_query_feels_and_why_it_cannot_switch(tmp_path: Path) -> None:
+    current, new = _specs(tmp_path, ASYNC_OFF, "async_progress.checkpoint_interval_ms=0")
+    assert change_of(current, new).diff == {}  # the interval of async that stays off is not felt
+    assert change_of(current, {**current, "state": "suspended"}).need is Need.NOTHING  # the rollout suspends it
+    current, new = _specs(tmp_path, ASYNC_ON, "async_progress.enabled=false")
+    assert change_of(current, new).diff == {"async_progress.enabled": {"from": True, "to": False}}
+    assert change_of(current, new, require_sync_safe=True).need is Need.SWITCH  # the migration's gated step
+    current, new = _specs(tmp_path, ASYNC_ON, "spark_conf.spark.executor.memory=4g")
+    assert change_of(current, new).why == "spark_conf.spark.executor.memory: set when the driver's JVM starts: redeploy"
+    current, new = _specs(tmp_path, ASYNC_ON, "source={format: rate-micro-batch, options: {rowsPerBatch: 5}}")
+    assert change_of(current, new).why.startswith("the source changed (rate -> rate-micro-batch)")
