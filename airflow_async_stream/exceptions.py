@@ -144,11 +144,14 @@ class NotSwitchableError(SwitchError):
 
 
 class SwitchRefusedError(NotSwitchableError):
-    """The change needs a new driver; ``problems`` lists ``(field, reason)``. Nothing was stopped."""
+    """The change needs a new driver, or Spark cannot restart it at all; ``problems`` lists ``(field, reason)``
+    (no field for a reason about the whole query). Nothing was stopped."""
 
     def __init__(self, problems: list[tuple[str, str]], where: str) -> None:
         self.problems = problems
-        lines = [f"{_cut(field, 120)}: {_cut(reason, 400)}" for field, reason in problems]
+        lines = [
+            f"{_cut(field, 120)}: {_cut(reason, 400)}" if field else _cut(reason, 400) for field, reason in problems
+        ]
         super().__init__(f"{where} cannot switch in place: " + "; ".join(lines))
 
 

@@ -33,7 +33,7 @@ from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State, now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchRequest
 from airflow_async_stream.switch.account import await_account
-from airflow_async_stream.switch.allowed import in_place_refusals
+from airflow_async_stream.switch.change import Need, change_of
 
 __all__ = ["rehearse", "running_spec", "switch_in_place", "why_not_in_place"]
 
@@ -190,9 +190,9 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_saf
             f"{control.url}: deployment {status.deployment_id} runs a driver that does not switch in place "
             "(an earlier release): redeploy it"
         )
-    problems = in_place_refusals(running_spec(control), spec, require_sync_safe) if judge else []
-    if problems:
-        raise SwitchRefusedError(problems, f"{control.url}")
+    change = change_of(running_spec(control).to_mapping(), spec.to_mapping(), require_sync_safe) if judge else None
+    if change is not None and change.need not in (Need.NOTHING, Need.SWITCH):
+        raise SwitchRefusedError(list(change.reasons), f"{control.url}")
     return status.deployment_id
 
 

@@ -156,6 +156,13 @@ def test_switch_refuses_before_asking_when_nothing_can_switch(tmp_path) -> None:
     control = _control_with(tmp_path, _running())
     with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory"):
         switch_in_place(control, spec(checkpoint=str(tmp_path / "ck"), spark_conf={"spark.executor.memory": "4g"}))
+    other_source = spec(
+        checkpoint=str(tmp_path / "ck"), source={"format": "rate-micro-batch", "options": {"rowsPerBatch": 5}}
+    )
+    with pytest.raises(
+        SwitchRefusedError, match=r"cannot switch in place: the source changed \(rate -> rate-micro-batch\)"
+    ):
+        switch_in_place(control, other_source)  # Spark would not restart it at all: switch/change.py says so
     assert control.read_json(ControlArea.SWITCH_REQUEST) is None
     assert control.read_json(ControlArea.HOLD) is None
 
