@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_async_stream import _moved
-
-_moved.install()  # the previous release's module paths keep working, with a warning
-
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "get_provider_info"]

@@ -166,9 +166,3 @@ class SwitchFailedError(SwitchError, ChangeNotTakenError):
 
 class SwitchTimeoutError(SwitchError, TimeoutError):
     """The driver did not settle the request in time."""
-
-
-def __getattr__(name: str) -> type[AsyncStreamError]:
-    from airflow_async_stream._moved import renamed
-
-    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

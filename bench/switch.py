@@ -1,5 +1,5 @@
 """In-place switches beside their floor: plain PySpark switching the main job's query in one warm session, and
-the provider's driver switching the same query on request (``switch_in_place``, what ``reconfigure`` and the
+the provider's driver switching the same query on request (``switch_in_place``, what the ``switch`` command and the
 migration call), the same cycles on each side.
 
 The query: rate 1000 rows/s -> noop, 100 ms trigger, async progress at 3000 ms. A cycle: once the checkpoint

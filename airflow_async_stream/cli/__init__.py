@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_BAD_STATE", "EXIT_BROKEN_PIPE", "EXIT_OK", "PREFIX", "fail", "main", "progress_log"]
 
@@ -44,9 +43,3 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_async_stream.cli.commands import main as run
 
     return run(argv)
-
-
-def __getattr__(name: str) -> Any:
-    from airflow_async_stream._moved import renamed
-
-    return renamed(__name__, name)  # cli.py's other names, now in its parts: _moved.NAMES

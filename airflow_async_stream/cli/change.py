@@ -134,8 +134,6 @@ def cmd_switch(args: argparse.Namespace) -> int:
     from airflow_async_stream.switch.allowed import assign, parse_assignment
     from airflow_async_stream.switch.request import running_spec, switch_in_place
 
-    if args.command == "reconfigure":
-        fail("'reconfigure' is now 'switch'; the old name goes in the next release")
     control = control_for(args.job)
     try:
         changes = [parse_assignment(text) for text in args.set]

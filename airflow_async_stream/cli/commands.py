@@ -174,7 +174,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_release)
     p = sub.add_parser(
         "switch",
-        aliases=["reconfigure"],  # the previous release's name: warns, goes in the next release
         help="switch a running job's query to changed settings in place (no new driver) and print the pause",
     )
     p.add_argument("job", metavar="JOB_OR_CHECKPOINT", help=_JOB_HELP)

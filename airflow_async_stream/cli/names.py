@@ -14,9 +14,7 @@ import os
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from airflow_async_stream._moved import renamed
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.rollout import sources
 from airflow_async_stream.spec.folder import SPEC_SUFFIXES
@@ -137,7 +135,3 @@ def find_job(text: str) -> NamedJob:
 def control_for(job: str) -> ControlArea:
     """A job name, a spec file, a checkpoint, or a control area: all lead to one control area ."""
     return find_job(job).control
-
-
-def __getattr__(name: str) -> Any:
-    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

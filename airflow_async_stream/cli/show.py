@@ -56,7 +56,6 @@ def status_report(control: ControlArea, named: NamedJob | None = None) -> dict[s
         "health": looked.health.to_json(),
         "incidents": [incident.to_json() for incident in read_incidents(control)[:INCIDENTS_SHOWN]],
         "switch": switch.to_json() if switch else None,
-        "reconfiguration": switch.to_json() if switch else None,  # the previous release's key; goes in the next
         "control_area": control.url,
         "live": judged.live,
         "liveness": judged.reason,

@@ -5,7 +5,7 @@
 One job's failure does not stop the others: each mapped task rolls its own job back and fails alone; the
 summary runs whatever happened, prints per job its action, outcome and duration, and fails the run when
 any job missed its desired state. Two rollouts never change one job at once: each mapped task holds the
-job (``lease.json`` in its control area) for its DAG run, and a DAG runs one run at a time. A re-run after
+job (``hold.json`` in its control area) for its DAG run, and a DAG runs one run at a time. A re-run after
 a crash plans again from what the control areas say, so a job already brought to its desired state is
 ``unchanged`` (its commits confirmed, not redeployed). Which jobs a rollout deployed is kept in the folder's
 fleet index on shared storage (fleet.py), so every worker plans the same fleet.

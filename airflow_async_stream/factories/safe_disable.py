@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import TaskGroup
 from airflow.sdk.configuration import conf
 
-from airflow_async_stream._moved import renamed_argument
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
@@ -61,7 +60,6 @@ def safe_disable_async_progress(
     hold_ttl_s: float | None = None,
     in_place: bool = True,
     spec_file: str | Path | None = None,
-    lease_ttl_s: float | None = None,
 ) -> TaskGroup:
     """Build the safe-disable TaskGroup for one job, inside the DAG being defined.
 
@@ -78,11 +76,7 @@ def safe_disable_async_progress(
         on, and so would turn it back on at the next deploy from it.
     :param hold_ttl_s: how long the run holds the job (default: the sum of every step's time limits);
         no other run may deploy, stop or migrate the job meanwhile, and a dead run's hold expires then.
-    :param lease_ttl_s: the previous release's name of ``hold_ttl_s`` (warns; goes in the next release).
     """
-    if lease_ttl_s is not None:
-        renamed_argument("safe_disable_async_progress", "lease_ttl_s", "hold_ttl_s")
-        hold_ttl_s = lease_ttl_s if hold_ttl_s is None else hold_ttl_s
     job = resolve_spec(spec)
     # Validates async_batches, and the synchronous target now, at parse time, not after the job was stopped.
     plan = SafeDisable(

@@ -120,7 +120,7 @@ class RunningEvents:
         self._thread.start()
         self._put(self._event("START"))
 
-    def reconfigured(self, spec: JobSpec) -> None:
+    def switched(self, spec: JobSpec) -> None:
         """A switch in place: the run goes on, and its next events carry the new configuration."""
         self._job = {**self._job, "configuration": self._redact.json(configuration(spec))}
 

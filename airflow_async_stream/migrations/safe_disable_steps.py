@@ -24,7 +24,6 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from airflow_async_stream._moved import renamed
 from airflow_async_stream.driver.commits import CommitCheck, wait_for_commits
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import (
@@ -235,7 +234,3 @@ class SafeDisable:
 
     def _deploy(self, spec: JobSpec, redeploy: bool) -> Deployment:
         return deploy_job(spec, self.holder, replace(self.deploy, redeploy=redeploy), self.run_state, self.log)
-
-
-def __getattr__(name: str) -> Any:
-    return renamed(__name__, name)  # moved out in this release: _moved.NAMES

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_async_stream._moved import renamed
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
 
@@ -49,7 +48,3 @@ class ReleaseJobHoldOperator(BaseOperator):
 
     def execute(self, context: Context) -> None:
         release(ControlArea.for_checkpoint(self.checkpoint), Holder.for_task(context, "release"))
-
-
-def __getattr__(name: str) -> Any:
-    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

@@ -189,7 +189,7 @@ class Governor(ProgressRecording):
         if record is not None and spec is not None:
             self.spec = spec
             if self.lineage is not None:
-                self.lineage.reconfigured(spec)
+                self.lineage.switched(spec)
             start = last_before["batch_id"] if last_before else self._status.last_batch_id
             self.watch_stability(spec.checkpoint, start, spec.to_mapping())
             with self._lock:

@@ -1,12 +1,12 @@
 """Switch a governed query to a new configuration in place: same driver, same SparkSession, same checkpoint.
 
-    reconfigure-request.json ─▶ refuse what needs a new driver (nothing stopped)
+    switch-request.json ─▶ refuse what needs a new driver (nothing stopped)
         ─▶ rehearse: fail what Spark would reject at the start (nothing stopped)
         ─▶ stop between micro-batches ─▶ gated? inspector on the stopped checkpoint
         ─▶ safe or not gated: the requested spec │ unsafe: the requested spec, async on at interval 0
         ─▶ new query from the same writer ─▶ first batch: the pause, measured from the progress log
 
-Every phase is written to ``reconfiguration.json`` before the driver acts on it, and the request is removed
+Every phase is written to ``switch.json`` before the driver acts on it, and the request is removed
 once it is settled, so a request is applied once: a driver that dies mid-switch leaves it to the next
 deployment, which refuses it (``abandoned``). Only one query runs on the checkpoint at any time, and
 nothing in the checkpoint is written here (the inspector only reads it).

@@ -21,7 +21,7 @@ __all__ = ["abandon_stale_request", "not_applied", "not_rehearsable", "refuse_un
 
 def abandon_stale_request(control: ControlArea, deployment_id: str, redact: Callable[[str], str] = str) -> None:
     """At a driver's start: a request addressed to an earlier deployment is never applied (that driver may
-    have applied part of it before it died); say so in reconfiguration.json and remove it. One that cannot be
+    have applied part of it before it died); say so in switch.json and remove it. One that cannot be
     read is refused as the running driver refuses it."""
     try:
         request = control.read_switch_request()

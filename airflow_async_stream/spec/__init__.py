@@ -5,8 +5,6 @@ The spec is the single description of a job; every rule lives here and runs at D
 and in the driver. The names a DAG author uses are importable from this package.
 """
 
-from typing import Any
-
 from airflow_async_stream.spec.endpoints import Sink, Source, Transform
 from airflow_async_stream.spec.load import (
     SpecInput,
@@ -41,9 +39,3 @@ __all__ = [
     "spec_json_schema",
     "spec_operand",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    from airflow_async_stream._moved import renamed
-
-    return renamed(__name__, name)  # spec.py's other names, now in its parts: _moved.NAMES

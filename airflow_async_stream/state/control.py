@@ -8,11 +8,11 @@ Layout of ``<checkpoint>.async-stream/``:
 ``progress/``          one JSON line per micro-batch, in segment files with a retention (progress_log.py)
 ``progress.jsonl``     the progress log of releases before segments, still read (local disks, HDFS)
 ``stop-request.json``  present while a graceful stop is requested for one deployment
-``reconfigure-request.json``  present while an in-place switch of one deployment's query is requested
-``reconfiguration.json``      what the driver did with the latest such request, step by step (switch/request.py)
+``switch-request.json`` present while an in-place switch of one deployment's query is requested
+``switch.json``        what the driver did with the latest such request, step by step (switch/request.py)
 ``driver.log``         spark-submit's output on the launching host, rotated (driver/log.py)
 ``stable.json``        the last spec that ran stably: its deployment committed 2 batches after its start
-``lease.json``         the job's hold: who may change it now (``.lease.lock``: its local guard; hold.py)
+``hold.json``          the job's hold: who may change it now (``.hold.lock``: its local guard; hold.py)
 ``revoked-holds.json`` holders a forced stop ended (the newest 32): they change the job no more
 ``fence.json``         the newest hold's fencing token, a number that only grows (fence.py)
 ``rollout.json``       the latest rollout step's outcome for this job
@@ -100,13 +100,13 @@ class ControlArea:
     DEPLOYMENT = "deployment.json"
     STATUS = "status.json"
     STOP_REQUEST = "stop-request.json"
-    SWITCH_REQUEST = "reconfigure-request.json"
-    SWITCH_ACCOUNT = "reconfiguration.json"
+    SWITCH_REQUEST = "switch-request.json"
+    SWITCH_ACCOUNT = "switch.json"
     DRIVER_LOG = "driver.log"
     STABLE = "stable.json"
     ROLLOUT = "rollout.json"
     MIGRATION = "safe-disable.json"
-    HOLD = "lease.json"  # the hold's file keeps its first name: a hold taken before an upgrade still holds
+    HOLD = "hold.json"
     REVOKED_HOLDS = "revoked-holds.json"
     DAG_RUNS = "dag-runs.json"  # the DAG run that last took the hold, per kind of change (hold.py)
     FENCE = "fence.json"
@@ -115,7 +115,7 @@ class ControlArea:
     STOPPED = "stopped.json"
     SUPERVISION = "supervision.json"
     WATCH = "watch.json"
-    HOLD_GUARD = ".lease.lock"  # likewise: both releases must serialise on the same file
+    HOLD_GUARD = ".hold.lock"  # the hold's local guard (hold.py)
     PROGRESS = "progress"
     LEGACY_PROGRESS = "progress.jsonl"
 

@@ -14,7 +14,7 @@ A forced stop (``stop --force``) may end another holder's live hold: that holder
 ``revoked-holds.json`` (the newest 32 are kept), the fence moves on, and no later action of it changes
 anything, so a migration never redeploys a job the user has just stopped.
 
-On local storage the read-check-write runs under ``flock`` on ``.lease.lock``, so two contenders on one
+On local storage the read-check-write runs under ``flock`` on ``.hold.lock``, so two contenders on one
 host cannot both win. On object stores the token is claimed with the store's conditional create (fence.py),
 so of two contenders that read the same state only one gets a token; the other fails as if the job were held.
 """

@@ -193,7 +193,7 @@ class Deployment(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Hold(Record):
-    """``lease.json``: which DAG run or process may change the job now, and until when (hold.py)."""
+    """``hold.json``: which DAG run or process may change the job now, and until when (hold.py)."""
 
     holder: str = ""
     purpose: str | None = None

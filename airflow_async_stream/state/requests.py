@@ -58,7 +58,7 @@ class SwitchOutcome(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class SwitchRequest(Record):
-    """``reconfigure-request.json``: switch one deployment's query to ``spec`` without a new driver."""
+    """``switch-request.json``: switch one deployment's query to ``spec`` without a new driver."""
 
     STRICT = True
 
@@ -85,7 +85,7 @@ class SwitchRequest(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class SwitchAccount(Record):
-    """``reconfiguration.json``: the driver's account of one switch request, rewritten at every phase."""
+    """``switch.json``: the driver's account of one switch request, rewritten at every phase."""
 
     request_id: str = ""
     deployment_id: str = ""

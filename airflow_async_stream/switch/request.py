@@ -13,9 +13,7 @@ import logging
 import socket
 import uuid
 from dataclasses import replace
-from typing import Any
 
-from airflow_async_stream._moved import renamed
 from airflow_async_stream.exceptions import (
     HoldRevokedError,
     NotSwitchableError,
@@ -194,7 +192,3 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_saf
     if change is not None and change.need not in (Need.NOTHING, Need.SWITCH):
         raise SwitchRefusedError(list(change.reasons), f"{control.url}")
     return status.deployment_id
-
-
-def __getattr__(name: str) -> Any:
-    return renamed(__name__, name)  # the previous release's names: _moved.NAMES

@@ -72,7 +72,7 @@ def test_two_migrations_at_once_exactly_one_proceeds(airflow_db: None, checkpoin
     deployment = control.read_json("deployment.json")
     assert deployment["async_progress"]["enabled"] is False
     assert str(task_instance(winner, "safe_disable.release_job").state) == "success"
-    assert control.read_json("lease.json") is None, "the hold outlived the migration"
+    assert control.read_json("hold.json") is None, "the hold outlived the migration"
     assert len(live_drivers(control)) == 1
 
 

@@ -87,10 +87,10 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     [held] = plan_folder(folder)
     assert held.held_back and f"failed at {failed.run_id}" in held.reason, held.reason
     assert "not retried until the spec changes" in held.reason
-    request_before = control.read_json("reconfiguration.json")["request_id"]
+    request_before = control.read_json("switch.json")["request_id"]
     again = run_dag(path, "failing_change")
     assert str(again.state) == "failed" and task_states(again)["apply"] == "failed"
-    assert control.read_json("reconfiguration.json")["request_id"] == request_before  # nothing was asked
+    assert control.read_json("switch.json")["request_id"] == request_before  # nothing was asked
     assert control.read_json("rollout.json") == record  # its record of the failure stays
 
     # Asked to, a run tries the same spec again (Spark rejects it again; the query is still untouched).
@@ -98,7 +98,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     assert str(retried.state) == "failed" and task_states(retried)["apply"] == "failed"
     again_record = control.read_json("rollout.json")
     assert (again_record["run_id"], again_record["not_taken"]) == (retried.run_id, True)
-    assert control.read_json("reconfiguration.json")["request_id"] != request_before
+    assert control.read_json("switch.json")["request_id"] != request_before
     assert control.read_json("status.json")["run_id"] == before["run_id"]
 
     # Another spec in the file is planned as any change.
@@ -121,6 +121,6 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     assert "no_such_column" in record["error"], record
     status = control.read_json("status.json")
     assert liveness(status).live and (status["pid"], status["run_id"]) == (before["pid"], before["run_id"])
-    assert control.read_json("reconfiguration.json")["outcome"] == "failed"
+    assert control.read_json("switch.json")["outcome"] == "failed"
     [held] = plan_folder(folder)
     assert held.held_back and "no_such_column" in held.reason

@@ -124,7 +124,7 @@ def during_sync_redeploy(control: ControlArea, dag_id: str) -> int | None:
 
 def _switch(control: ControlArea, to_interval_0: bool, phases: tuple[str, ...]) -> int | None:
     """The driver's process group while its switch to interval 0 (or to synchronous) is in one of ``phases``."""
-    record = control.read_json("reconfiguration.json") or {}
+    record = control.read_json("switch.json") or {}
     before = (record.get("before") or {}).get("async_progress") or {}
     deployment = control.read_json("deployment.json") or {}
     if record.get("phase") in phases and (before.get("checkpoint_interval_ms") != 0) is to_interval_0:
@@ -137,7 +137,7 @@ def switching_to_interval_0(control: ControlArea, dag_id: str) -> int | None:
 
 
 def between_first_and_second_interval_0_batch(control: ControlArea, dag_id: str) -> int | None:
-    record = control.read_json("reconfiguration.json") or {}
+    record = control.read_json("switch.json") or {}
     after = (record.get("after") or {}).get("async_progress") or {}
     if after.get("checkpoint_interval_ms") == 0 and record.get("committed_before") is not None:
         committed = batch_ids(control.url.removesuffix(".async-stream"), "commits")
@@ -228,7 +228,7 @@ def test_airflow_run_killed_mid_step_then_rerun(
 
     _, struck = _run_dag_process(dag_id, strike, control)
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
-    hold = control.read_json("lease.json")
+    hold = control.read_json("hold.json")
     assert hold and hold["dag_id"] == dag_id, "the dead run should still hold the job"
     _check_invariants(control, checkpoint_dir, before)
 

@@ -28,7 +28,7 @@ def _run_with_stop(path: Path, dag_id: str, control: ControlArea, *stop_args: st
     def stop_when_held() -> bool:
         record = control.read_json(ControlArea.DEPLOYMENT) or {}
         status = control.read_json(ControlArea.STATUS) or {}
-        hold = control.read_json("lease.json") or {}
+        hold = control.read_json("hold.json") or {}
         if (
             record.get("async_progress") != {"enabled": True, "checkpoint_interval_ms": 0}
             or status.get("deployment_id") != record.get("deployment_id")

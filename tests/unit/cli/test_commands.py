@@ -135,7 +135,7 @@ def test_status_by_checkpoint_for_people_and_machines(tmp_path: Path) -> None:
 
 def test_status_says_a_rehearsal_is_no_switch(tmp_path: Path) -> None:
     control = fake_deployment(tmp_path)
-    control.write_json("reconfiguration.json", {"request_id": "r1", "deployment_id": "d1", "phase": "done",
+    control.write_json("switch.json", {"request_id": "r1", "deployment_id": "d1", "phase": "done",
                                                 "outcome": "rehearsed", "reason": "Spark builds and analyzes the new query"})  # fmt: skip
     human = cli("status", str(tmp_path / "ck"))
     assert "last rehearsal" in human.stdout and "rehearsed: Spark builds and analyzes the new query" in human.stdout
@@ -269,7 +269,7 @@ def test_release_needs_force_for_a_live_hold(tmp_path: Path) -> None:
     refused = cli("release", str(tmp_path / "ck"))
     assert refused.returncode == 1 and "held by DAG run m/r1 (safe-disable good-job)" in refused.stdout
     forced = cli("release", "--force", str(tmp_path / "ck"))
-    assert forced.returncode == 0 and control.read_json("lease.json") is None
+    assert forced.returncode == 0 and control.read_json("hold.json") is None
 
 
 def _as_unprivileged(command: list[str]) -> list[str]:

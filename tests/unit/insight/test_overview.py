@@ -54,7 +54,7 @@ def test_an_unreadable_hold_is_shown_as_one_not_as_the_rows_error(tmp_path: Path
     ControlArea(found.control_area).write_json(ControlArea.HOLD, {"holder": "x", "expires_at": "tomorrow"})
     row = job_row(found)
     assert row["error"] is None and row["hold"]["holder"] == "an unreadable hold" and row["hold"]["unreadable"]
-    assert "lease.json: expires_at should be a number" in row["hold"]["purpose"]
+    assert "hold.json: expires_at should be a number" in row["hold"]["purpose"]
 
 
 def test_a_row_sums_the_job_up_from_its_records_its_checkpoint_and_its_newest_batches(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_after_a_switch_in_place_the_same_run_carries_the_new_configuration() ->
     sent = Recorder()
     run = RunningEvents(SPEC, RunningSettings(), 3600, Redactor(), emit=sent)
     run.started()
-    run.reconfigured(parse_spec(rate_noop("clicks", async_progress={"enabled": False})))
+    run.switched(parse_spec(rate_noop("clicks", async_progress={"enabled": False})))
     run.ended("stopped")
     configs = [e.job.facets["asyncStream"].configuration["async_progress"]["enabled"] for e in sent.events]
     assert configs == [True, False] and len({e.run.runId for e in sent.events}) == 1

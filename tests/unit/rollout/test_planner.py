@@ -376,7 +376,7 @@ def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: 
     with pytest.raises(RolloutError, match="job: restart not retried: changed: trigger — failed at r1"):
         apply_item(item, Holder.this_process("test"), settings)
     assert control.read_json("rollout.json") == {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"}
-    assert control.read_json("lease.json") is None  # the job was not even held
+    assert control.read_json("hold.json") is None  # the job was not even held
     [row] = summarize([item.to_json()], "r2")
     assert row["outcome"] == "not retried"
 

@@ -22,7 +22,7 @@ WRITTEN_BY_0_1_0 = Path(__file__).parents[1] / "fixtures" / "records_0_1_0"
 def control(tmp_path: Path) -> ControlArea:
     area = ControlArea.for_checkpoint(str(tmp_path / "ck"))
     area.ensure()
-    for name in ("status.json", "deployment.json", "lease.json"):
+    for name in ("status.json", "deployment.json", "hold.json"):
         shutil.copy(WRITTEN_BY_0_1_0 / name, area.path(name))
     return area
 
@@ -45,10 +45,10 @@ def test_records_the_previous_release_wrote_read_as_typed_records(control: Contr
     assert hold_state(hold.but(expires_at=time.time() - 1)) == "expired"
 
 
-@pytest.mark.parametrize("name", ["status.json", "deployment.json", "lease.json"])
+@pytest.mark.parametrize("name", ["status.json", "deployment.json", "hold.json"])
 def test_a_record_written_back_keeps_every_key_it_was_read_with(control: ControlArea, name: str) -> None:
     before = json.loads(Path(control.path(name)).read_text())
-    kind = {"status.json": Status, "deployment.json": Deployment, "lease.json": Hold}[name]
+    kind = {"status.json": Status, "deployment.json": Deployment, "hold.json": Hold}[name]
     record = kind.from_json({**before, "from_a_newer_release": {"kept": True}})
     control.write_json(name, record.to_json())
     after = control.read_json(name)
@@ -61,8 +61,8 @@ def test_a_record_with_a_missing_or_wrong_shape_is_an_error_naming_the_file(cont
     control.write_json("status.json", {"deployment_id": "d1"})
     with pytest.raises(ControlAreaError, match=r"status.json names no state"):
         control.read_status()
-    Path(control.path("lease.json")).write_text("[1, 2]")
-    with pytest.raises(ControlAreaError, match=r"lease.json should hold a JSON object"):
+    Path(control.path("hold.json")).write_text("[1, 2]")
+    with pytest.raises(ControlAreaError, match=r"hold.json should hold a JSON object"):
         control.read_hold()
 
 

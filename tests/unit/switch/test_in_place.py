@@ -122,7 +122,7 @@ def test_a_trigger_that_found_no_data_is_no_batch() -> None:
 
 def test_a_request_without_its_deployment_is_an_error_naming_the_file() -> None:
     with pytest.raises(ControlAreaError, match="names no deployment_id"):
-        SwitchRequest.from_json({"request_id": "r", "spec": {"name": "x"}}, "reconfigure-request.json")
+        SwitchRequest.from_json({"request_id": "r", "spec": {"name": "x"}}, "switch-request.json")
 
 
 def _control_with(tmp_path, status: Status | None) -> ControlArea:  # type: ignore[no-untyped-def]
