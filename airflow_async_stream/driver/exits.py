@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_async_stream.driver.poll import POLL_S, poll_interval
 from airflow_async_stream.driver.process import DriverProcess, gone_here, launched_elsewhere, this_host
-from airflow_async_stream.driver.start import POLL_S, poll_interval
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import DriverExit
 from airflow_async_stream.waits import WaitLog

@@ -14,6 +14,7 @@ from typing import Any
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.log import tail_lines
+from airflow_async_stream.driver.poll import poll_interval
 from airflow_async_stream.exceptions import (
     DriverFailedError,
     DriverStartTimeoutError,
@@ -26,21 +27,14 @@ from airflow_async_stream.state.records import FINAL_STATES, State, Status
 from airflow_async_stream.waits import REPORT_EVERY_S, WaitLog
 
 __all__ = [
-    "POLL_S",
-    "REMOTE_POLL_S",
     "REPORT_EVERY_S",
     "log_tail",
-    "poll_interval",
     "refuse_unsafe_sync_start",
     "status_of",
     "wait_until_running",
 ]
 
 _log = logging.getLogger(__name__)
-#: How often a wait reads the status record: often on a local disk (a read costs microseconds, and a
-#: deploy or stop ends sooner), less often on remote storage, where each read is a request.
-POLL_S = 0.1
-REMOTE_POLL_S = 0.5
 
 
 def log_tail(control: ControlArea, lines: int = 30, files: int = 2) -> str:
@@ -61,10 +55,6 @@ def log_tail(control: ControlArea, lines: int = 30, files: int = 2) -> str:
 def _read_local(path: str) -> bytes:
     with open(path, "rb") as fh:
         return fh.read()
-
-
-def poll_interval(control: ControlArea) -> float:
-    return POLL_S if control.is_local else REMOTE_POLL_S
 
 
 def status_of(control: ControlArea, deployment_id: str) -> Status | None:

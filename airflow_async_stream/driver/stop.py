@@ -13,8 +13,9 @@ from typing import Any
 from airflow_async_stream.driver.exits import Exiting, confirm_exit_here, wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.poll import poll_interval
 from airflow_async_stream.driver.process import Target
-from airflow_async_stream.driver.start import poll_interval, status_of
+from airflow_async_stream.driver.start import status_of
 from airflow_async_stream.exceptions import (
     DriverFailedError,
     NotSignalledError,

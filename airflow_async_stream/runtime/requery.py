@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_async_stream.insight.transient import transient_cause
 from airflow_async_stream.spec.restart import Restart
@@ -22,12 +22,31 @@ from airflow_async_stream.supervise.record import read_supervision
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
-    from airflow_async_stream.runtime.governor import Governor
-    from airflow_async_stream.state.requests import SwitchRequest
+    from airflow_async_stream.spec.model import JobSpec
+    from airflow_async_stream.spec.secret_options import Redactor
+    from airflow_async_stream.state.control import ControlArea
+    from airflow_async_stream.state.requests import StopRequest, SwitchRequest
 
 __all__ = ["govern_query", "requery"]
 
 _log = logging.getLogger(__name__)
+
+
+class Governor(Protocol):
+    """What of the driver's governor (governor.py) a restart of its query reads and tells."""
+
+    spec: JobSpec | None
+    control: ControlArea
+    deployment_id: str
+    redact: Redactor
+
+    @property
+    def query_restarts(self) -> list[float]: ...
+    def stop_request(self) -> StopRequest | None: ...
+    def watch(self, query: StreamingQuery, switchable: bool = False) -> SwitchRequest | None: ...
+    def requeried(self, query: StreamingQuery, at: float, keep: int) -> None: ...
+
+
 _POLL_S = 0.1
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.driver.start import POLL_S, REMOTE_POLL_S, wait_until_running
+from airflow_async_stream.driver.poll import POLL_S, REMOTE_POLL_S
+from airflow_async_stream.driver.start import wait_until_running
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import now
 
