@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.insight.overview import job_rows
-from airflow_async_stream.rollout.sources import find_jobs
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.sources import find_jobs
 from bench.report_cost import _event
 
 JOBS = 1000

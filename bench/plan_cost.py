@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fleet import FleetIndex
 
 JOBS = 1000
 CHANGED = REMOVED = MOVED = 20

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.driver.commits import check_commits
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.commits import check_commits
 from airflow_async_stream.state.control import ControlArea
 
 SIZES = (100, 10_000, 100_000)

@@ -26,10 +26,10 @@ from typing import Any
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.insight.batches import batch_window
-from airflow_async_stream.rollout.sources import find_jobs
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.sources import find_jobs
 from airflow_async_stream.supervise.record import read_supervision
 from airflow_async_stream.supervise.watch import read_seen, sweep
 

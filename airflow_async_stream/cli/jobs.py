@@ -13,9 +13,8 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
 from airflow_async_stream.insight import overview
-from airflow_async_stream.insight.overview import Found
-from airflow_async_stream.rollout.sources import configured, find_jobs, once_each
 from airflow_async_stream.state import registry
+from airflow_async_stream.state.sources import Found, configured, find_jobs, once_each
 
 __all__ = ["add_list", "cmd_list"]
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from airflow_async_stream.exceptions import AsyncStreamError
-from airflow_async_stream.rollout import sources
 from airflow_async_stream.spec.folder import SPEC_SUFFIXES
 from airflow_async_stream.spec.load import load_spec
-from airflow_async_stream.state import registry
+from airflow_async_stream.state import registry, sources
 from airflow_async_stream.state.checkpoint import looks_like_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import SUFFIX

@@ -19,7 +19,7 @@ from airflow.sdk import DAG, Asset, AssetWatcher
 
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.operators.supervise import RecoveredJobsOperator, SuperviseJobsOperator
-from airflow_async_stream.rollout.fleet import FLEET_FILE, FleetIndex
+from airflow_async_stream.state.fleet import FLEET_FILE, FleetIndex
 from airflow_async_stream.triggers.health import FleetHealthTrigger
 
 __all__ = ["supervise_dag"]

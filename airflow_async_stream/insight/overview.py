@@ -14,7 +14,6 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -30,8 +29,9 @@ from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.records import Deployment, Status
+from airflow_async_stream.state.sources import Found
 
-__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "Found", "hold_of", "job_detail", "job_row", "job_rows"]
+__all__ = ["SERIES", "TAIL_BYTES", "WORKERS", "hold_of", "job_detail", "job_row", "job_rows"]
 
 _log = logging.getLogger(__name__)
 
@@ -47,18 +47,6 @@ _BLANK: dict[str, Any] = dict.fromkeys(
     ("state", "health", "incident", "throughput", "live", "liveness", "configuration", "runs_with", "async", "restart", "last_batch", "p50_ms",
      "offset_management_share", "hold", "last_change", "migration", "switch", "dags", "stop_reason"),
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Found:
-    """One job where a source names it, or (``error`` set) a source that could not be read."""
-
-    name: str
-    checkpoint: str
-    control_area: str
-    source: str
-    retired: bool = False
-    error: str | None = None
 
 
 def _configuration(status: Status | None, deployment: Deployment | None) -> dict[str, Any] | None:

@@ -24,7 +24,6 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from airflow_async_stream.driver.commits import CommitCheck, wait_for_commits
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import (
     CommittedBatchesError,
@@ -40,6 +39,7 @@ from airflow_async_stream.migrations.outcome import (
 from airflow_async_stream.migrations.specs import at_interval_0, synchronous
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart, latest_batch
+from airflow_async_stream.state.commits import CommitCheck, wait_for_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, RunState, revoked_error
 from airflow_async_stream.state.liveness import liveness

@@ -17,9 +17,9 @@ from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
-from airflow_async_stream.rollout.sources import find_jobs
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.sources import find_jobs
 from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
 
 if TYPE_CHECKING:

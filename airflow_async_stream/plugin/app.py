@@ -20,8 +20,8 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import HTMLResponse
 
-from airflow_async_stream.insight.overview import Found, job_detail, job_row, job_rows
-from airflow_async_stream.rollout.sources import OPTIONS, SECTION, configured, find_jobs
+from airflow_async_stream.insight.overview import job_detail, job_row, job_rows
+from airflow_async_stream.state.sources import OPTIONS, SECTION, Found, configured, find_jobs
 
 __all__ = ["HEADERS", "SECTION", "create_app", "policy", "sources"]
 

@@ -8,7 +8,6 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-from airflow_async_stream.driver.commits import wait_for_commits
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.driver.start import wait_until_running
 from airflow_async_stream.exceptions import (
@@ -26,6 +25,7 @@ from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import PlanItem
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state.commits import wait_for_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.liveness import liveness

@@ -40,11 +40,11 @@ from airflow_async_stream.rollout.actions import (
     Step,
 )
 from airflow_async_stream.rollout.failures import spec_digest
-from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.rollout.planner import CHANGES, PlanItem
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fleet import FleetIndex
 from airflow_async_stream.state.hold import Holder, RunState, held
 from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.records import SUFFIX, now

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.exceptions import DesiredStateError, SpecError
-from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.spec.folder import spec_files
 from airflow_async_stream.spec.load import deep_merge, parse_spec, read_spec_file
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state.fleet import FleetIndex
 
 __all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "load_folder", "spec_files"]
 

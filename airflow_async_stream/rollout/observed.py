@@ -10,9 +10,9 @@ from typing import Any
 
 from airflow_async_stream.driver.process import launcher_running_here
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.rollout.fleet import FleetEntry, FleetIndex
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fleet import FleetEntry, FleetIndex
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import Deployment, State, Status, now
 from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose

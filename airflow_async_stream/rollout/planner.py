@@ -25,12 +25,12 @@ from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.insight.read import change_advice
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder
 from airflow_async_stream.rollout.failures import failed_before, failure_words, spec_digest
-from airflow_async_stream.rollout.fleet import RETIRED, registry_entries
 from airflow_async_stream.rollout.item import ACTIONS, CHANGES, REAL_TIME_FOLLOW_UP, PlanItem
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
 from airflow_async_stream.rollout.on_purpose import on_purpose
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
+from airflow_async_stream.state.fleet import RETIRED, registry_entries
 from airflow_async_stream.switch.change import Change, How, Need, change_of, changes_between, spec_part
 
 __all__ = [

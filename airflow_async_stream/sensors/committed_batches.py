@@ -10,10 +10,10 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
-from airflow_async_stream.driver.commits import CommitCheck, check_commits
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
 from airflow_async_stream.insight.checkup import cure_named
 from airflow_async_stream.state.checkpoint import latest_batch
+from airflow_async_stream.state.commits import CommitCheck, check_commits
 from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
 
 if TYPE_CHECKING:

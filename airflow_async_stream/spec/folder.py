@@ -7,7 +7,7 @@ from pathlib import Path
 __all__ = ["FLEET_FILE", "SPEC_SUFFIXES", "spec_files"]
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
-#: A desired folder's fleet settings (rollout/fleet.py): beside the job files, not a job.
+#: A desired folder's fleet settings (state/fleet.py): beside the job files, not a job.
 FLEET_FILE = "_fleet.yaml"
 
 

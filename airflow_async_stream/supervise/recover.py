@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from airflow_async_stream.driver.commits import wait_for_commits
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.migrations.run import run_safe_disable
@@ -16,6 +15,7 @@ from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.state.commits import wait_for_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 

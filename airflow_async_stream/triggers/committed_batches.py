@@ -9,8 +9,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_async_stream.driver.commits import check_commits
 from airflow_async_stream.exceptions import AsyncStreamError
+from airflow_async_stream.state.commits import check_commits
 from airflow_async_stream.waits import WaitLog
 
 __all__ = ["CommittedBatchesTrigger"]

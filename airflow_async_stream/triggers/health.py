@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from airflow_async_stream.rollout.sources import find_jobs
+from airflow_async_stream.state.sources import find_jobs
 from airflow_async_stream.supervise.watch import Change, sweep
 from airflow_async_stream.triggers.stats import has_tags, send_change, send_figures
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fleet import FleetIndex
 from tests.helpers import make_checkpoint, rate_noop
 
 #: A rollout's job: async on, a 1 s trigger (the planner and fleet index tests start from it).

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.driver.commits import wait_for_commits
 from airflow_async_stream.exceptions import CommittedBatchesTimeoutError
+from airflow_async_stream.state.commits import wait_for_commits
 from airflow_async_stream.waits import WaitLog
 from tests.unit.helpers import gapped_checkpoint
 

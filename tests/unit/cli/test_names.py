@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.rollout.fleet import FleetIndex
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fleet import FleetIndex
 from tests.helpers import make_checkpoint
 from tests.unit.helpers import fake_deployment
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_async_stream.insight.overview import TAIL_BYTES, Found, job_detail, job_row
+from airflow_async_stream.insight.overview import TAIL_BYTES, job_detail, job_row
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.sources import Found
 from tests.helpers import make_checkpoint, rate_noop, snapshot
 from tests.unit.helpers import batch_events, configuration
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.driver.commits import check_commits
 from airflow_async_stream.exceptions import CommittedBatchesError, CommittedBatchesTimeoutError
 from airflow_async_stream.sensors.committed_batches import CommittedBatchesSensor
 from airflow_async_stream.state.checkpoint import resume_point
+from airflow_async_stream.state.commits import check_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_async_stream.rollout.fleet import FleetIndex
-from airflow_async_stream.rollout.sources import find_jobs, split_setting
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fleet import FleetIndex
+from airflow_async_stream.state.sources import find_jobs, split_setting
 
 
 def _control(checkpoint: Path) -> str:

@@ -10,20 +10,32 @@ from __future__ import annotations
 
 import os
 import posixpath
+from dataclasses import dataclass
 
 import fsspec
 
 from airflow_async_stream.exceptions import AsyncStreamError, SettingsError
-from airflow_async_stream.insight.overview import Found
-from airflow_async_stream.rollout.fleet import RETIRED, FleetIndex
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.fleet import RETIRED, FleetIndex
 from airflow_async_stream.state.records import SUFFIX
 
-__all__ = ["OPTIONS", "SECTION", "configured", "find_jobs", "named", "once_each", "split_setting"]
+__all__ = ["OPTIONS", "SECTION", "Found", "configured", "find_jobs", "named", "once_each", "split_setting"]
 
 #: The provider's config section (get_provider_info() documents its options), and the options naming sources.
 SECTION = "async_stream"
 OPTIONS = ("fleet_indexes", "checkpoint_folders")
+
+
+@dataclass(frozen=True)
+class Found:
+    """One job where a source names it, or (``error`` set) a source that could not be read."""
+
+    name: str
+    checkpoint: str
+    control_area: str
+    source: str
+    retired: bool = False
+    error: str | None = None
 
 
 def split_setting(value: str | None) -> list[str]:

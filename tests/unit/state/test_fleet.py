@@ -11,9 +11,9 @@ import yaml
 
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import load_desired
-from airflow_async_stream.rollout.fleet import ACTIVE, RETIRED, FleetIndex
 from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.state.fleet import ACTIVE, RETIRED, FleetIndex
 from tests.unit.helpers import FLEET_JOB, deployed, fleet_file, write_spec
 
 
