@@ -1,15 +1,26 @@
 """How a long wait says where it is: what it waits for, how far it is and for how long, whenever that changes
-and at least every ``REPORT_EVERY_S`` seconds, so a log read mid-wait never goes quiet for longer."""
+and at least every ``REPORT_EVERY_S`` seconds, so a log read mid-wait never goes quiet for longer; and the
+log every step of the core writes to (``Log``: Python's logger, or the one Airflow hands a task)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
+from typing import Any, Protocol
 
-__all__ = ["REPORT_EVERY_S", "WaitLog"]
+__all__ = ["REPORT_EVERY_S", "Log", "WaitLog"]
 
 REPORT_EVERY_S = 10.0
+
+
+class Log(Protocol):
+    """What the core asks of a log: ``logging.Logger`` has it, and so has the logger of an Airflow task."""
+
+    def debug(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+    def info(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+    def warning(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+    def error(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
+    def exception(self, msg: str, /, *args: Any, **kwargs: Any) -> Any: ...
 
 
 class WaitLog:
@@ -17,7 +28,7 @@ class WaitLog:
 
     def __init__(
         self,
-        log: logging.Logger | logging.LoggerAdapter,
+        log: Log,
         what: str,
         timeout_s: float | None = None,
         every_s: float = REPORT_EVERY_S,

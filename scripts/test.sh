@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/browser.sh
 bash scripts/services.sh
-.venv/bin/ruff check airflow_async_stream dags tests
+.venv/bin/ruff check airflow_async_stream dags tests bench
+.venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench
+.venv/bin/mypy  # the package's types ([tool.mypy] in pyproject.toml)
 if [ "${1:-}" = "--quick" ]; then
   shift
   exec .venv/bin/pytest -m quick --durations=5 "$@"

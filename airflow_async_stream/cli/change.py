@@ -187,11 +187,12 @@ def _describe_configuration(configuration: dict[str, Any] | None) -> str:
 
 
 def _print_switch(record: SwitchAccount) -> None:
-    headline = {
+    headlines: dict[str, str] = {
         SwitchOutcome.SWITCHED: "switched in place",
         SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0: "NOT synchronous: the checkpoint is not safe for it yet; "
         "switched to async progress at interval 0 instead",
-    }.get(SwitchOutcome(record.outcome), str(record.outcome))
+    }
+    headline = headlines.get(record.outcome or "", record.outcome or "no outcome recorded yet")
     print(headline)
     rows = [
         ("request", record.request_id),

@@ -37,6 +37,7 @@ from airflow_async_stream.state.hold import Grant, Holder, RunState, held, revok
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import NOT_LAUNCHED, SUBMITTED, Deployment, State, hold_ttl_s, now
 from airflow_async_stream.state.stopped import record_stop
+from airflow_async_stream.waits import Log
 
 __all__ = ["DeploySettings", "deploy_job", "stop_job"]
 
@@ -92,7 +93,7 @@ def stop_job(
     settings: DeploySettings,
     reason: str,
     run_state: RunState | None = None,
-    log: logging.Logger = _log,
+    log: Log = _log,
     force: bool = False,
     on_purpose: tuple[str, str] | None = None,
 ) -> StopOutcome:
@@ -124,7 +125,7 @@ def deploy_job(
     holder: Holder,
     settings: DeploySettings,
     run_state: RunState | None = None,
-    log: logging.Logger = _log,
+    log: Log = _log,
 ) -> Deployment:
     """Submit ``spec`` and return its deployment record once the query reports its first micro-batch."""
     control = ControlArea.for_checkpoint(spec.checkpoint)
@@ -147,7 +148,7 @@ def _submit(
     launcher: Launcher,
     submission: Submission,
     record: Deployment,
-    log: logging.Logger,
+    log: Log,
     grant: Grant,
 ) -> Deployment:
     """Write the spec and deployment record, then launch the driver detached.
@@ -167,7 +168,7 @@ def _submit(
     driver = launcher.launch(submission, control)
     record = record.but(driver=driver)
     control.write_deployment(record)
-    registry.record(record.job, record.checkpoint, control.url, record.deployment_id)
+    registry.record(submission.job, str(record.checkpoint), control.url, record.deployment_id)
     log.info(
         "Submitted %s as deployment %s (driver %s, log %s)", record.job, record.deployment_id, driver, driver["log"]
     )
@@ -180,7 +181,7 @@ def _confirm(
     launcher: Launcher,
     record: Deployment,
     settings: DeploySettings,
-    log: logging.Logger,
+    log: Log,
     grant: Grant,
 ) -> Deployment:
     """Wait for the query's first micro-batch; a driver that does not start in time is stopped. A driver
@@ -213,9 +214,7 @@ def _confirm(
     return record
 
 
-def _make_room(
-    control: ControlArea, spec: JobSpec, launcher: Launcher, settings: DeploySettings, log: logging.Logger
-) -> None:
+def _make_room(control: ControlArea, spec: JobSpec, launcher: Launcher, settings: DeploySettings, log: Log) -> None:
     """Never two drivers on one checkpoint: refuse, or on redeploy stop the live one first."""
     status, judged = liveness_of(control)  # its host's exit record counts too, from any host
     if not judged.live:

@@ -22,7 +22,7 @@ from airflow_async_stream.driver.poll import POLL_S, poll_interval
 from airflow_async_stream.driver.process import DriverProcess, gone_here, launched_elsewhere, this_host
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import DriverExit
-from airflow_async_stream.waits import WaitLog
+from airflow_async_stream.waits import Log, WaitLog
 
 __all__ = [
     "EXIT",
@@ -73,7 +73,7 @@ def await_exit_record(
     deployment_id: str,
     driver: dict[str, Any],
     timeout_s: float,
-    log: logging.Logger = _log,
+    log: Log = _log,
     sleep: Callable[[float], None] = time.sleep,
     poll_s: float = POLL_S,
 ) -> Exiting | None:
@@ -96,7 +96,7 @@ def await_exit_record(
 def wait_for_driver_exit(
     control: ControlArea,
     timeout_s: float,
-    log: logging.Logger = _log,
+    log: Log = _log,
     sleep: Callable[[float], None] = time.sleep,
     deployment_id: str | None = None,
 ) -> Exiting | None:

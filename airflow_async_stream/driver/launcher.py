@@ -96,10 +96,13 @@ class Submission:
 class Launcher(Protocol):
     """What the deploy path needs of a deploy mode."""
 
-    #: The Spark master URL, for the deployment record.
-    master: str
-    #: The connection's extra (Kafka package versions); empty without a connection.
-    extra: Mapping[str, Any]
+    @property
+    def master(self) -> str:
+        """The Spark master URL, for the deployment record."""
+
+    @property
+    def extra(self) -> Mapping[str, Any]:
+        """The connection's extra (Kafka package versions); empty without a connection."""
 
     def check(self, spec: JobSpec) -> str:
         """Refuse, before anything is submitted, what cannot work on this target; say what was checked."""

@@ -24,7 +24,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import FINAL_STATES, State, Status
-from airflow_async_stream.waits import REPORT_EVERY_S, WaitLog
+from airflow_async_stream.waits import REPORT_EVERY_S, Log, WaitLog
 
 __all__ = [
     "REPORT_EVERY_S",
@@ -69,7 +69,7 @@ def wait_until_running(
     deployment_id: str,
     driver: dict[str, Any] | None,
     timeout_s: float,
-    log: logging.Logger = _log,
+    log: Log = _log,
     sleep: Callable[[float], None] = time.sleep,
     launcher: Launcher | None = None,
 ) -> Status:
@@ -108,7 +108,7 @@ def wait_until_running(
         sleep(poll_interval(control))
 
 
-def refuse_unsafe_sync_start(spec: JobSpec, allow: bool, log: logging.Logger = _log) -> None:
+def refuse_unsafe_sync_start(spec: JobSpec, allow: bool, log: Log = _log) -> None:
     """A synchronous deploy onto a checkpoint the inspector calls unsafe dies at start (``batch N doesn't
     exist``, after async mode left gaps): refused before anything is stopped or submitted, unless ``allow``."""
     if spec.async_progress.enabled:

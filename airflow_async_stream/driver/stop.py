@@ -24,7 +24,7 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness, liveness_of
 from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, State, Status, now
-from airflow_async_stream.waits import WaitLog
+from airflow_async_stream.waits import Log, WaitLog
 
 __all__ = ["StopOutcome", "stop_driver", "wait_for_driver_exit"]  # the last from exits.py, as before
 
@@ -61,7 +61,7 @@ def stop_driver(
     reason: str,
     graceful_timeout_s: float = 60.0,
     kill_after_s: float = 120.0,
-    log: logging.Logger = _log,
+    log: Log = _log,
     sleep: Callable[[float], None] = time.sleep,
     launcher: Launcher | None = None,
 ) -> StopOutcome:
@@ -94,7 +94,7 @@ def _await_stopped(
     control: ControlArea,
     status: Status,
     kill_after_s: float,
-    log: logging.Logger,
+    log: Log,
     sleep: Callable[[float], None],
     launcher: Launcher,
 ) -> StopOutcome:
@@ -150,7 +150,7 @@ def _stop_launching(
     reason: str,
     graceful_timeout_s: float,
     kill_after_s: float,
-    log: logging.Logger,
+    log: Log,
     sleep: Callable[[float], None],
     launcher: Launcher,
 ) -> StopOutcome:

@@ -152,7 +152,7 @@ def rollout_dag(
             return report(summarize(items, get_current_context()["run_id"]))
 
         planned = plan_changes()
-        apply_change.expand(item=planned) >> summary(planned)
+        apply_change.expand(item=planned) >> summary(planned)  # type: ignore[arg-type]  # Airflow resolves the XComArg
     return dag
 
 

@@ -111,7 +111,11 @@ def _steps(plan: SafeDisable, hold_ttl_s: float, deferrable: bool, spec_file: st
         "stop_graceful_timeout_s": plan.deploy.stop_graceful_timeout_s,
     }
     step = {**common, "on_failure_callback": recorder}
-    wait = {"checkpoint": job.checkpoint, "wait_timeout_s": plan.wait_timeout_s, "deferrable": deferrable}
+    wait: dict[str, Any] = {
+        "checkpoint": job.checkpoint,
+        "wait_timeout_s": plan.wait_timeout_s,
+        "deferrable": deferrable,
+    }
     hold = TakeJobHoldOperator(
         task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=hold_ttl_s
     )

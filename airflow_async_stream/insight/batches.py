@@ -7,7 +7,7 @@ one ended, source by source.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -32,13 +32,13 @@ def continuity_problems(events: Iterable[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def ran_a_batch(event: dict[str, Any]) -> bool:
+def ran_a_batch(event: Mapping[str, Any]) -> bool:
     """Whether a progress event is of a micro-batch that ran; Spark also reports triggers that found no new
     data (``latestOffset`` and ``triggerExecution`` only), under the id of the batch still to come."""
     return "addBatch" in (event.get("duration_ms") or {})
 
 
-def batch_window(event: dict[str, Any]) -> tuple[float, float]:
+def batch_window(event: Mapping[str, Any]) -> tuple[float, float]:
     """When a micro-batch started and ended, in epoch seconds, from its progress event (Spark's trigger
     timestamp and the trigger's execution time)."""
     start = datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00")).timestamp()

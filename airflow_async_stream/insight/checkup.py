@@ -29,6 +29,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import Incident, Kind, read_incidents, record_incident
 from airflow_async_stream.state.liveness import Liveness, liveness_of
 from airflow_async_stream.state.records import ACTIVE_STATES, Deployment, State, Status, now
+from airflow_async_stream.waits import Log
 
 __all__ = ["TAIL_BYTES", "Checkup", "check_up", "cure_line", "cure_named", "diagnosis_of"]
 
@@ -177,7 +178,7 @@ def cure_line(checkpoint: str) -> str:
 
 
 @contextmanager
-def cure_named(checkpoint: str, log: logging.Logger = _log) -> Iterator[None]:
+def cure_named(checkpoint: str, log: Log = _log) -> Iterator[None]:
     """A step that fails because its driver failed or died says the doctor's diagnosis and the command to run,
     in its log and its error (same type, same traceback)."""
     try:

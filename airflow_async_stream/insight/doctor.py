@@ -49,7 +49,7 @@ class Diagnosis:
 def diagnose(symptoms: Symptoms) -> Diagnosis:
     """The first diagnosis of KINDS that the symptoms show."""
     inspection = symptoms.inspection
-    base = {
+    base: dict[str, Any] = {
         "job": symptoms.name,
         "checkpoint": symptoms.checkpoint,
         "sync_restart_safe": inspection.sync_restart_safe,

@@ -185,9 +185,11 @@ def _backlog(event: Mapping[str, Any]) -> float | None:
     values = []
     for source in event.get("sources") or []:
         value = (source.get("metrics") or {}).get(LAG_METRIC) if isinstance(source, Mapping) else None
+        if not isinstance(value, (int, float, str)):
+            continue
         try:
             values.append(float(value))
-        except (TypeError, ValueError):
+        except ValueError:
             continue
     return max(values) if values else None
 

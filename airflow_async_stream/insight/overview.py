@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -66,7 +67,7 @@ def _open_incident(looked: Checkup) -> dict[str, Any] | None:
     return {k: newest.to_json().get(k) for k in ("at", "kind", "error", "diagnosis", "cure")}
 
 
-def _throughput(events: list[dict[str, Any]]) -> dict[str, float | None]:
+def _throughput(events: list[Mapping[str, Any]]) -> dict[str, float | None]:
     """Input and processed rows per second, the medians of the batches read (Spark's own figures)."""
 
     def median(key: str) -> float | None:
@@ -95,7 +96,7 @@ def hold_of(control: ControlArea, at: float) -> dict[str, Any] | None:
     return {"holder": hold.holder, "purpose": hold.purpose, "dag_id": hold.dag_id, "expires_at": hold.expires_at}
 
 
-def _last_batch(events: list[dict[str, Any]], at: float) -> dict[str, Any] | None:
+def _last_batch(events: list[Mapping[str, Any]], at: float) -> dict[str, Any] | None:
     ran = [e for e in events if ran_a_batch(e)]
     if not ran:
         return None

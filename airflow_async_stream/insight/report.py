@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +64,7 @@ class Batch:
     state_rows: int | None = None
 
     @classmethod
-    def of(cls, event: dict[str, Any], configuration: dict[str, Any] | None) -> Batch:
+    def of(cls, event: Mapping[str, Any], configuration: dict[str, Any] | None) -> Batch:
         durations = event.get("duration_ms") or {}
         state = event.get("state_operators") or None
         return cls(
@@ -253,7 +253,7 @@ class Report:
 
 
 def build_report(
-    events: Iterable[dict[str, Any]],
+    events: Iterable[Mapping[str, Any]],
     *,
     job: str | None = None,
     checkpoint: str | None = None,

@@ -47,6 +47,7 @@ from airflow_async_stream.state.records import Deployment, Status, hold_ttl_s
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
 from airflow_async_stream.switch.change import How
 from airflow_async_stream.switch.request import running_spec, switch_in_place, why_not_in_place
+from airflow_async_stream.waits import Log
 
 __all__ = ["SafeDisable", "migration_hold_ttl_s"]
 
@@ -76,7 +77,7 @@ class SafeDisable:
     async_batches: int = 2
     sync_overrides: dict[str, Any] = field(default_factory=dict)
     run_state: RunState | None = None
-    log: logging.Logger = _log
+    log: Log = _log
     #: Switch in place where the running driver can (False: always redeploy, as before in-place switching).
     in_place: bool = True
 

@@ -94,7 +94,7 @@ class DeployStreamingJobOperator(JobLineage, BaseOperator):
             launcher=partial(launcher_for, self.conn_id),  # a step that launches nothing reads no connection
         )
 
-    def execute(self, context: Context) -> dict[str, Any]:
+    def execute(self, context: Context) -> dict[str, Any] | None:
         spec = resolve_spec(self.spec, self.overrides)
         holder = Holder.for_task(context, f"deploy {spec.name}")
         settings = replace(self.settings(context), launcher=launcher_for(self.conn_id))  # read once, here

@@ -114,10 +114,10 @@ def _running_settings(context: Context, every: float | None) -> RunningSettings:
     ti = context["ti"]
     parent = {
         "namespace": lineage_job_namespace(),
-        "job_name": lineage_job_name(ti),  # type: ignore[arg-type]
-        "run_id": lineage_run_id(ti),  # type: ignore[arg-type]
-        "root_job_name": lineage_root_job_name(ti),  # type: ignore[arg-type]
-        "root_run_id": lineage_root_run_id(ti),  # type: ignore[arg-type]
+        "job_name": lineage_job_name(ti),
+        "run_id": lineage_run_id(ti),
+        "root_job_name": lineage_root_job_name(ti),
+        "root_run_id": lineage_root_run_id(ti),
     }
     return RunningSettings(every, ol_conf.namespace(), parent, _transport())
 

@@ -36,7 +36,7 @@ class AsyncStreamPlugin(AirflowPlugin):
     """The streaming-jobs pages (read-only: changes go through DAGs)."""
 
     name = "async_stream"
-    fastapi_apps = _BuiltOnRead()  # type: ignore[assignment]
+    fastapi_apps = _BuiltOnRead()
     external_views = [
         {
             "name": "Streaming jobs",

@@ -4,7 +4,6 @@ holder; a deploy or restart counts only once it commits batches."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,6 +32,7 @@ from airflow_async_stream.state.records import UP_STATES, Deployment, State, Sta
 from airflow_async_stream.state.stopped import BY_FILE
 from airflow_async_stream.switch.change import How
 from airflow_async_stream.switch.request import rehearse, switch_in_place
+from airflow_async_stream.waits import Log
 
 __all__ = ["ACTIONS", "ApplySettings", "Before", "REHEARSAL_TIMEOUT_S", "Step", "desired_spec", "running_deployment"]
 
@@ -74,7 +74,7 @@ class Step:
     control: ControlArea
     settings: ApplySettings
     holder: Holder
-    log: logging.Logger
+    log: Log
 
     def deploy_and_confirm(self, spec: JobSpec, redeploy: bool, batches: int) -> Deployment:
         """Deploy, then wait for ``batches`` committed after the deploy's start: up is not enough.

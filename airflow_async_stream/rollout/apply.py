@@ -48,6 +48,7 @@ from airflow_async_stream.state.fleet import FleetIndex
 from airflow_async_stream.state.hold import Holder, RunState, held
 from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.records import SUFFIX, now
+from airflow_async_stream.waits import Log
 
 __all__ = ["ApplySettings", "apply_item"]
 
@@ -60,7 +61,7 @@ def apply_item(
     holder: Holder,
     settings: ApplySettings,
     run_state: RunState | None = None,
-    log: logging.Logger = _log,
+    log: Log = _log,
 ) -> dict[str, Any]:
     """Apply ``item``; returns its outcome record, raises RolloutError (after recording it) when it failed."""
     assert item.control_url, f"plan item for {item.job} has no control area"
@@ -131,13 +132,14 @@ def _roll_back(step: Step, before: Before, error: str) -> dict[str, Any]:
     try:
         if item.action == "safe_disable":
             migration = replace(step.safe_disable(), spec=spec)
-            record = migration.roll_back(error)
-            migration.wait_for_batches(record, 1)
+            switched = migration.roll_back(error)
+            migration.wait_for_batches(switched, 1)
+            deployment_id = switched.deployment_id
         else:
-            record = step.deploy_and_confirm(spec, True, 1)
+            deployment_id = step.deploy_and_confirm(spec, True, 1).deployment_id
     except AsyncStreamError as exc:
         return {"outcome": "failed", "error": f"{error}; the rollback failed too: {exc}"}
-    return {"outcome": "rolled_back", "error": error, "deployment_id": record.deployment_id}
+    return {"outcome": "rolled_back", "error": error, "deployment_id": deployment_id}
 
 
 def _update_index(index: FleetIndex, item: PlanItem, outcome: dict[str, Any], holder: Holder) -> None:

@@ -101,7 +101,7 @@ def read_job(name: str, control: ControlArea) -> ObservedJob:
         state=status.state if status else None,
         live=live,
         rollout=control.read_json(ControlArea.ROLLOUT),
-        switchable=bool(status and status.configuration is not None and judged.live) and status.state == State.RUNNING,
+        switchable=bool(status and status.configuration is not None and judged.live and status.state == State.RUNNING),
         sync_restart_safe=None if live or not isinstance(spec, dict) else _sync_restart_safe(spec),
         stopped=stopped_on_purpose(control),
         crash_looping_at=_crash_looping_at(control, status),

@@ -85,7 +85,7 @@ def _safe_disable(
         follow_up = None
         if spec_part(target, "trigger", "real_time"):
             # The cure runs micro-batches (async at interval 0, then synchronous); real time comes after it.
-            target = {**target, "trigger": spec_part(observed.spec, "trigger") or {}}
+            target = {**target, "trigger": spec_part(observed.spec or {}, "trigger") or {}}
             diff, item = changes_between(observed.spec or {}, target), {**item, "desired_spec": target}
             follow_up = REAL_TIME_FOLLOW_UP
             reason += ", in micro-batches first"
@@ -107,7 +107,7 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     """Classify one job (see the module docstring)."""
     if desired is None:
         assert observed is not None
-        where = {"control_url": observed.control_url}
+        where: dict[str, Any] = {"control_url": observed.control_url}
         if observed.live:
             return PlanItem(name, "retire", "gone from the folder: a graceful stop; its checkpoint is kept", **where)
         entry = observed.entry
@@ -121,7 +121,7 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
     target = desired.spec.to_mapping()
     # The control area the job has now (before a refused checkpoint move, the old one), else the new one's.
     control_url = observed.control_url if observed and observed.spec else control_url_for(desired.spec.checkpoint)
-    item = {"checkpoint": desired.spec.checkpoint, "control_url": control_url, "desired_spec": target}
+    item: dict[str, Any] = {"checkpoint": desired.spec.checkpoint, "control_url": control_url, "desired_spec": target}
     if observed is None or observed.spec is None:
         if desired.spec.suspended:
             return PlanItem(name, "unchanged", "never deployed, and its file says state: suspended", **item)

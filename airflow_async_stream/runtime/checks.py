@@ -69,7 +69,7 @@ def check_file_options(session: SparkSession, spec: JobSpec, verdict: Verdict) -
     assert spec.source is not None
     if spec.source.format.lower() not in FILE_SOURCES:
         return
-    jvm = session._jvm  # type: ignore[attr-defined]
+    jvm: Any = session._jvm
     options = jvm.java.util.HashMap()
     for key, value in spec.source.spark_options().items():
         options.put(key, value)
@@ -100,7 +100,7 @@ def source_field(spec: JobSpec, exc: BaseException) -> str:
 def check_output_mode(session: SparkSession, df: DataFrame, spec: JobSpec, verdict: Verdict) -> None:
     """Spark's checks of a streaming plan against its output mode (and continuous processing), as at ``start()``."""
     mode = (spec.sink.output_mode if spec.sink else None) or "append"
-    jvm = session._jvm  # type: ignore[attr-defined]
+    jvm: Any = session._jvm
     checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
     output_mode = jvm.org.apache.spark.sql.catalyst.streaming.InternalOutputModes.apply(mode)
     plan = df._jdf.queryExecution().analyzed()

@@ -206,7 +206,7 @@ class Governor(ProgressRecording):
             switch = self._switch_request() if switchable else None
             if switch:
                 return switch
-            query.awaitTermination(_STOP_POLL_S)
+            query.awaitTermination(_STOP_POLL_S)  # type: ignore[arg-type]  # PySpark takes seconds as a float too
         return None
 
     def stop_request(self) -> StopRequest | None:

@@ -13,7 +13,7 @@ import difflib
 import glob
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from airflow_async_stream.spec.endpoints import Source
@@ -44,12 +44,14 @@ class Reach:
 
     def standin(self, session: SparkSession, empty_folder: str) -> DataFrame:
         """An empty streaming source with ``standin_ddl``'s columns (a file source over ``empty_folder``)."""
+        if self.standin_ddl is None:
+            raise ValueError("no stand-in columns are known for this source")
         return session.readStream.schema(self.standin_ddl).format("parquet").load(empty_folder)
 
 
 def format_reach(session: SparkSession, side: str, fmt: str) -> Reach:
     """Whether Spark here knows ``fmt``; if not, a typo (refused) or a connector this host lacks (noted)."""
-    jvm = session._jvm  # type: ignore[attr-defined]
+    jvm: Any = session._jvm
     try:
         jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
             fmt, session._jsparkSession.sessionState().conf()

@@ -17,7 +17,7 @@ from airflow_async_stream.state.commits import CommitCheck, check_commits
 from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.sdk import Context, XComArg
 
 __all__ = ["LATEST", "CommittedBatchesSensor", "CommittedBatchesSensorTimeoutError"]
 
@@ -70,7 +70,7 @@ class CommittedBatchesSensor(BaseSensorOperator):
         *,
         checkpoint: str,
         min_batches: int = 2,
-        baseline_batch: int | str | dict[str, Any] | None = LATEST,
+        baseline_batch: int | str | dict[str, Any] | XComArg | None = LATEST,
         wait_timeout_s: float = 600.0,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poke_interval: float = 1.0,
@@ -104,10 +104,9 @@ class CommittedBatchesSensor(BaseSensorOperator):
             return baseline
         if value is None or value == "None":
             return None
-        try:
+        if isinstance(value, int | str) and str(value).lstrip("-").isdigit():
             return int(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"baseline_batch must be a batch id, None or 'latest', got {value!r}") from None
+        raise ValueError(f"baseline_batch must be a batch id, None or 'latest', got {value!r}")
 
     def _first_poke(self, context: Context) -> tuple[int | None, float]:
         """The baseline and start time of this wait: taken now, or in reschedule mode at the first poke."""
@@ -117,9 +116,15 @@ class CommittedBatchesSensor(BaseSensorOperator):
         first_try = ti.max_tries - (self.retries or 0) + 1  # as Airflow dates the first reschedule
         first_poke = ti.get_first_reschedule_date(context)
         kept = store.get(FIRST_POKE_KEY) if store is not None else None
-        if first_poke is not None and isinstance(kept, dict) and kept.get("first_try") == first_try:
-            self.log.info("Baseline kept from the first poke: %s", kept["baseline"])
-            return kept["baseline"], first_poke.timestamp()
+        baseline = kept.get("baseline") if isinstance(kept, dict) else None
+        if (
+            first_poke is not None
+            and isinstance(kept, dict)
+            and kept.get("first_try") == first_try
+            and isinstance(baseline, int | None)
+        ):
+            self.log.info("Baseline kept from the first poke: %s", baseline)
+            return baseline, first_poke.timestamp()
         if first_poke is not None and self.baseline_batch == LATEST:
             raise CommittedBatchesError(
                 "baseline_batch='latest' in reschedule mode: the baseline of the first poke was not kept (it needs "

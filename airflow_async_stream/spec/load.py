@@ -4,6 +4,7 @@ every bad field, and never echoes an option's value."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -74,7 +75,7 @@ def parse_spec(data: Any, source: str | None = None) -> JobSpec:
         raise SpecError(problems, source) from None
 
 
-def parse_part(model: type[_M], spec: dict[str, Any], key: str, source: str | None = None) -> _M:
+def parse_part(model: type[_M], spec: Mapping[str, Any], key: str, source: str | None = None) -> _M:
     """One block of a recorded spec (``restart``, ``health``, ...) as ``model`` (its defaults when absent), or
     SpecError naming the field (a hand-edited ``spec.json`` is an error, never the defaults)."""
     try:

@@ -23,6 +23,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from airflow_async_stream.exceptions import CheckpointReadError, UnsafeSyncRestartError
+from airflow_async_stream.waits import Log
 
 __all__ = [
     "CHECKPOINT_MARKERS",
@@ -276,7 +277,7 @@ def inspect_checkpoint(checkpoint: str, files_to_open: int = 2) -> Inspection:
     return Inspection(checkpoint, True, offsets, commits, safe, reason)
 
 
-def gate_sync_restart(checkpoint: str, log: logging.Logger = _log) -> Inspection:
+def gate_sync_restart(checkpoint: str, log: Log = _log) -> Inspection:
     """Read the stopped checkpoint (never write it); fail with the inspector's reason unless a synchronous
     restart is safe."""
     inspection = inspect_checkpoint(checkpoint)

@@ -7,7 +7,6 @@ counted by id (``checkpoint.committed_since``), never by file: Spark purges old 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import Liveness, liveness_of
 from airflow_async_stream.state.records import ACTIVE_STATES, State, Status
-from airflow_async_stream.waits import WaitLog
+from airflow_async_stream.waits import Log, WaitLog
 
 __all__ = ["CommitCheck", "check_commits", "wait_for_commits"]
 
@@ -92,7 +91,7 @@ def wait_for_commits(
     baseline: int | None,
     needed: int,
     timeout_s: float,
-    log: logging.Logger,
+    log: Log,
     poll_s: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
 ) -> CommitCheck:

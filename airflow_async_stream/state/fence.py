@@ -81,7 +81,7 @@ def bump(control: ControlArea, why: str, seen: int | None = None, revocation: bo
     token = (current_token(control) if seen is None else seen) + 1
     if not control.is_local:
         _claim(control, token, why)
-    revoked = {"revoked": token, "revoked_why": why} if revocation else {
+    revoked: dict[str, Any] = {"revoked": token, "revoked_why": why} if revocation else {
         k: record[k] for k in ("revoked", "revoked_why") if k in record
     }  # fmt: skip
     control.write_json(ControlArea.FENCE, {"token": token, "why": why, "at": now(), **revoked})

@@ -90,7 +90,8 @@ class Record:
         unknown = sorted(data.keys() - known)
         if cls.STRICT and unknown:
             raise ControlAreaError(f"{where}: unknown field {cut(repr(unknown[0]))}")
-        hints = _hints(cls)
+        kind: type = cls
+        hints = _hints(kind)
         for name in known & data.keys():
             if not fits(data[name], hints[name]):
                 raise ControlAreaError(

@@ -26,6 +26,7 @@ from airflow_async_stream.supervise.alerts import Alert, open_alerts, recovered_
 from airflow_async_stream.supervise.policy import Act, Case, Decision, case_for, decide
 from airflow_async_stream.supervise.record import read_supervision, write_supervision
 from airflow_async_stream.supervise.recover import recover
+from airflow_async_stream.waits import Log
 
 __all__ = ["Outcome", "SuperviseSettings", "supervise_job"]
 
@@ -74,8 +75,8 @@ class Outcome:
         """One line for a person: the job, what is wrong, the diagnosis and the cure."""
         cure = self.cure or f"`airflow-async-stream doctor {self.job}`; fix what it names, then `airflow-async-stream resume {self.job}`"  # fmt: skip
         parts = (self.reason, self.diagnosis or "none", cure)  # Spark's errors run over many lines: their first
-        reason, diagnosis, cure = (one_line(part) for part in parts)
-        return f"{self.job}: {self.alert} ({self.verdict}): {reason}; diagnosis: {diagnosis}; cure: {cure}"
+        reason, diagnosis, cure_line = (one_line(part) for part in parts)
+        return f"{self.job}: {self.alert} ({self.verdict}): {reason}; diagnosis: {diagnosis}; cure: {cure_line}"
 
 
 def _look(control: ControlArea) -> tuple[Checkup, Case, Decision]:
@@ -97,7 +98,7 @@ def _outcome(control: ControlArea, looked: Checkup, case: Case, decision: Decisi
 
 
 def supervise_job(
-    control: ControlArea, holder: Holder, settings: SuperviseSettings, log: logging.Logger = _log, run: str = ""
+    control: ControlArea, holder: Holder, settings: SuperviseSettings, log: Log = _log, run: str = ""
 ) -> Outcome:
     """Look at one job and do what its policy says (see the module docstring); with ``run`` (the Airflow run
     looking), what needs a person and a recovery are said once (alerts.py) in the outcome's ``said`` and
@@ -106,7 +107,7 @@ def supervise_job(
     return _say(control, outcome, run, log) if run else outcome
 
 
-def _say(control: ControlArea, outcome: Outcome, run: str, log: logging.Logger) -> Outcome:
+def _say(control: ControlArea, outcome: Outcome, run: str, log: Log) -> Outcome:
     if outcome.alert:
         alert = Alert.of(outcome.deployment_id, outcome.alert, outcome.since, outcome.line())
         said = say_once(control, alert.key, alert.line, run)
@@ -115,11 +116,11 @@ def _say(control: ControlArea, outcome: Outcome, run: str, log: logging.Logger) 
         return replace(outcome, said=said)
     opened = open_alerts(control, run) if outcome.verdict in UP else []
     line = f"{outcome.job}: recovered: {outcome.verdict} as deployment {outcome.deployment_id} (was {', '.join(k.split('.')[1] for k in opened)})"  # fmt: skip
-    said = [s for s in [say_once(control, recovered_key(key), line, run) for key in opened] if s]
-    return replace(outcome, recovered=said[0]) if said else outcome
+    told = [s for s in [say_once(control, recovered_key(key), line, run) for key in opened] if s]
+    return replace(outcome, recovered=told[0]) if told else outcome
 
 
-def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings, log: logging.Logger) -> Outcome:
+def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings, log: Log) -> Outcome:
     looked, case, decision = _look(control)
     outcome = _outcome(control, looked, case, decision)
     if decision.act in (Act.NOTHING, Act.LEAVE, Act.WAIT):
@@ -135,9 +136,7 @@ def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings
                        alert=None)  # fmt: skip
 
 
-def _act(
-    control: ControlArea, grant: Grant, holder: Holder, settings: SuperviseSettings, log: logging.Logger
-) -> Outcome:
+def _act(control: ControlArea, grant: Grant, holder: Holder, settings: SuperviseSettings, log: Log) -> Outcome:
     """Decide again from records read under the hold, then act."""
     looked, case, decision = _look(control)
     outcome = _outcome(control, looked, case, decision)
@@ -165,7 +164,7 @@ def _act(
 
 
 def _crash_looping(
-    control: ControlArea, grant: Grant, case: Case, decision: Decision, outcome: Outcome, log: logging.Logger
+    control: ControlArea, grant: Grant, case: Case, decision: Decision, outcome: Outcome, log: Log
 ) -> Outcome:
     at = now()
     write_supervision(control, grant, case.supervision.but(crash_looping=case.deployment_id, crash_looping_at=at))

@@ -18,6 +18,7 @@ from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.commits import wait_for_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.waits import Log
 
 __all__ = ["REDEPLOY", "SAFE_DISABLE", "Recovery", "recover", "recovery_spec"]
 
@@ -50,7 +51,7 @@ def recover(
     settings: DeploySettings,
     wait_timeout_s: float = 300.0,
     confirm_batches: int = 2,
-    log: logging.Logger = _log,
+    log: Log = _log,
 ) -> Recovery:
     """Redeploy the job (see the module docstring); returns once the new deployment committed
     ``confirm_batches`` batches. The caller holds the job (deploys renew the hold)."""

@@ -3,7 +3,6 @@ which phase the driver reached (an idle source is not a failure)."""
 
 from __future__ import annotations
 
-import logging
 import time
 
 from airflow_async_stream.exceptions import (
@@ -14,12 +13,12 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Status
 from airflow_async_stream.state.requests import SwitchAccount, SwitchPhase, SwitchRequest
-from airflow_async_stream.waits import WaitLog
+from airflow_async_stream.waits import Log, WaitLog
 
 __all__ = ["await_account", "describe", "phases_passed"]
 
 
-def await_account(control: ControlArea, request: SwitchRequest, timeout_s: float, log: logging.Logger) -> SwitchAccount:
+def await_account(control: ControlArea, request: SwitchRequest, timeout_s: float, log: Log) -> SwitchAccount:
     """Poll the driver's account until the switch is settled; log each phase as it is reached."""
     deadline = time.monotonic() + timeout_s
     poll = 0.05 if control.is_local else 0.5

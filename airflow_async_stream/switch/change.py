@@ -106,9 +106,10 @@ def changes_between(deployed: Mapping[str, Any], desired: Mapping[str, Any]) -> 
 
 
 def spec_part(spec: Mapping[str, Any], *path: str) -> Any:
+    part: Any = spec
     for key in path:
-        spec = (spec or {}).get(key) if isinstance(spec, dict) else None
-    return spec
+        part = part.get(key) if isinstance(part, Mapping) else None
+    return part
 
 
 def _lower_keys(options: dict[str, Any] | None) -> dict[str, Any]:

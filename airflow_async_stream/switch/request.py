@@ -32,6 +32,7 @@ from airflow_async_stream.state.records import State, now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchRequest
 from airflow_async_stream.switch.account import await_account
 from airflow_async_stream.switch.change import Need, change_of
+from airflow_async_stream.waits import Log
 
 __all__ = ["rehearse", "running_spec", "switch_in_place", "why_not_in_place"]
 
@@ -59,7 +60,7 @@ def switch_in_place(
     timeout_s: float = 120.0,
     graceful_timeout_s: float = 60.0,
     reason: str = "switch",
-    log: logging.Logger = _log,
+    log: Log = _log,
 ) -> SwitchAccount:
     """Switch the job's query to ``spec`` without a new driver; return the driver's account of the switch
     (``outcome``, ``pause_s``; ``phase`` is ``started`` when the source had no new data for the new query, or
@@ -115,7 +116,7 @@ def rehearse(
     run_state: RunState | None = None,
     timeout_s: float = 60.0,
     reason: str = "rehearse",
-    log: logging.Logger = _log,
+    log: Log = _log,
 ) -> SwitchAccount | None:
     """Ask the job's running driver to build ``spec``'s query in a session of its own, without starting it
     or stopping its own: Spark's analysis (a column that does not exist, a setting it rejects) is known
@@ -150,7 +151,7 @@ def _ask(
     hold_s: float,
     timeout_s: float,
     how: str,
-    log: logging.Logger,
+    log: Log,
 ) -> SwitchAccount:
     """Write ``request`` under the job's hold (fenced) and await the driver's settled account of it."""
     holder = holder or Holder.this_process("switch")

@@ -366,6 +366,8 @@ def test_a_switch_kept_at_interval_0_says_what_to_do_next(capsys: Any) -> None:
     out = capsys.readouterr().out
     assert out.startswith("NOT synchronous: the checkpoint is not safe for it yet")
     assert "  next               run the same switch again once two batches have committed at interval 0" in out
+    _print_switch(SwitchAccount(request_id="r2"))  # no outcome yet (mypy found SwitchOutcome(None) raising here)
+    assert capsys.readouterr().out.startswith("no outcome recorded yet\n")
 
 
 def test_a_switch_that_changes_nothing_asks_no_driver(tmp_path: Path) -> None:
