@@ -99,7 +99,8 @@ class Status(Record):
     """``status.json``: the driver's account of its deployment, rewritten with every heartbeat."""
 
     deployment_id: str = ""
-    state: str = ""
+    #: A State once read or made (a text that is none of them stays text, and check() refuses it).
+    state: State | None = None
     job: str | None = None
     host: str | None = None
     pid: int | None = None
@@ -130,6 +131,10 @@ class Status(Record):
     #: When the driver restarted its failed query itself (a transient failure: runtime/requery.py), newest last,
     #: at most the policy's ``max_restarts``: the supervisor's policy counts them with its own restarts.
     query_restarts: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.state, str) and self.state in State._value2member_map_:
+            object.__setattr__(self, "state", State(self.state))
 
     def check(self, where: str) -> None:
         if not self.state:

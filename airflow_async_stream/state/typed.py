@@ -13,6 +13,7 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
 from functools import cache
 from typing import Any, Self, Union, get_args, get_origin, get_type_hints
 
@@ -43,6 +44,8 @@ def fits(value: Any, hint: Any) -> bool:
         return isinstance(value, (int, float)) and abs(value) <= MAX_INT and math.isfinite(value)
     if hint is str:
         return isinstance(value, str)
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return isinstance(value, str)  # which values: the record's check() says, naming them
     if origin is list:
         return isinstance(value, list) and all(fits(item, get_args(hint)[0]) for item in value)
     if origin in (dict, Mapping):
@@ -58,6 +61,8 @@ def said(hint: Any) -> str:
     words = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null"}
     if hint in words:
         return words[hint]
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return "one of " + ", ".join(hint)
     plural = {str: " of strings", int: " of integers"}.get(get_args(hint)[-1], "") if get_args(hint) else ""
     return {list: "a list", dict: "an object", Mapping: "an object"}.get(get_origin(hint), str(hint)) + plural
 

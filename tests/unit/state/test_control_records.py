@@ -31,6 +31,7 @@ def test_records_the_previous_release_wrote_read_as_typed_records(control: Contr
     status, deployment, hold = control.read_status(), control.read_deployment(), control.read_hold()
     assert status is not None and deployment is not None and hold is not None
     assert (status.state, status.batches, status.last_batch_id) == (State.STOPPED, 10, 36)
+    assert status.state is State.STOPPED and Status(state="running").state is State.RUNNING  # typed, not text
     assert status.deployment_id == deployment.deployment_id == "20261123T173651Z-622bd7de"
     assert (deployment.start_batch, deployment.first_batch_id) == (26, 27)
     assert deployment.async_progress == {"checkpoint_interval_ms": 3000, "enabled": False}
@@ -60,6 +61,12 @@ def test_a_record_written_back_keeps_every_key_it_was_read_with(control: Control
 def test_a_record_with_a_missing_or_wrong_shape_is_an_error_naming_the_file(control: ControlArea) -> None:
     control.write_json("status.json", {"deployment_id": "d1"})
     with pytest.raises(ControlAreaError, match=r"status.json names no state"):
+        control.read_status()
+    control.write_json("status.json", {"deployment_id": "d1", "state": 5})
+    with pytest.raises(ControlAreaError, match=r"state should be one of starting, running, .* or null, found int 5"):
+        control.read_status()
+    control.write_json("status.json", {"deployment_id": "d1", "state": "runing"})
+    with pytest.raises(ControlAreaError, match=r"state 'runing' is none of starting, running"):
         control.read_status()
     Path(control.path("hold.json")).write_text("[1, 2]")
     with pytest.raises(ControlAreaError, match=r"hold.json should hold a JSON object"):
