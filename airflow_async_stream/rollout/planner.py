@@ -31,7 +31,8 @@ from airflow_async_stream.rollout.on_purpose import on_purpose
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
 from airflow_async_stream.state.fleet import RETIRED, registry_entries
-from airflow_async_stream.switch.change import Change, How, Need, change_of, changes_between, spec_part
+from airflow_async_stream.switch.allowed import spec_part
+from airflow_async_stream.switch.change import Change, How, Need, change_of, changes_between
 
 __all__ = [
     "ACTIONS",

@@ -61,8 +61,8 @@ def govern_query(
     while True:
         failure: Exception | None = None
         try:
-            while (request := governor.watch(query, switchable=switch is not None)) is not None:
-                query = switch(query, request)  # type: ignore[misc]  # watch returns none without it
+            while (request := governor.watch(query, switchable=switch is not None)) is not None and switch:
+                query = switch(query, request)
         except Exception as exc:  # Spark raises the query's failure from awaitTermination
             failure = exc
         again = requery(governor, query, writer)

@@ -104,8 +104,11 @@ class CommittedBatchesSensor(BaseSensorOperator):
             return baseline
         if value is None or value == "None":
             return None
-        if isinstance(value, int | str) and str(value).lstrip("-").isdigit():
-            return int(value)
+        if isinstance(value, int | float | str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
         raise ValueError(f"baseline_batch must be a batch id, None or 'latest', got {value!r}")
 
     def _first_poke(self, context: Context) -> tuple[int | None, float]:

@@ -28,6 +28,7 @@ __all__ = [
     "new_driver_reasons",
     "parse_assignment",
     "runtime_conf_changes",
+    "spec_part",
 ]
 
 #: ``spark_conf`` keys that may change in place, if Spark says the key is modifiable at runtime.
@@ -62,10 +63,10 @@ def new_driver_reasons(
 ) -> list[tuple[str, str]]:
     """:func:`in_place_refusals` of two spec mappings (what switch/change.py classifies)."""
     problems: list[tuple[str, str]] = []
-    if _part(before, "async_progress", "enabled") and not _part(after, "async_progress", "enabled"):
+    if spec_part(before, "async_progress", "enabled") and not spec_part(after, "async_progress", "enabled"):
         if not require_sync_safe:
             problems.append(("async_progress.enabled", _WHY["async_off"]))
-    if (_part(before, "trigger", "real_time") is None) != (_part(after, "trigger", "real_time") is None):
+    if (spec_part(before, "trigger", "real_time") is None) != (spec_part(after, "trigger", "real_time") is None):
         problems.append(("trigger.real_time", _WHY["real_time"]))
     for key in sorted(set(before) | set(after)):
         if before.get(key) == after.get(key):
@@ -77,9 +78,12 @@ def new_driver_reasons(
     return problems
 
 
-def _part(spec: Mapping[str, Any], section: str, key: str) -> Any:
-    part = spec.get(section)
-    return part.get(key) if isinstance(part, Mapping) else None
+def spec_part(spec: Mapping[str, Any], *path: str) -> Any:
+    """The value at ``path`` in a spec mapping (None where any step is missing or not a mapping)."""
+    part: Any = spec
+    for key in path:
+        part = part.get(key) if isinstance(part, Mapping) else None
+    return part
 
 
 def _conf_refusals(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:

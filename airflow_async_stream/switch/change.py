@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from airflow_async_stream.spec.options import FILE_SINKS
-from airflow_async_stream.switch.allowed import new_driver_reasons
+from airflow_async_stream.switch.allowed import new_driver_reasons, spec_part
 
 __all__ = [
     "FILE_SINKS",
@@ -24,7 +24,6 @@ __all__ = [
     "change_of",
     "changes_between",
     "refusals",
-    "spec_part",
 ]
 
 
@@ -103,13 +102,6 @@ def changes_between(deployed: Mapping[str, Any], desired: Mapping[str, Any]) -> 
         for key in sorted(set(old) | set(new))
         if old.get(key) != new.get(key)
     }
-
-
-def spec_part(spec: Mapping[str, Any], *path: str) -> Any:
-    part: Any = spec
-    for key in path:
-        part = part.get(key) if isinstance(part, Mapping) else None
-    return part
 
 
 def _lower_keys(options: dict[str, Any] | None) -> dict[str, Any]:
