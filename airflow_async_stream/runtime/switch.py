@@ -124,8 +124,8 @@ class InPlaceSwitch:
             run_id=str(started.runId),
             reason=None if outcome == SwitchOutcome.SWITCHED else gate,
         )
+        self.control.remove(ControlArea.SWITCH_REQUEST)  # before any account: its asker may ask again at once
         self._write(record)  # before the governor may settle it at the first batch
-        self.control.remove(ControlArea.SWITCH_REQUEST)
         self._publish(target, started)
         self.governor.switched(started, target, last_before, record)
         _log.info("switched in place to %s: run %s", record.after, started.runId)
@@ -216,8 +216,8 @@ class InPlaceSwitch:
         self, query: StreamingQuery, record: SwitchAccount, outcome: SwitchOutcome, reason: str
     ) -> StreamingQuery:
         _log.info("switch request %s %s: %s", record.request_id, outcome, self.governor.redact(reason))
+        self.control.remove(ControlArea.SWITCH_REQUEST)  # first: an answered asker may write its next request
         self._write(record.but(phase=SwitchPhase.DONE, outcome=outcome, reason=reason, started_at=now()))
-        self.control.remove(ControlArea.SWITCH_REQUEST)
         if outcome == SwitchOutcome.FAILED and record.stopped_at is not None:  # the previous query started again
             self.governor.switched(query, self.governor.spec, None, None)
         return query

@@ -32,6 +32,7 @@ def abandon_stale_request(control: ControlArea, deployment_id: str, redact: Call
         return
     previous = control.read_switch_account()
     phase = previous.phase if previous and previous.request_id == request.request_id else "not started"
+    control.remove(ControlArea.SWITCH_REQUEST)  # first: an asker that sees the answer may ask again at once
     control.write_switch_account(
         SwitchAccount(
             request_id=request.request_id,
@@ -45,7 +46,6 @@ def abandon_stale_request(control: ControlArea, deployment_id: str, redact: Call
             requested_at=request.requested_at,
         )
     )
-    control.remove(ControlArea.SWITCH_REQUEST)
     _log.info("switch request %s of deployment %s abandoned", request.request_id, request.deployment_id)
 
 
@@ -56,11 +56,12 @@ def refuse_unreadable(control: ControlArea, name: str, error: str, deployment_id
     ``error`` is already redacted (it may quote a field of the request)."""
     _log.warning("refusing an unreadable request: %s", error)
     reason = f"{name} cannot be applied: {error}"
+    try:
+        raw = control.read_json(name) or {}
+    except ControlAreaError:
+        raw = {}
+    control.remove(name)  # first: an asker that sees the answer may write its next request at once
     if name == ControlArea.SWITCH_REQUEST:
-        try:
-            raw = control.read_json(name) or {}
-        except ControlAreaError:
-            raw = {}
         named = raw.get("request_id")
         request_id = named if isinstance(named, str) and named else "unreadable"
         account = SwitchAccount(request_id=request_id[:200], deployment_id=deployment_id, outcome=SwitchOutcome.REFUSED,
@@ -69,7 +70,6 @@ def refuse_unreadable(control: ControlArea, name: str, error: str, deployment_id
     incident = Incident(at=now(), kind=Kind.CHANGE_REFUSED, deployment_id=deployment_id, error=reason,
                         action="refused by the driver; its query runs on")  # fmt: skip
     record_incident(control, incident.but(since=incident.at))
-    control.remove(name)
 
 
 def not_applied(control: ControlArea, request: SwitchRequest) -> tuple[SwitchOutcome, str] | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -195,6 +197,38 @@ def test_a_request_left_by_an_earlier_driver_is_abandoned_never_applied(tmp_path
         "r2",
         SwitchOutcome.REFUSED,
     ) and "graceful_timeout_s" in record.reason
+
+
+def test_an_asker_answered_may_ask_again_at_once_and_its_next_request_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal wrote the account, then removed the request: an asker that read the account and wrote its next
+    request in between lost it (seen in CI: a switch never answered). Each answer now removes the request first.
+    The asker here answers inside the account's write, the narrowest window there is."""
+    from airflow_async_stream.runtime.switch import InPlaceSwitch
+    from airflow_async_stream.runtime.switch_request import abandon_stale_request, refuse_unreadable
+    from airflow_async_stream.spec.secret_options import Redactor
+
+    control = ControlArea(str(tmp_path / "ck.async-stream"))
+    control.ensure()
+    write_account = control.write_switch_account
+    following = {**_request("d-new"), "request_id": "next"}
+
+    def asker_answered(record: SwitchAccount, *args: object) -> None:
+        write_account(record, *args)  # type: ignore[arg-type]
+        control.write_json(ControlArea.SWITCH_REQUEST, following)  # the asker's next request, at once
+
+    monkeypatch.setattr(control, "write_switch_account", asker_answered)
+    for answer in (
+        lambda: refuse_unreadable(control, ControlArea.SWITCH_REQUEST, "unreadable", "d-new"),
+        lambda: abandon_stale_request(control, "d-new"),
+        lambda: InPlaceSwitch(SimpleNamespace(control=control, redact=Redactor()), None, None, None)._settle(  # type: ignore[arg-type]
+            None, SwitchAccount(request_id="r1", deployment_id="d-new"), SwitchOutcome.REFUSED, "refused"
+        ),
+    ):
+        control.write_json(ControlArea.SWITCH_REQUEST, _request())  # d-old's: stale for d-new, and "unreadable"
+        answer()
+        assert control.read_json(ControlArea.SWITCH_REQUEST) == following
 
 
 def test_the_governor_takes_only_requests_for_its_own_deployment(tmp_path) -> None:  # type: ignore[no-untyped-def]
