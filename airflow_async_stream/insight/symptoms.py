@@ -31,7 +31,8 @@ SIGNS = {
         r"batch (\d+) doesn't exist|The offset log for batch (\d+) doesn't exist|Previous batch (\d+) not found"
     ),
     "second_writer": re.compile(
-        r"Concurrent update to the (?:commit )?log\. Multiple streaming jobs detected|another query with same id"
+        r"Concurrent update to the (?:commit )?log\. Multiple streaming jobs detected|another query with same id|"
+        r"Multiple streaming queries are concurrently using"  # when the other's offsets file is there first
     ),
     "error": re.compile(r"(?:Exception|Error)\b.*|Traceback"),
 }

@@ -22,7 +22,7 @@ _TRANSIENT = re.compile(
 )
 #: Failures no restart cures, even when a transient word appears beside them.
 _PERMANENT = re.compile(
-    r"AnalysisException|UNRESOLVED_COLUMN|doesn't exist|Multiple streaming jobs detected|OutOfMemoryError|"
+    r"AnalysisException|UNRESOLVED_COLUMN|doesn't exist|Multiple streaming (?:jobs detected|queries)|OutOfMemoryError|"
     r"USER_RAISED_EXCEPTION|IllegalStateException|SparkUpgradeException|SCHEMA_NOT_FOUND|PERMISSION_DENIED"
 )
 

@@ -130,6 +130,17 @@ def test_spark_s_concurrent_update_error_is_a_second_writer(tmp_path: Path) -> N
     assert found.diagnosis == "second_writer" and any("Multiple streaming jobs" in e for e in found.evidence)
 
 
+def test_spark_s_other_words_for_a_second_writer_are_a_second_writer_too(tmp_path: Path) -> None:
+    """Spark says this instead when the other writer's offsets file is there first (_LEGACY_ERROR_TEMP_2207):
+    the doctor called it a plain failure (seen in CI, test_doctor.py's second writer made for real)."""
+    make_checkpoint(tmp_path / "ck", [0, 1], [0, 1])
+    error = (
+        "[STREAM_FAILED] terminated with exception: Multiple streaming queries are concurrently using file:/ck/offsets."
+    )
+    deployed(tmp_path / "ck", state=State.FAILED, query_id="q", error=error)
+    assert doctor(tmp_path / "ck").diagnosis == "second_writer"
+
+
 def test_a_second_writer_is_named_from_the_status_error_before_the_log_has_it(tmp_path: Path) -> None:
     """The driver records its error, then prints it: a doctor between the two reads the status record."""
     make_checkpoint(tmp_path / "ck", [0, 1], [0, 1])

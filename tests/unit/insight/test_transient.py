@@ -17,6 +17,8 @@ PERMANENT = [
     "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column ... cannot be resolved",
     "java.lang.IllegalStateException: batch 7 doesn't exist",
     "Concurrent update to the commit log. Multiple streaming jobs detected for 12",
+    "SparkConcurrentModificationException: Multiple streaming queries are concurrently using file:/ck/offsets. "
+    "Caused by: java.net.SocketException",
     "java.lang.OutOfMemoryError: Java heap space",
     "[USER_RAISED_EXCEPTION] poisoned row SQLSTATE: P0001",
     "ValueError: the sink's schema has no column v",
