@@ -188,8 +188,8 @@ class DriverProcess:
             return cls(
                 pid,
                 host,
-                "its deployment record does not identify the driver process (an earlier release wrote it, or "
-                "this host has no /proc), so it is never signalled; see "
+                "its deployment record does not identify the driver process (written by hand, or on a host "
+                "without /proc), so it is never signalled; see "
                 f"`ps -o pid,lstart,args -p {pid}` and kill it yourself if it is that driver",
                 False,
             )

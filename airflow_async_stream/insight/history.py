@@ -1,6 +1,6 @@
 """What changed a job, and who: its last change and the stream's pause across it, its last safe-disable
-migration and the pauses of its own changes, its history with its incidents, and the DAGs that change it (the hold's ``dag-runs.json``, and the
-records of earlier releases). Read-only."""
+migration and the pauses of its own changes, its history with its incidents, and the DAGs that change it
+(the hold's ``dag-runs.json``, and the rollout's, migration's and deployment's records). Read-only."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def dags(
     control: ControlArea, runs: dict[str, Any], deployment: Deployment | None, hold: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """The DAGs the control area says change the job: who holds it now, then the DAG run that last took its
-    hold for each kind of change (``dag-runs.json``), then what records of earlier releases name."""
+    hold for each kind of change (``dag-runs.json``), then the DAGs the rollout's, the migration's and the
+    deployment's records name (a deploy that took no hold is known only there)."""
     found = [{"role": "holds it now", "dag_id": hold["dag_id"], "run_id": None}] if hold and hold.get("dag_id") else []
     for kind, run in sorted(runs.items(), key=lambda item: -float(item[1].get("at") or 0)):
         found.append(

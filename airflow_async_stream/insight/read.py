@@ -51,8 +51,8 @@ def job_report(
     recent: int | None = None,
 ) -> Report:
     """The report of one job, with its advice (of its newest ``recent`` batches or so, if given: a plan reads
-    no more than that of each job). Events written before each batch recorded its configuration take the one
-    ``deployment.json`` names for their deployment."""
+    no more than that of each job). Events that carry no configuration (an application's driver builds its
+    query itself) take the one ``deployment.json`` names for their deployment."""
     deployment = control.read_deployment()
     configurations = {}
     if deployment and deployment.async_progress:

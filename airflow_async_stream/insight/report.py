@@ -264,8 +264,8 @@ def build_report(
 ) -> Report:
     """The report of the batches that ran in ``events`` (the last ``since_s`` seconds before ``now`` if given).
 
-    ``configurations`` maps deployment ids to their configuration for events that carry none (written by
-    releases before each batch recorded its own); ``durable_offset`` is the newest batch id in ``offsets/``.
+    ``configurations`` maps deployment ids to their configuration for events that carry none (an
+    application's driver builds its query itself); ``durable_offset`` is the newest batch id in ``offsets/``.
     """
     known = configurations or {}
     batches, skipped = [], 0

@@ -5,7 +5,7 @@
 
 Each switch is made **in place** when the running driver can make it (switch/request.py: the driver stops its
 query between micro-batches and starts the new one in the same SparkSession, about a second of pause), and
-by a **restart** otherwise (a driver of an earlier release, a change that needs a new driver such as a
+by a **restart** otherwise (an application's driver, a change that needs a new driver such as a
 ``sync_overrides`` of the JVM's settings, a job not running) or when the migration asks for restarts
 (``in_place=False``). In place, ``stop_for_gate`` and ``gate`` have nothing to do: the driver stops the
 query and runs the gate itself at the synchronous switch, and keeps async on at interval 0 when the gate says

@@ -33,8 +33,8 @@ class ObservedJob:
     state: str | None
     live: bool
     rollout: dict[str, Any] | None
-    #: A driver of this release runs the job and can switch its query in place (its status names the
-    #: configuration it runs; an earlier release's does not).
+    #: The job's driver runs its query from the spec and can switch it in place (its status names the
+    #: configuration it runs; an application's driver, which builds its query itself, names none).
     switchable: bool = False
     #: For a job gone from the folder: its fleet index entry (whether, and by which run, it was retired).
     entry: FleetEntry | None = None
@@ -123,16 +123,14 @@ def _sync_restart_safe(spec: dict[str, Any]) -> bool | None:
     return inspection.sync_restart_safe if inspection.exists else None
 
 
-def observe(
-    checkpoints: dict[str, str], index: FleetIndex, known: dict[str, FleetEntry] | None = None
-) -> dict[str, ObservedJob]:
+def observe(checkpoints: dict[str, str], index: FleetIndex) -> dict[str, ObservedJob]:
     """The deployed state of each named job, found beside its checkpoint, or, when nothing was deployed
-    there, where the fleet index (or ``known``) says the job runs (a moved checkpoint shows as a change)."""
+    there, where the fleet index says the job runs (a moved checkpoint shows as a change)."""
     found = {}
     for name, checkpoint in checkpoints.items():
         job = read_job(name, ControlArea.for_checkpoint(checkpoint))
         if job.spec is None:
-            entry = index.lookup(name) or (known or {}).get(name)
+            entry = index.lookup(name)
             if entry and entry.control_area != job.control_url:
                 elsewhere = read_job(name, ControlArea(entry.control_area))
                 job = elsewhere if elsewhere.spec is not None else job
@@ -140,18 +138,12 @@ def observe(
     return found
 
 
-def observe_retired(
-    index: FleetIndex,
-    indexed: Iterable[str],
-    desired_names: Iterable[str],
-    known: dict[str, FleetEntry] | None = None,
-) -> dict[str, ObservedJob]:
-    """Jobs of the fleet index (``indexed``: its listing) and ``known`` whose file is gone from the folder,
-    with their index entry."""
-    entries: dict[str, FleetEntry | None] = {name: None for name in indexed} | dict(known or {})
+def observe_retired(index: FleetIndex, indexed: Iterable[str], desired_names: Iterable[str]) -> dict[str, ObservedJob]:
+    """Jobs of the fleet index (``indexed``: its listing) whose file is gone from the folder, with their
+    index entry."""
     found = {}
-    for name in sorted(set(entries) - set(desired_names)):
-        entry = entries[name] or index.lookup(name)
+    for name in sorted(set(indexed) - set(desired_names)):
+        entry = index.lookup(name)
         if entry is None:  # removed between the listing and the read
             continue
         found[name] = replace(read_job(name, ControlArea(entry.control_area)), entry=entry)

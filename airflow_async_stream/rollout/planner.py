@@ -30,7 +30,7 @@ from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_
 from airflow_async_stream.rollout.on_purpose import on_purpose
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
-from airflow_async_stream.state.fleet import RETIRED, registry_entries
+from airflow_async_stream.state.fleet import RETIRED
 from airflow_async_stream.switch.allowed import spec_part
 from airflow_async_stream.switch.change import Change, How, Need, change_of, changes_between
 
@@ -51,7 +51,7 @@ def switch_for(observed: ObservedJob, target: dict[str, Any], require_sync_safe:
     if not observed.live:
         return How.RESTART, f"no driver runs (state {observed.state})"
     if not observed.switchable:
-        return How.RESTART, "its driver does not switch in place (an earlier release, or not yet running)"
+        return How.RESTART, "its driver does not switch in place (an application's, or its query has not started)"
     try:
         parse_spec(observed.spec or {})
     except SpecError as exc:
@@ -212,17 +212,14 @@ def plan_folder(
     """Read the folder, its fleet index and every job's control area, and plan (DesiredStateError listing
     every problem of the folder when it is invalid).
 
-    The releases before the fleet index kept the jobs a rollout deployed only in the deploying host's
-    registry; this host's such jobs are planned too. With ``adopt`` (the rollout's plan step), every deployed
-    job not yet in the index (those, and deployed jobs of the folder) is written into it, so from then on
-    every worker finds them. With ``analyze``, every change has its query built on a local Spark first
+    With ``adopt`` (the rollout's plan step), every deployed job of the folder not yet in the index is written
+    into it, so from then on every worker finds it. With ``analyze``, every change has its query built on a local Spark first
     (rollout/analysis.py): its verdict is the item's ``analysis``.
     """
     desired, index = load_folder(folder)
     indexed = set(index.names())
-    known = registry_entries(folder, index, indexed)
-    observed = observe({name: job.spec.checkpoint for name, job in desired.items()}, index, known)
-    observed.update(observe_retired(index, indexed, desired, known))
+    observed = observe({name: job.spec.checkpoint for name, job in desired.items()}, index)
+    observed.update(observe_retired(index, indexed, desired))
     if adopt:
         for name, job in observed.items():
             if name not in indexed and job.spec is not None:

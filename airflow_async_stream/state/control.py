@@ -6,7 +6,6 @@ Layout of ``<checkpoint>.async-stream/``:
 ``deployment.json``    the deployment record (who deployed what, where the driver runs)
 ``status.json``        the driver's status record with heartbeat, rewritten atomically
 ``progress/``          one JSON line per micro-batch, in segment files with a retention (progress_log.py)
-``progress.jsonl``     the progress log of releases before segments, still read (local disks, HDFS)
 ``stop-request.json``  present while a graceful stop is requested for one deployment
 ``switch-request.json`` present while an in-place switch of one deployment's query is requested
 ``switch.json``        what the driver did with the latest such request, step by step (switch/request.py)
@@ -117,7 +116,6 @@ class ControlArea:
     WATCH = "watch.json"
     HOLD_GUARD = ".hold.lock"  # the hold's local guard (hold.py)
     PROGRESS = "progress"
-    LEGACY_PROGRESS = "progress.jsonl"
 
     #: Protocols whose files can be appended to; on others (s3, gs, abfs, memory...) segments are rewritten whole.
     APPENDABLE = frozenset({"file", "local", "hdfs", "viewfs"})

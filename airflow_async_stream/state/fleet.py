@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -28,11 +27,10 @@ import fsspec
 from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError, SpecError
 from airflow_async_stream.spec.folder import FLEET_FILE
 from airflow_async_stream.spec.load import read_spec_file
-from airflow_async_stream.state import registry
-from airflow_async_stream.state.control import ControlArea, read_json_object, replace_file
+from airflow_async_stream.state.control import read_json_object, replace_file
 from airflow_async_stream.state.records import SUFFIX, now
 
-__all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex", "registry_entries"]
+__all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex"]
 
 #: The file of a desired folder that names its fleet index (never read as a job spec).
 ACTIVE, RETIRED = "active", "retired"
@@ -152,23 +150,3 @@ class FleetIndex:
             self.fs.rm_file(self._path(self.JOBS, job))
         except FileNotFoundError:
             pass
-
-
-def registry_entries(folder: str | Path, index: FleetIndex, indexed: Iterable[str]) -> dict[str, FleetEntry]:
-    """Jobs this host's registry says a rollout of ``folder`` deployed (the releases before the fleet index
-    kept them only there), except those the index has (``indexed``, or in ``gone/``): the rollout's plan step
-    copies them into the index once."""
-    entries = registry.entries()
-    if not entries:
-        return {}
-    folder_key = str(Path(folder).resolve())
-    known = set(indexed) | set(index.names(index.GONE))
-    found = {}
-    for entry in entries:
-        name, control_url = entry["job"], entry.get("control_area")
-        if name in known or not control_url:
-            continue
-        rollout = ControlArea(str(control_url)).read_json(ControlArea.ROLLOUT) or {}
-        if rollout.get("folder") == folder_key:
-            found[name] = FleetEntry(name, str(control_url).rstrip("/"), ACTIVE, now(), rollout.get("run_id"))
-    return found

@@ -9,7 +9,7 @@ diagnosis and cure, and what was done about it.
 An incident is recorded once: its key (deployment, kind, since when) is looked up among the newest first, so
 every reader that notices the same crash may try. The file keeps the newest ``KEPT`` incidents: on storage
 that appends (local disks, HDFS) a line is appended and the file trimmed when it holds twice that; on object
-stores it is rewritten whole (incidents are rare). A control area without the file (an earlier release's) has
+stores it is rewritten whole (incidents are rare). A control area without the file (a job that has had none) has
 no incidents; a line that cannot be read is skipped (a torn last line), never an error.
 """
 

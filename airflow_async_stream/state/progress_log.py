@@ -8,9 +8,6 @@ rewritten whole as it grows. Whenever a segment is started, the oldest whole seg
 over its size, or once every line in them is older than its age limit (a segment's lines are all older than
 the next segment's start), so the log never holds more than ``max_bytes``. The segment being written is
 never removed.
-
-Files written before segments existed stay readable: ``progress.jsonl`` (local disks) and segments named
-``<deployment_id>-<n>.jsonl`` (object stores) are read first and fall under the size limit only.
 """
 
 from __future__ import annotations
@@ -32,16 +29,15 @@ SEGMENT_MAX_BYTES = 256 * 1024
 #: The defaults of the spec's ``logs.progress_max_bytes`` and ``logs.progress_max_age_hours``.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_AGE_HOURS = 168
-_NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6,})(?:-t(?P<started>\d+))?\.jsonl")
+_NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6,})-t(?P<started>\d+)\.jsonl")
 
 
 class _Area(Protocol):
     """What the progress log needs of a control area (see control.py)."""
 
     fs: Any
-    #: The folder of segments, and the single file of releases before segments (names: control.py).
+    #: The folder of segments (names: control.py).
     PROGRESS: str
-    LEGACY_PROGRESS: str
 
     def path(self, name: str) -> str: ...
 
@@ -67,17 +63,12 @@ class Segment:
 
     name: str
     size: int
-    deployment_id: str | None = None
-    started_at: float | None = None
+    deployment_id: str
+    started_at: float
 
 
 def segments(area: _Area) -> list[Segment]:
-    """Every file of the progress log, oldest first: the legacy log, then the segments in name order."""
-    found = []
-    try:
-        found.append(Segment(area.LEGACY_PROGRESS, int(area.fs.info(area.path(area.LEGACY_PROGRESS))["size"])))
-    except FileNotFoundError:
-        pass
+    """Every segment of the progress log, oldest first (in name order)."""
     try:
         listed = area.fs.ls(area.path(area.PROGRESS), detail=True)
     except FileNotFoundError:
@@ -88,10 +79,10 @@ def segments(area: _Area) -> list[Segment]:
         match = _NAME.fullmatch(base)
         if not match:
             continue  # not ours (an editor's swap file, a temp file)
-        started = float(match["started"]) if match["started"] else None
+        started = float(match["started"])
         segment = Segment(f"{area.PROGRESS}/{base}", int(entry.get("size") or 0), match["deployment"], started)
         numbered.append(((match["deployment"], int(match["number"])), segment))
-    return found + [segment for _, segment in sorted(numbered, key=lambda pair: pair[0])]
+    return [segment for _, segment in sorted(numbered, key=lambda pair: pair[0])]
 
 
 def read_events(area: _Area, files: list[Segment]) -> list[dict[str, Any]]:
@@ -150,10 +141,10 @@ def _parsed(lines: list[str]) -> list[dict[str, Any]]:
 
 
 def files_of(all_files: list[Segment], deployment_id: str | None) -> list[Segment]:
-    """The files that may hold a deployment's events: its segments, and files whose name says no deployment."""
+    """The segments of a deployment (all of them for None)."""
     if deployment_id is None:
         return all_files
-    return [s for s in all_files if s.deployment_id in (None, deployment_id)]
+    return [s for s in all_files if s.deployment_id == deployment_id]
 
 
 def latest_event(
@@ -214,7 +205,7 @@ class ProgressWriter:
         removed = []
         for index, segment in enumerate(files):
             following = files[index + 1].started_at if index + 1 < len(files) else now
-            too_old = following is not None and following < now - self.retention.max_age_s
+            too_old = following < now - self.retention.max_age_s
             if total <= room and not too_old:
                 break
             try:

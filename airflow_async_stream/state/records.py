@@ -210,7 +210,8 @@ class Hold(Record):
     expires_at: float = 0.0
     acquired_at_text: str | None = None
     expires_at_text: str | None = None
-    #: The fencing token this hold was granted (fence.json's then): 0 in a hold of an earlier release.
+    #: The fencing token this hold was granted (fence.json's then): 0 if the record names
+    #: none (written by hand): fenced out by any hold granted since.
     token: int = 0
 
     def check(self, where: str) -> None:

@@ -187,7 +187,7 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_saf
     if status.configuration is None:
         raise NotSwitchableError(
             f"{control.url}: deployment {status.deployment_id} runs a driver that does not switch in place "
-            "(an earlier release): redeploy it"
+            "(an application's, which builds its query itself): redeploy it"
         )
     change = change_of(running_spec(control).to_mapping(), spec.to_mapping(), require_sync_safe) if judge else None
     if change is not None and change.need not in (Need.NOTHING, Need.SWITCH):

@@ -63,7 +63,8 @@ def write_spec(folder: Path, name: str, spec: dict[str, Any]) -> None:
 def deployed(
     checkpoint: str, spec: dict[str, Any], folder: Path | None = None, live: bool = True, switches: bool = True
 ) -> None:
-    """A job as its driver leaves it; ``switches``: a driver of this release (its status names what it runs)."""
+    """A job as its driver leaves it; ``switches``: its driver runs the spec's query (not an application's
+    own), so its status names the configuration it runs."""
     control = ControlArea.for_checkpoint(checkpoint)
     control.ensure()
     control.write_bytes("spec.json", json.dumps(spec).encode())

@@ -318,7 +318,10 @@ def test_switch_answers_before_asking_a_driver(tmp_path: Path) -> None:
         ControlArea.SPEC, json.dumps(yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}).encode()
     )
     older = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=500")
-    assert older.returncode == 1 and "does not switch in place (an earlier release): redeploy" in older.stderr, older
+    assert (
+        older.returncode == 1
+        and "does not switch in place (an application's, which builds its query itself): redeploy" in older.stderr
+    ), older
     off = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.enabled=false")
     assert off.returncode == 1 and "not in place without the gate" in off.stderr, off  # what it needs, first
     invalid = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=-1")
@@ -385,7 +388,7 @@ def test_a_switch_that_changes_nothing_asks_no_driver(tmp_path: Path) -> None:
         assert result.stdout.rstrip().endswith("not asked, no pause")
         assert control.read_json(ControlArea.SWITCH_REQUEST) is None
     real = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=500")
-    assert real.returncode == 1 and "does not switch in place (an earlier release)" in real.stderr  # it was asked
+    assert real.returncode == 1 and "does not switch in place (an application's" in real.stderr  # it was asked
 
 
 def test_every_error_line_carries_the_one_prefix_and_bad_input_exits_2(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``report`` on control areas as drivers leave them, the first release's progress file included."""
+"""``report`` on control areas as drivers leave them, an application's driver's included."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from airflow_async_stream.cli.report import parse_duration
 from airflow_async_stream.state.control import ControlArea
 from tests.unit.helpers import batch_events, configuration, gapped_checkpoint
 
-FIRST_RELEASE = Path(__file__).parents[1] / "fixtures" / "progress_first_release"
+#: An application's driver builds its query itself: its events carry no configuration (deployment.json has it).
+APPLICATION = Path(__file__).parents[1] / "fixtures" / "application_driver"
 
 
 def report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -63,10 +64,13 @@ def test_a_limit_on_re_run_rows_turns_into_advice(tmp_path: Path, capsys: pytest
     assert advice["kind"] == "interval" and advice["figures"]["max_rerun_rows"] == 100
 
 
-def test_the_first_releases_progress_file_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_applications_progress_takes_the_deployment_records_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     control = tmp_path / "ck.async-stream"
-    shutil.copytree(FIRST_RELEASE, control)
-    lines = [json.loads(line) for line in (control / "progress.jsonl").read_text().splitlines()]
+    shutil.copytree(APPLICATION, control)
+    (segment,) = (control / "progress").iterdir()
+    lines = [json.loads(line) for line in segment.read_text().splitlines()]
     ran = [e for e in lines if "addBatch" in e["duration_ms"]]
     code, out, _ = report(capsys, str(control), "--json")
     data = json.loads(out)

@@ -61,7 +61,7 @@ def test_no_batch_while_spark_says_data_is_waiting_is_stalled() -> None:
     assert verdict(running(last_progress_at=AT - 31, data_available=False)).verdict == Verdict.IDLE
     assert verdict(running(data_available=False)).verdict == Verdict.HEALTHY  # between two batches
     assert verdict(running(idle_at=AT - 1)).verdict == Verdict.HEALTHY  # an idle trigger between two batches
-    assert verdict(running(last_progress_at=AT - 31)).verdict == Verdict.HEALTHY  # an earlier release's: unknown
+    assert verdict(running(last_progress_at=AT - 31)).verdict == Verdict.HEALTHY  # no word on the source yet: unknown
     health = verdict(running(last_progress_at=AT - 32, data_available=True))
     # judged by what the driver said at its last heartbeat: an idle event it has not written yet is not a stall
     assert (
@@ -100,7 +100,7 @@ def test_a_newer_deployment_without_status_is_starting_or_failed_to_start() -> N
 
 def test_starting_and_stopping() -> None:
     assert verdict(running(state=State.STARTING, query_id=None)).verdict == Verdict.STARTING
-    assert verdict(running(query_id=None)).verdict == Verdict.HEALTHY  # an earlier release wrote no query id
+    assert verdict(running(query_id=None)).verdict == Verdict.HEALTHY  # a record that names no query
     assert verdict(running(state=State.STOPPING, stop_reason="x")).verdict == Verdict.STOPPING
 
 

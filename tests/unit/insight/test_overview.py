@@ -80,7 +80,7 @@ def test_a_row_sums_the_job_up_from_its_records_its_checkpoint_and_its_newest_ba
     assert [(d["role"], d["dag_id"]) for d in row["dags"]] == [
         ("holds it now", "safe_disable"),
         ("stops it", "stop_clicks"),  # dag-runs.json, which the hold writes
-        ("deploys it", "deploy_clicks"),  # deployment.json's, as earlier releases recorded it
+        ("deploys it", "deploy_clicks"),  # deployment.json's: a deploy that took no hold
     ]
 
 

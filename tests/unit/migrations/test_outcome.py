@@ -61,4 +61,4 @@ def test_a_switch_read_back_from_xcom_describes_itself_as_it_did(tmp_path: Path)
         assert Switch.from_json(switch.to_json()) == switch
         assert "None" not in switch.describe()
     assert Switch.from_json({"to": "synchronous", "path": "restart", "why": "w", "deployment_id": "d",
-                             "start_batch": 1}).pause_s is None  # an XCom of an earlier release  # fmt: skip
+                             "start_batch": 1}).pause_s is None  # a step that measured none  # fmt: skip

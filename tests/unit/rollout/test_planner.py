@@ -235,24 +235,23 @@ def test_a_file_asking_for_what_async_cannot_run_with_turns_async_off(tmp_path: 
     assert item.action == "safe_disable" and "because the file asks for" in item.reason
 
 
-def test_plan_folder_reads_control_areas_and_this_hosts_registry_of_an_earlier_release(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A fleet an earlier release deployed, before the fleet index: its removed and moved jobs are found
-    through this host's registry."""
+def test_plan_folder_reads_control_areas_and_the_fleet_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet a rollout deployed: its removed and moved jobs are found through the fleet index."""
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
     folder, ck = tmp_path / "desired", tmp_path / "ck"
-    fleet_file(folder, tmp_path / "index")
+    index = fleet_file(folder, tmp_path / "index")
     specs = {n: parse_spec({**FLEET_JOB, "name": n, "checkpoint": str(ck / n)}).to_mapping() for n in "abcdef"}
     for name in "bcdf":
         deployed(str(ck / name), specs[name], folder)
     deployed(str(ck / "e"), specs["e"], folder)  # e's file is removed below: retire
     specs["g"] = parse_spec({**FLEET_JOB, "name": "g", "checkpoint": str(ck / "g")}).to_mapping()
-    deployed(str(ck / "g"), specs["g"], folder, switches=False)  # an earlier release's driver
+    deployed(str(ck / "g"), specs["g"], folder, switches=False)  # an application's driver
     write_spec(folder, "g.yaml", deep_merge(specs["g"], {"trigger": {"processing_time": "2 seconds"}}))
     specs["h"] = parse_spec({**FLEET_JOB, "name": "h", "checkpoint": str(ck / "h")}).to_mapping()
     deployed(str(ck / "h"), specs["h"], folder)
     write_spec(folder, "h.yaml", deep_merge(specs["h"], {"spark_conf": {"spark.executor.memory": "2g"}}))
+    for name in "bcdefgh":
+        index.record_active(name, str(ck / name) + ".async-stream", "run-1")
     moved = {**specs["f"], "checkpoint": str(ck / "f-new")}
     write_spec(folder, "a.yaml", specs["a"])
     write_spec(folder, "b.yaml", specs["b"])
@@ -273,7 +272,7 @@ def test_plan_folder_reads_control_areas_and_this_hosts_registry_of_an_earlier_r
         "h": ("restart", "restart"),
     }
     assert items["c"].reason == "changed: trigger.processing_time; switched in place"
-    assert "an earlier release" in str(items["g"].switch_reason)
+    assert "an application's" in str(items["g"].switch_reason)
     assert "needs a new driver: spark_conf.spark.executor.memory" in str(items["h"].switch_reason)
 
 

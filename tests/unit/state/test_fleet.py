@@ -63,28 +63,17 @@ def test_removed_and_moved_jobs_are_found_through_the_index_on_any_host(
     assert there["moved"][1] == specs["moved"]["checkpoint"] + ".async-stream"  # where it still runs
 
 
-def test_without_the_index_another_host_would_not_see_them(
+def test_the_rollouts_plan_adopts_the_folders_jobs_deployed_by_hand(
     tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The failure the index exists for: what only the deploying host's registry knows, other hosts miss."""
-    folder, ck = tmp_path / "desired", tmp_path / "ck"
-    fleet_file(folder, tmp_path / "index")
-    spec = _spec(ck, "removed")
-    deployed(spec["checkpoint"], spec, folder)  # in this host's registry only
-    assert _actions(folder) == {"removed": "retire"}
-    _other_host(tmp_path, monkeypatch)
-    assert _actions(folder) == {}
-
-
-def test_the_rollouts_plan_adopts_what_an_earlier_release_deployed(
-    tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    """Jobs of the folder a person deployed (``deploy``) enter the index at the rollout's plan step, so
+    every host finds them once their file is removed."""
     folder, ck = tmp_path / "desired", tmp_path / "ck"
     index = fleet_file(folder, tmp_path / "index")
     specs = {name: _spec(ck, name) for name in ("kept", "removed")}
-    for spec in specs.values():
+    for name, spec in specs.items():
         deployed(spec["checkpoint"], spec, folder)
-    write_spec(folder, "kept.yaml", specs["kept"])
+        write_spec(folder, f"{name}.yaml", spec)
 
     read_only = plan_folder(folder)
     assert index.names() == []  # `plan` on its own writes nothing
@@ -95,6 +84,7 @@ def test_the_rollouts_plan_adopts_what_an_earlier_release_deployed(
     assert entry is not None and entry.state == ACTIVE and entry.run_id == "run-9"
     assert entry.checkpoint == specs["removed"]["checkpoint"]
 
+    (folder / "removed.yaml").unlink()
     _other_host(tmp_path, monkeypatch)
     assert _actions(folder) == {"kept": "unchanged", "removed": "retire"}
 
@@ -186,8 +176,8 @@ def test_index_entries_are_written_once_and_read_back(tmp_path: Path) -> None:
 
 
 def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No Spark: a refused move records the job where it still runs (found then from any host), and a job
-    listed once more after its retirement leaves the index."""
+    """No Spark: a refused move keeps the job in the index where it still runs (found then from any host),
+    and a job listed once more after its retirement leaves the index."""
     from airflow_async_stream.driver.deploy import DeploySettings
     from airflow_async_stream.driver.local import LocalLauncher
     from airflow_async_stream.rollout.apply import ApplySettings, apply_item
@@ -196,7 +186,8 @@ def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypat
     folder, ck = tmp_path / "desired", tmp_path / "ck"
     index = fleet_file(folder, tmp_path / "index")
     moved, old = _spec(ck, "moved"), _spec(ck, "old")
-    deployed(moved["checkpoint"], moved, folder)  # known to this host's registry only
+    deployed(moved["checkpoint"], moved, folder)
+    index.record_active("moved", moved["checkpoint"] + ".async-stream", "run-1")
     deployed(old["checkpoint"], old, folder, live=False)
     index.record_retired("old", old["checkpoint"] + ".async-stream", "run-1")
     write_spec(folder, "moved.yaml", {**moved, "checkpoint": str(ck / "moved-elsewhere")})
@@ -209,7 +200,7 @@ def test_applying_the_plan_keeps_the_index(tmp_path: Path, host: Path, monkeypat
     assert apply_item(items["old"], holder, settings)["outcome"] == "unchanged"
 
     entry = index.lookup("moved")
-    assert entry is not None and entry.checkpoint == moved["checkpoint"] and entry.run_id == "run-2"
+    assert entry is not None and entry.checkpoint == moved["checkpoint"] and entry.run_id == "run-1"
     assert index.lookup("old") is None and index.names(index.GONE) == ["old"]
     _other_host(tmp_path, monkeypatch)
     assert _actions(folder) == {"moved": "refuse"}

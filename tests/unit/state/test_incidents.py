@@ -1,4 +1,4 @@
-"""Incidents: recorded once per key, newest first, capped, readable where an earlier release wrote none."""
+"""Incidents: recorded once per key, newest first, capped, none where a job has had none."""
 
 from __future__ import annotations
 

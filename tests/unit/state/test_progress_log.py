@@ -84,35 +84,16 @@ def test_the_log_never_holds_more_than_its_size_and_keeps_the_newest_batches(con
 
 
 def test_segments_whose_batches_are_all_older_than_the_age_limit_are_removed(control: ControlArea) -> None:
-    Path(control.path("progress.jsonl")).write_text(json.dumps(_event("old", 0)) + "\n")  # an earlier release's
     writer = ProgressWriter(control, DEP_A, Retention(max_age_s=3600))
     for i in range(450):  # three segments of 200, 200 and 50 lines
         writer.append(_event(DEP_A, i))
     names = [segment.name for segment in segments(control)]
-    assert len(names) == 4 and names[0] == "progress.jsonl"
+    assert len(names) == 3
     removed = writer.apply_retention(now=time.time() + 2 * 3600)
     # All but the newest closed segment (its end is unknown: it ended when the current one started) go.
-    assert removed == names[:2]
+    assert removed == names[:1]
     assert [e["batch_id"] for e in control.read_progress()] == list(range(200, 450))
     assert writer.apply_retention() == []  # nothing is old by the real clock
-
-
-def test_files_of_the_earlier_release_are_read_first_and_fall_under_the_size_limit(tmp_path: Path) -> None:
-    control = _memory_area()
-    old_segment = control.path(f"progress/{DEP_A}-000000.jsonl")  # object-store segments had no start time
-    control.fs.pipe_file(old_segment, b"".join(json.dumps(_event(DEP_A, i)).encode() + b"\n" for i in range(3)))
-    control.append_progress(_event(DEP_B, 3))
-    assert [e["batch_id"] for e in control.read_progress()] == [0, 1, 2, 3]
-    assert control.latest_progress(DEP_A)["batch_id"] == 2
-
-    local = ControlArea.for_checkpoint(str(tmp_path / "ck"))
-    local.ensure()
-    Path(local.path("progress.jsonl")).write_text("".join(json.dumps(_event(DEP_A, i)) + "\n" for i in range(100)))
-    assert local.latest_progress(DEP_A)["batch_id"] == 99
-    writer = ProgressWriter(local, DEP_B, Retention(max_bytes=4096))
-    writer.append(_event(DEP_B, 100))  # the legacy file is over the size: removed as a whole
-    assert not Path(local.path("progress.jsonl")).exists()
-    assert [e["batch_id"] for e in local.read_progress()] == [100]
 
 
 def test_a_long_running_driver_records_each_batch_once_and_remembers_only_the_newest() -> None:
@@ -180,7 +161,7 @@ def test_segments_are_ordered_by_number_past_a_million_and_names_parse_whatever_
     control = _memory_area()
     digits = "20261122T010000Z-12345678"  # a deployment id whose random part is all digits
     names = [
-        f"{digits}-000000.jsonl",  # the earlier release's name (no start time)
+        f"{digits}-000000.jsonl",  # not a segment: its name says no start time
         f"{digits}-999999-t1795000000.jsonl",
         f"{digits}-1000000-t1795000100.jsonl",
         f"{DEP_B}-000000-t1795000200.jsonl",
@@ -189,9 +170,8 @@ def test_segments_are_ordered_by_number_past_a_million_and_names_parse_whatever_
     for name in reversed(names):
         control.fs.pipe_file(control.path(f"progress/{name}"), b"{}\n")
     found = segments(control)
-    assert [s.name.split("/")[1] for s in found] == names[:4]
+    assert [s.name.split("/")[1] for s in found] == names[1:4]
     assert [(s.deployment_id, s.started_at) for s in found] == [
-        (digits, None),
         (digits, 1795000000.0),
         (digits, 1795000100.0),
         (DEP_B, 1795000200.0),

@@ -64,13 +64,13 @@ def _planner_says(current: dict[str, Any], new: dict[str, Any]) -> Need:
 
 
 def _cli_says(tmp_path: Path, current: dict[str, Any], setting: str) -> Need:
-    control = fake_deployment(tmp_path)  # a running driver of an earlier release: asking it is refused
+    control = fake_deployment(tmp_path)  # an application's running driver: asking it is refused
     control.write_bytes(ControlArea.SPEC, json.dumps(current).encode())
     result = subprocess.run([CLI, "switch", str(tmp_path / "ck"), "--set", setting], capture_output=True,
                             text=True, env=os.environ)  # fmt: skip
     answers = {
         "nothing to switch": Need.NOTHING,
-        "does not switch in place (an earlier release)": Need.SWITCH,  # it passed the checks: it was asked
+        "does not switch in place (an application's": Need.SWITCH,  # it passed the checks: it was asked
         "needs a new driver": Need.NEW_DRIVER,
         "not in place without the gate": Need.SAFE_DISABLE,
         "refused: Spark cannot restart the changed query": Need.REFUSED,

@@ -153,7 +153,7 @@ def test_switch_refuses_before_asking_when_nothing_can_switch(tmp_path) -> None:
         switch_in_place(_control_with(tmp_path, None), target)
     with pytest.raises(NotSwitchableError, match="not running \\(stopped"):
         switch_in_place(_control_with(tmp_path, _running(state="stopped")), target)
-    with pytest.raises(NotSwitchableError, match="does not switch in place \\(an earlier release\\)"):
+    with pytest.raises(NotSwitchableError, match="does not switch in place \\(an application's"):
         switch_in_place(_control_with(tmp_path, _running(configuration=None)), target)
     control = _control_with(tmp_path, _running())
     with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory"):
@@ -275,7 +275,7 @@ def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_p
     assert path(_running()) == (How.IN_PLACE, "the running driver switches in place")
     assert path(_running(), in_place=False) == (How.RESTART, "the migration asks for restarts (in_place=False)")
     assert path(_running(configuration=None))[0] == How.RESTART
-    assert "an earlier release" in path(_running(configuration=None))[1]
+    assert "an application's" in path(_running(configuration=None))[1]
     assert "not running (stopped" in path(_running(state="stopped"))[1]
     heavier = path(_running(), sync_overrides={"spark_conf": {"spark.executor.memory": "4g"}})
     assert heavier[0] == How.RESTART and "spark_conf.spark.executor.memory" in heavier[1]
