@@ -98,7 +98,7 @@ def run(log: Any = print) -> dict[str, Any]:
         _opened.clear()
         plan_folder(folder)
         opened = len(_opened)
-    expected = {"unchanged": JOBS - REMOVED - MOVED - CHANGED, "retire": REMOVED, "refuse": MOVED, "restart": CHANGED}
+    expected = {"unchanged": JOBS - REMOVED - MOVED - CHANGED, "retire": REMOVED, "refuse": MOVED, "update": CHANGED}
     assert actions == expected, f"the synthetic fleet planned {dict(actions)}, expected {expected}"
     result = {
         "jobs": JOBS,

@@ -1,6 +1,6 @@
 """Keep the fleet where its spec files say: a scheduled rollout, and the scheduled async toggle-off.
 
-`example_rollout` plans every job of the desired-state folder against what runs (deploy, restart,
+`example_rollout` plans every job of the desired-state folder against what runs (deploy, update,
 safe-disable, retire, refuse or leave unchanged) and applies the plan, two jobs at a time; a job whose
 new spec does not commit batches is rolled back to its last stable spec. `example_toggle_off` applies
 only the safe-disable migrations, for fleets that turn async progress tracking off job by job.

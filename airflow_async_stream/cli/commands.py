@@ -31,15 +31,15 @@ __all__ = ["build_parser", "main"]
 
 
 #: What ``plan --json`` says of each job.
-_PLAN_FIELDS = ("job", "action", "reason", "diff", "switch", "switch_reason", "held_back", "advice", "analysis")
+_PLAN_FIELDS = ("job", "action", "reason", "diff", "how", "how_reason", "held_back", "advice", "analysis")
 
 
 def _print_plan(items: list[Any]) -> None:
     """One line per job, then what changes, how, the advice and the analysis, and the counts."""
     for item in items:
         print(f"{item.job:<24} {item.action:<13} {item.reason}")
-        if item.switch:
-            print(f"{'':<24}   how: {item.switch.replace('_', ' ')} ({item.switch_reason})")
+        if item.how:
+            print(f"{'':<24}   how: {item.how.replace('_', ' ')} ({item.how_reason})")
         for field, change in item.diff.items():
             if item.action != "deploy":
                 print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")

@@ -1,6 +1,6 @@
-"""What each planned action does to one job (unchanged, deploy, restart with its rehearsal, retire, refuse,
+"""What each planned action does to one job (unchanged, deploy, update with its rehearsal, retire, refuse,
 safe_disable), through the Step that carries the plan item, the job's control area, the settings and the
-holder; a deploy or restart counts only once it commits batches."""
+holder; a deploy or update counts only once it commits batches."""
 
 from __future__ import annotations
 
@@ -150,9 +150,9 @@ def _deploy(step: Step) -> dict[str, Any]:
     return {"outcome": "done", "deployment_id": record.deployment_id}
 
 
-def _restart(step: Step) -> dict[str, Any]:
+def _update(step: Step) -> dict[str, Any]:
     spec, settings = desired_spec(step.item), step.settings
-    if step.item.switch == How.IN_PLACE:
+    if step.item.how == How.IN_PLACE:
         try:
             switch = switch_in_place(
                 step.control,
@@ -168,11 +168,11 @@ def _restart(step: Step) -> dict[str, Any]:
         else:
             wait_for_commits(spec.checkpoint, switch.committed_before, settings.confirm_batches,
                              settings.wait_timeout_s, step.log)  # fmt: skip
-            return {"outcome": "done", "deployment_id": switch.deployment_id, "switch": How.IN_PLACE,
+            return {"outcome": "done", "deployment_id": switch.deployment_id, "how": How.IN_PLACE,
                     "pause_s": switch.pause_s}  # fmt: skip
     _rehearse_first(step, spec)
     record = step.deploy_and_confirm(spec, True, settings.confirm_batches)
-    return {"outcome": "done", "deployment_id": record.deployment_id, "switch": How.RESTART}
+    return {"outcome": "done", "deployment_id": record.deployment_id, "how": How.RESTART}
 
 
 def _rehearse_first(step: Step, spec: JobSpec) -> None:
@@ -183,7 +183,7 @@ def _rehearse_first(step: Step, spec: JobSpec) -> None:
                           reason=f"rollout of {step.settings.folder}: rehearsal", log=step.log)  # fmt: skip
     except SwitchFailedError:
         raise
-    except SwitchError as exc:  # no answer: the restart goes on as planned, unrehearsed
+    except SwitchError as exc:  # no answer: the update goes on as planned, unrehearsed
         step.log.info("%s: the running driver did not rehearse the change (%s)", step.item.job, exc)
         return
     if record is not None:
@@ -221,7 +221,7 @@ def _safe_disable(step: Step) -> dict[str, Any]:
 ACTIONS = {
     "unchanged": _unchanged,
     "deploy": _deploy,
-    "restart": _restart,
+    "update": _update,
     "retire": _retire,
     "refuse": _refuse,
     "safe_disable": _safe_disable,

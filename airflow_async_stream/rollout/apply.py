@@ -1,12 +1,12 @@
 """Carry out one job's planned action, holding the job, judged by committed batches, rolled back on failure.
 
-A ``restart`` the plan marks ``in_place`` is asked of the running driver (switch/request.py: about a second of
-pause) and falls back to a graceful stop and redeploy when the driver does not switch. A deploy or restart
+An ``update`` the plan marks ``in_place`` is asked of the running driver (switch/request.py: about a second of
+pause) and falls back to a graceful stop and redeploy when the driver does not switch. A deploy or update
 counts as done only when the new deployment (or the switched query) commits batches after its start; if it
 does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
 what ran before the rollout when no stable spec is on record. A rollback never restarts synchronously
-over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0. Before a
-``restart`` stops the old driver, that driver builds the new query in a session of its own (a rehearsal).
+over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0. Before an
+``update`` stops the old driver, that driver builds the new query in a session of its own (a rehearsal).
 A change that never took (Spark rejected it in the rehearsal or the in-place switch, or a deploy failed
 before the old driver was stopped) is not rolled back: the job is left running as it was.
 A failed change is remembered in ``rollout.json`` (``failed_spec``): the next plan holds that spec back.

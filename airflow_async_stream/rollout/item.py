@@ -7,9 +7,9 @@ from typing import Any
 
 __all__ = ["ACTIONS", "CHANGES", "REAL_TIME_FOLLOW_UP", "PlanItem"]
 
-ACTIONS = ("unchanged", "deploy", "retire", "restart", "safe_disable", "refuse", "suspend")
+ACTIONS = ("unchanged", "deploy", "retire", "update", "safe_disable", "refuse", "suspend")
 #: The actions that bring a new spec to a job: one that failed is not tried again while the spec stays.
-CHANGES = frozenset({"deploy", "restart", "safe_disable"})
+CHANGES = frozenset({"deploy", "update", "safe_disable"})
 
 
 #: Why a job with async on that the folder moves to real-time mode is changed twice.
@@ -31,9 +31,9 @@ class PlanItem:
     control_url: str | None = None
     desired_spec: dict[str, Any] | None = None
     needs_confirmation: bool = False
-    #: For ``restart`` and ``safe_disable``: how the change is made (switch/change.py How), and why.
-    switch: str | None = None
-    switch_reason: str | None = None
+    #: For ``update`` and ``safe_disable``: how the change is made (switch/change.py How), and why.
+    how: str | None = None
+    how_reason: str | None = None
     #: A job gone from the folder with nothing left to stop: once a rollout applies this item, its fleet
     #: index entry moves to ``gone/`` and later plans no longer list it.
     leaves_plan: bool = False

@@ -1,14 +1,15 @@
 """Compare desired and deployed state job by job; classify each difference, with the reason in words.
 
 Actions: ``unchanged``, ``deploy`` (new job), ``retire`` (gone from the folder: graceful stop, checkpoint
-kept), ``restart`` (the new spec replaces the running one), ``safe_disable`` (async turned off: the
+kept), ``update`` (the new spec replaces the running one), ``safe_disable`` (async turned off: the
 safe-disable migration; also for a synchronous job no driver runs whose checkpoint Spark cannot restart
-synchronously, a crash loop after async was turned off by hand), ``refuse`` (Spark cannot restart the changed query from the same checkpoint; left as
-it runs). A ``restart`` or ``safe_disable`` says how its changes are made (``switch``): ``in_place`` when the
-running driver can switch its query (switch/change.py decides: async options, trigger, runtime ``spark.sql`` settings; a
-driver of this release), else ``restart`` (a graceful stop and a redeploy), with the reason. A job with async on
-that the folder moves to real-time mode changes twice: a ``safe_disable`` to synchronous micro-batches now (its
-``follow_up`` says so), and a ``restart`` into real-time mode at the next run.
+synchronously, a crash loop after async was turned off by hand), ``refuse`` (Spark cannot restart the
+changed query from the same checkpoint; left as it runs). An ``update`` or ``safe_disable`` says ``how`` its
+changes are made: ``in_place`` when the running driver can switch its query (switch/change.py decides: async
+options, trigger, runtime ``spark.sql`` settings; a driver that runs the spec's query), else ``restart`` (a
+graceful stop and a new driver), with the reason. A job with async on that the folder moves to real-time
+mode changes twice: a ``safe_disable`` to synchronous micro-batches now (its ``follow_up`` says so), and an
+``update`` into real-time mode at the next run.
 
 What counts as ``refuse`` follows Spark's "Recovery Semantics after Changes in a Streaming Query": a
 different source, a source's subscription or path, a changed checkpoint, a file sink's directory, a change
@@ -93,13 +94,13 @@ def _safe_disable(
         how, why = switch_for(observed, target, require_sync_safe=True)
         return PlanItem(
             name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(how)}"
-            + (f"; {follow_up}" if follow_up else ""), diff, **item, switch=how, switch_reason=why, follow_up=follow_up,
+            + (f"; {follow_up}" if follow_up else ""), diff, **item, how=how, how_reason=why, follow_up=follow_up,
         )  # fmt: skip
     if not _async_on(target) and observed.sync_restart_safe is False:
         return PlanItem(
             name, "safe_disable", f"runs nothing (state {observed.state}) and its checkpoint cannot restart "
             "synchronously (Spark would die with 'batch N doesn't exist'): through the safe-disable migration, "
-            "by restarts", diff, **item, switch=How.RESTART, switch_reason=f"no driver runs (state {observed.state})",
+            "by restarts", diff, **item, how=How.RESTART, how_reason=f"no driver runs (state {observed.state})",
         )  # fmt: skip
     return None
 
@@ -142,13 +143,13 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
         turned_on = " (async progress tracking turned on)" if _async_on(target) and not _async_on(observed.spec) else ""
         how, why = switch_for(observed, target, require_sync_safe=False)
         return PlanItem(
-            name, "restart", f"changed: {fields}{turned_on}; {_words(how)}", diff, **item, switch=how, switch_reason=why
+            name, "update", f"changed: {fields}{turned_on}; {_words(how)}", diff, **item, how=how, how_reason=why
         )  # fmt: skip
     if not observed.live:
         resumed = "resumed: " if observed.stopped else ""  # its file's suspend, ended by the file
         return PlanItem(
-            name, "restart", f"{resumed}runs nothing (state {observed.state}): redeploy the desired spec", **item,
-            switch=How.RESTART, switch_reason=f"no driver runs (state {observed.state})",
+            name, "update", f"{resumed}runs nothing (state {observed.state}): redeploy the desired spec", **item,
+            how=How.RESTART, how_reason=f"no driver runs (state {observed.state})",
         )  # fmt: skip
     if not observed.confirmed:
         return PlanItem(
@@ -180,8 +181,8 @@ def remember_failure(item: PlanItem, observed: ObservedJob | None, retry_failed:
 
 
 def with_advice(item: PlanItem) -> PlanItem:
-    """``item`` with its job's advice when it restarts the job with async turned on or a new interval."""
-    if item.action != "restart" or not item.control_url:
+    """``item`` with its job's advice when it updates the job with async turned on or a new interval."""
+    if item.action != "update" or not item.control_url:
         return item
     return replace(item, advice=change_advice(item.control_url, item.checkpoint or "", item.diff))
 

@@ -140,7 +140,7 @@ def test_a_rollout_cures_a_crash_looping_synchronous_job(airflow_db: None, check
     (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
     (folder / "rollout-cure.yaml").write_text(yaml.safe_dump(sync))
     [item] = plan_folder(folder)
-    assert (item.action, item.switch) == ("safe_disable", "restart"), item.reason
+    assert (item.action, item.how) == ("safe_disable", "restart"), item.reason
 
     path = write_dag("cure_by_rollout", f"""
         from airflow_async_stream.factories import rollout_dag

@@ -58,7 +58,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
                    spark_conf={"spark.sql.shuffle.partitions": "not-a-number"})  # fmt: skip
     _write(folder, v2)
     [item] = plan_folder(folder)
-    assert (item.action, item.switch, item.held_back) == ("restart", "in_place", False)
+    assert (item.action, item.how, item.held_back) == ("update", "in_place", False)
     failed = run_dag(path, "failing_change")
 
     states = task_states(failed)
@@ -105,7 +105,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     v3 = fleet_job(root, "job-a", trigger={"processing_time": "500 milliseconds"})
     _write(folder, v3)
     [changed] = plan_folder(folder)
-    assert (changed.action, changed.switch, changed.held_back) == ("restart", "in_place", False)
+    assert (changed.action, changed.how, changed.held_back) == ("update", "in_place", False)
 
     # A transform change needs a new driver; the running one builds the new query first, and Spark's
     # analysis says no before the old driver is stopped for it.
@@ -113,7 +113,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
                    transform={"sql": "SELECT no_such_column FROM source"})  # fmt: skip
     _write(folder, v4)
     [item] = plan_folder(folder)
-    assert (item.action, item.switch, item.held_back) == ("restart", "restart", False)
+    assert (item.action, item.how, item.held_back) == ("update", "restart", False)
     broken = run_dag(path, "failing_change")
     assert str(broken.state) == "failed" and task_states(broken)["apply"] == "failed"
     record = control.read_json("rollout.json")

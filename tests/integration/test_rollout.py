@@ -3,7 +3,7 @@
 One fleet, four rounds:
 1. the rollout deploys five jobs from nothing;
 2. the toggle-off DAG migrates only the job whose file turns async off;
-3. the rollout brings the rest to a changed folder: a new job deployed, a trigger change restarted, the
+3. the rollout brings the rest to a changed folder: a new job deployed, a trigger change updated, the
    migrated job left alone, a broken spec (which only a new driver can check) rolled back to its last
    stable spec, a source change refused
    and left running untouched, an unchanged job untouched;
@@ -136,15 +136,15 @@ def test_rollouts_bring_the_fleet_to_the_folder(airflow_db: None, tmp_path: Path
     assert _outcomes(v2) == {
         "newcomer": ("deploy", "done"),
         "steady": ("unchanged", "unchanged"),
-        "retrigger": ("restart", "done"),
+        "retrigger": ("update", "done"),
         "toggle": ("unchanged", "unchanged"),
-        "broken": ("restart", "rolled_back"),
+        "broken": ("update", "rolled_back"),
         "resourced": ("refuse", "refused"),
     }
     for name in ("newcomer", "retrigger", "toggle"):
         assert _running_spec(v2[name]) == v2[name], name
     # A trigger change and the migration switch the running driver in place; a transform change redeploys.
-    assert _control(v2["retrigger"]).read_json("rollout.json")["switch"] == "in_place"
+    assert _control(v2["retrigger"]).read_json("rollout.json")["how"] == "in_place"
     assert _deployment_id(v2["retrigger"]) == first["retrigger"]
     assert migrated == first["toggle"], "the migration started a new driver"
     assert _deployment_id(v2["steady"]) == first["steady"]

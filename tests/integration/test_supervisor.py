@@ -275,7 +275,7 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(
     _settled(stack)
     assert len(read_supervision(control).restarts) == 3 and control.read_status() == suspended
     assert roll_out(state="suspended") == "unchanged"
-    assert roll_out(state="running") == "restart"
+    assert roll_out(state="running") == "update"
     assert control.read_status().state == "running" and stopped_on_purpose(control) is None  # type: ignore[union-attr]
     assert json.loads(control.read_bytes(ControlArea.SPEC))["state"] == "running"
     assert _notes() == []  # restarted four times, stopped, suspended: nothing needed a person

@@ -29,7 +29,7 @@ def test_a_plan_without_changes_to_apply_starts_no_spark(tmp_path: Path, monkeyp
     desired = {n: DesiredJob(parse_spec(rate_noop(n, f"/ck/{n}")), f"{n}.yaml") for n in ("kept", "held")}
     items = [
         PlanItem("kept", "unchanged", "runs the desired spec"),
-        PlanItem("held", "restart", "failed before", held_back=True),
+        PlanItem("held", "update", "failed before", held_back=True),
         PlanItem("gone", "retire", "left the folder"),
     ]
     assert with_analysis(items, desired, tmp_path) == items

@@ -59,8 +59,8 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
     # A change that needs a new driver, naming a connection that does not exist: the deploy fails at the
     # connection lookup, before it stops anything.
     wanted = parse_spec(deep_merge(spec, {"source": {"secret_options": {"token": "no_such_conn_x"}}})).to_mapping()
-    item = PlanItem("job", "restart", "changed: source.secret_options", control_url=control.url,
-                    checkpoint=spec["checkpoint"], desired_spec=wanted, switch=How.RESTART)  # fmt: skip
+    item = PlanItem("job", "update", "changed: source.secret_options", control_url=control.url,
+                    checkpoint=spec["checkpoint"], desired_spec=wanted, how=How.RESTART)  # fmt: skip
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     settings = ApplySettings(
@@ -68,7 +68,7 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
         deploy=DeploySettings(launcher=launcher_for("spark_default"), startup_timeout_s=10),
     )
 
-    with pytest.raises(RolloutError, match="restart failed: the new spec was not deployed") as caught:
+    with pytest.raises(RolloutError, match="update failed: the new spec was not deployed") as caught:
         apply_item(item, Holder.this_process("rollout test"), settings)
 
     assert "no_such_conn_x" in str(caught.value) and f"{before['deployment_id']} runs as before" in str(caught.value)
@@ -80,7 +80,7 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
     assert (record["outcome"], record["not_taken"], record["failed_spec"]) == ("failed", True, spec_digest(wanted))
     [incident] = read_incidents(control)  # the failed change, for the job's history
     assert (incident.kind, incident.deployment_id) == ("change_failed", before["deployment_id"])
-    assert "no_such_conn_x" in (incident.error or "") and incident.diagnosis.startswith("rollout restart failed")  # type: ignore[union-attr]
+    assert "no_such_conn_x" in (incident.error or "") and incident.diagnosis.startswith("rollout update failed")  # type: ignore[union-attr]
     assert incident.action == "none; the spec is held back until it changes"
 
 
@@ -105,11 +105,11 @@ def test_a_rollout_item_whose_driver_failed_names_the_doctor(tmp_path: Path, mon
     def failed(step: object) -> dict:
         raise DriverFailedError("the driver failed: AnalysisException: nope")
 
-    monkeypatch.setitem(apply.ACTIONS, "restart", failed)
+    monkeypatch.setitem(apply.ACTIONS, "update", failed)
     checkpoint = str(tmp_path / "ck")
     control = ControlArea.for_checkpoint(checkpoint)
-    item = PlanItem("job", "restart", "changed", control_url=control.url, checkpoint=checkpoint,
-                    desired_spec=parse_spec(rate_noop("job", checkpoint)).to_mapping(), switch=How.RESTART)  # fmt: skip
+    item = PlanItem("job", "update", "changed", control_url=control.url, checkpoint=checkpoint,
+                    desired_spec=parse_spec(rate_noop("job", checkpoint)).to_mapping(), how=How.RESTART)  # fmt: skip
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     with pytest.raises(RolloutError, match=re.escape(f"run `airflow-async-stream doctor {checkpoint}`")):

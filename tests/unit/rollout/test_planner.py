@@ -65,7 +65,7 @@ def test_the_same_spec_not_yet_confirmed_is_checked_not_redeployed() -> None:
 
 def test_the_same_spec_not_running_is_restarted() -> None:
     item = plan_job("job", desired(), observed(live=False))
-    assert item.action == "restart" and "runs nothing (state stopped)" in item.reason
+    assert item.action == "update" and "runs nothing (state stopped)" in item.reason
 
 
 @pytest.mark.parametrize("deployed_async", [False, True], ids=["turned-off-by-hand", "stopped-async"])
@@ -74,11 +74,11 @@ def test_a_synchronous_job_whose_checkpoint_cannot_restart_so_is_cured_never_res
     was = {"async_progress": {"enabled": deployed_async}}
     crashing = replace(observed(live=False, **was), state="failed", sync_restart_safe=False)
     item = plan_job("job", desired(**sync), crashing)
-    assert (item.action, item.switch) == ("safe_disable", "restart"), item.reason
+    assert (item.action, item.how) == ("safe_disable", "restart"), item.reason
     if not deployed_async:
         assert "cannot restart synchronously (Spark would die with 'batch N doesn't exist')" in item.reason
     # Desired async: Spark restarts an async query over gaps, so a plain restart is right.
-    assert plan_job("job", desired(), replace(crashing, spec=observed(**was).spec)).action == "restart"
+    assert plan_job("job", desired(), replace(crashing, spec=observed(**was).spec)).action == "update"
 
 
 def test_the_planner_reads_a_stopped_job_s_checkpoint_verdict(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_the_planner_reads_a_stopped_job_s_checkpoint_verdict(tmp_path: Path) ->
     write_spec(folder, "job.yaml", spec.to_mapping())
     make_checkpoint(checkpoint, [0, 4, 7], [0, 4])
     [item] = plan_folder(folder)
-    assert (item.action, item.switch) == ("safe_disable", "restart")
+    assert (item.action, item.how) == ("safe_disable", "restart")
 
 
 @pytest.mark.parametrize(
@@ -103,15 +103,15 @@ def test_the_planner_reads_a_stopped_job_s_checkpoint_verdict(tmp_path: Path) ->
         ({"sink": {"format": "console"}}, "sink.format"),
     ],
 )
-def test_changes_that_need_only_a_restart(change: dict[str, Any], field: str) -> None:
+def test_changes_that_need_only_an_update(change: dict[str, Any], field: str) -> None:
     item = plan_job("job", desired(**change), observed())
-    assert item.action == "restart", item.reason
+    assert item.action == "update", item.reason
     assert field in item.diff and "a graceful stop and redeploy" in item.reason
 
 
-def test_turning_async_on_is_a_restart() -> None:
+def test_turning_async_on_is_an_update() -> None:
     item = plan_job("job", desired(), observed(async_progress={"enabled": False}))
-    assert item.action == "restart" and "async progress tracking turned on" in item.reason
+    assert item.action == "update" and "async progress tracking turned on" in item.reason
 
 
 def test_turning_async_off_goes_through_safe_disable() -> None:
@@ -165,7 +165,7 @@ def test_changes_spark_cannot_restart_from_are_refused(deployed: dict, wanted: d
 def test_a_file_sink_may_become_kafka() -> None:
     deployed = {"async_progress": {"enabled": False}, "sink": {"format": "parquet", "options": {"path": "/a"}}}
     wanted = {"async_progress": {"enabled": False}, "sink": {"format": "kafka", "options": {"topic": "t"}}}
-    assert plan_job("job", desired(**wanted), observed(**deployed)).action == "restart"
+    assert plan_job("job", desired(**wanted), observed(**deployed)).action == "update"
 
 
 def test_a_job_gone_from_the_folder_is_retired_if_it_runs() -> None:
@@ -261,19 +261,19 @@ def test_plan_folder_reads_control_areas_and_the_fleet_index(tmp_path: Path, mon
 
     items = {item.job: item for item in plan_folder(folder)}
 
-    assert {job: (item.action, item.switch) for job, item in items.items()} == {
+    assert {job: (item.action, item.how) for job, item in items.items()} == {
         "a": ("deploy", None),
         "b": ("unchanged", None),
-        "c": ("restart", "in_place"),
+        "c": ("update", "in_place"),
         "d": ("safe_disable", "in_place"),
         "e": ("retire", None),
         "f": ("refuse", None),
-        "g": ("restart", "restart"),
-        "h": ("restart", "restart"),
+        "g": ("update", "restart"),
+        "h": ("update", "restart"),
     }
     assert items["c"].reason == "changed: trigger.processing_time; switched in place"
-    assert "an application's" in str(items["g"].switch_reason)
-    assert "needs a new driver: spark_conf.spark.executor.memory" in str(items["h"].switch_reason)
+    assert "an application's" in str(items["g"].how_reason)
+    assert "needs a new driver: spark_conf.spark.executor.memory" in str(items["h"].how_reason)
 
 
 def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -303,8 +303,8 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
             "diff": {
                 "async_progress.enabled": {"from": True, "to": False},
             },
-            "switch": "in_place",
-            "switch_reason": "the running driver switches its query in place",
+            "how": "in_place",
+            "how_reason": "the running driver switches its query in place",
             "held_back": False,
             "advice": [],
             "analysis": None,  # `plan --analyze` fills it
@@ -327,26 +327,26 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
     wanted = parse_spec(deep_merge(spec, {"trigger": {"processing_time": "2 seconds"}})).to_mapping()
     write_spec(folder, "job.yaml", wanted)
     [fresh] = plan_folder(folder)
-    assert (fresh.action, fresh.held_back, fresh.failed_before) == ("restart", False, None)
+    assert (fresh.action, fresh.held_back, fresh.failed_before) == ("update", False, None)
 
     # The rollout that tried it recorded the failure (apply.py writes failed_spec with the outcome).
-    failure = {"job": "job", "action": "restart", "outcome": "failed", "error": "the new query did not start",
+    failure = {"job": "job", "action": "update", "outcome": "failed", "error": "the new query did not start",
                "failed_spec": spec_digest(fresh.desired_spec), "run_id": "scheduled__2026-11-24T10:00",
                "finished_at": 1795514405.0, "not_taken": True}  # fmt: skip
     ControlArea.for_checkpoint(spec["checkpoint"]).write_json("rollout.json", failure)
 
     [held] = plan_folder(folder)
-    assert (held.action, held.held_back) == ("restart", True)
+    assert (held.action, held.held_back) == ("update", True)
     assert held.reason.startswith("changed: trigger.processing_time; switched in place — failed at ")
     assert "scheduled__2026-11-24T10:00 2026-11-24 10:00:05 UTC: the new query did not start" in held.reason
     assert "not retried until the spec changes" in held.reason
     env = {**os.environ, "AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
     shown = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
     assert "not retried until the spec changes" in shown.stdout
-    assert shown.stdout.splitlines()[-1] == "1 job: 1 restart (1 not retried: failed before)"
+    assert shown.stdout.splitlines()[-1] == "1 job: 1 update (1 not retried: failed before)"
 
     [retried] = plan_folder(folder, retry_failed=True)
-    assert (retried.action, retried.held_back) == ("restart", False)
+    assert (retried.action, retried.held_back) == ("update", False)
     assert "retried as asked: it failed at scheduled__2026-11-24T10:00" in retried.reason
     asked = subprocess.run([CLI, "plan", "--json", "--retry-failed", str(folder)], capture_output=True, text=True,
                            env=env)  # fmt: skip
@@ -355,7 +355,7 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
     # Another spec in the file: planned as any change.
     write_spec(folder, "job.yaml", deep_merge(wanted, {"trigger": {"processing_time": "3 seconds"}}))
     [changed] = plan_folder(folder)
-    assert (changed.action, changed.held_back, changed.failed_before) == ("restart", False, None)
+    assert (changed.action, changed.held_back, changed.failed_before) == ("update", False, None)
 
 
 def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: Path) -> None:
@@ -369,10 +369,10 @@ def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
     control.write_json("rollout.json", {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"})
-    item = PlanItem("job", "restart", "changed: trigger — failed at r1 ...", control_url=control.url,
+    item = PlanItem("job", "update", "changed: trigger — failed at r1 ...", control_url=control.url,
                     desired_spec=FLEET_JOB, held_back=True)  # fmt: skip
     settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings(launcher=LocalLauncher()))
-    with pytest.raises(RolloutError, match="job: restart not retried: changed: trigger — failed at r1"):
+    with pytest.raises(RolloutError, match="job: update not retried: changed: trigger — failed at r1"):
         apply_item(item, Holder.this_process("test"), settings)
     assert control.read_json("rollout.json") == {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"}
     assert control.read_json("hold.json") is None  # the job was not even held
@@ -430,7 +430,7 @@ def test_a_plan_that_turns_async_on_or_changes_the_interval_carries_the_jobs_adv
         control.append_progress(event)
     write_spec(folder, "job.yaml", deep_merge(spec, {"async_progress": {"enabled": True}}))
     (item,) = plan_folder(folder)
-    assert item.action == "restart" and [a["kind"] for a in item.advice] == ["turn_on"]
+    assert item.action == "update" and [a["kind"] for a in item.advice] == ["turn_on"]
     assert item.advice[0]["figures"]["expected_saving_ms"] == 120.0
     people = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True)
     assert "advice: turn async progress tracking on: offset management is 60% of a synchronous batch" in people.stdout
@@ -459,20 +459,20 @@ def test_a_job_with_async_on_moves_to_real_time_mode_in_two_changes(tmp_path: Pa
     assert first.action == "safe_disable" and first.follow_up and "next rollout run" in first.reason
     assert first.desired_spec["trigger"] == {"processing_time": "1 second"}  # the cure runs micro-batches
     assert first.desired_spec["async_progress"]["enabled"] is False
-    assert "trigger.real_time" not in first.diff and first.switch == "in_place"  # the cure itself switches in place
+    assert "trigger.real_time" not in first.diff and first.how == "in_place"  # the cure itself switches in place
 
     after_the_cure = replace(observed(**KAFKA, async_progress={"enabled": False}), switchable=True)
     second = plan_job("job", job, after_the_cure)
-    assert second.action == "restart" and second.desired_spec["trigger"] == {"real_time": "5 seconds"}
-    assert second.switch == "restart" and "trigger.real_time" in second.switch_reason
+    assert second.action == "update" and second.desired_spec["trigger"] == {"real_time": "5 seconds"}
+    assert second.how == "restart" and "trigger.real_time" in second.how_reason
     assert second.follow_up is None
 
 
 def test_a_synchronous_job_enters_real_time_mode_by_a_restart_never_in_place() -> None:
     item = plan_job("job", desired(**REAL_TIME, async_progress={"enabled": False}),
                     replace(observed(**KAFKA, async_progress={"enabled": False}), switchable=True))  # fmt: skip
-    assert item.action == "restart" and item.switch == "restart"
-    assert "only by a restart" in item.switch_reason
+    assert item.action == "update" and item.how == "restart"
+    assert "only by a restart" in item.how_reason
 
 
 def test_plan_names_what_is_wrong_with_what_it_was_given(tmp_path: Path) -> None:
@@ -539,7 +539,7 @@ def test_a_file_written_to_say_running_after_a_persons_stop_resumes_the_job() ->
     assert plan_job("job", said_before, stopped).action == "unchanged"
     said_after = replace(desired(state="running"), modified_at=1001.0)
     item = plan_job("job", said_after, stopped)
-    assert (item.action, item.switch, item.diff) == ("restart", "restart", {}), item.reason
+    assert (item.action, item.how, item.diff) == ("update", "restart", {}), item.reason
     assert item.reason.startswith("resumed: runs nothing (state stopped)")
 
 
@@ -559,7 +559,7 @@ def test_state_suspended_stops_a_running_job_and_keeps_it_stopped() -> None:
 def test_state_running_again_resumes_a_suspended_job() -> None:
     suspended = replace(observed(live=False, state="suspended"), stopped=_stopped("file"))
     item = plan_job("job", desired(), suspended)
-    assert (item.action, item.diff) == ("restart", {}), item.reason
+    assert (item.action, item.diff) == ("update", {}), item.reason
     assert item.reason.startswith("resumed: runs nothing (state stopped): redeploy the desired spec")
 
 
@@ -569,7 +569,7 @@ def test_a_job_the_supervisor_gave_up_on_is_not_redeployed_as_it_was() -> None:
     assert item.action == "unchanged" and item.reason.startswith("crash_looping: the supervisor gave up restarting it")
     assert "`airflow-async-stream resume job`" in item.reason
     fixed = plan_job("job", desired(trigger={"processing_time": "2 seconds"}), looping)
-    assert fixed.action == "restart"  # a changed spec is a person's fix: it is tried
+    assert fixed.action == "update"  # a changed spec is a person's fix: it is tried
 
 
 def test_a_new_job_whose_file_says_suspended_is_not_deployed() -> None:

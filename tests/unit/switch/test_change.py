@@ -56,11 +56,11 @@ def _planner_says(current: dict[str, Any], new: dict[str, Any]) -> Need:
     item = plan_job("job", DesiredJob(parse_spec(new), "job.yaml"), observed)
     return {
         ("unchanged", None): Need.NOTHING,
-        ("restart", How.IN_PLACE): Need.SWITCH,
-        ("restart", How.RESTART): Need.NEW_DRIVER,
+        ("update", How.IN_PLACE): Need.SWITCH,
+        ("update", How.RESTART): Need.NEW_DRIVER,
         ("safe_disable", How.IN_PLACE): Need.SAFE_DISABLE,
         ("refuse", None): Need.REFUSED,
-    }[(item.action, item.switch)]
+    }[(item.action, item.how)]
 
 
 def _cli_says(tmp_path: Path, current: dict[str, Any], setting: str) -> Need:
