@@ -142,7 +142,7 @@ def _switches(folder: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, 
     switches, progress = {}, {}
     for job, checkpoint in _checkpoints(folder).items():
         control = ControlArea.for_checkpoint(checkpoint)
-        switches[job] = list((control.read_json(ControlArea.ROLLOUT) or {}).get("switches") or [])
+        switches[job] = list((control.read_json(ControlArea.ROLLOUT) or {}).get("stages") or [])
         progress[job] = control.read_progress()
     return switches, progress
 

@@ -60,8 +60,8 @@ def provider_run(in_place: bool) -> dict[str, Any]:
     assert str(run.state) == "success", f"the migration failed: {run.get_task_instances()}"
     tis = {ti.task_id.split(".")[-1]: ti for ti in run.get_task_instances()}
     steps = {name: (ti.end_date - ti.start_date).total_seconds() for name, ti in tis.items() if ti.end_date}
-    switches = tis["release_job"].xcom_pull(task_ids=tis["release_job"].task_id)["switches"]
-    first_request = tis["redeploy_async_interval_0"].start_date.timestamp()
+    stages = tis["release_job"].xcom_pull(task_ids=tis["release_job"].task_id)["stages"]
+    first_request = tis["to_interval_0"].start_date.timestamp()
     control = ControlArea.for_checkpoint(checkpoint)
     synchronous = [
         e
@@ -71,7 +71,7 @@ def provider_run(in_place: bool) -> dict[str, Any]:
         and batch_window(e)[0] > first_request
     ]
     stop_driver(control, "benchmark done", graceful_timeout_s=30, kill_after_s=60)
-    paths = {s["path"] for s in switches}
+    paths = {s["how"] for s in stages}
     assert paths == {"in_place" if in_place else "restart"}, (
         f"the {'in-place' if in_place else 'restart'} side switched {paths}"
     )
@@ -79,8 +79,8 @@ def provider_run(in_place: bool) -> dict[str, Any]:
         "state": str(run.state),
         "total_s": total,
         "steps_s": steps,
-        "paths": [s["path"] for s in switches],
-        "pauses_s": [s["pause_s"] for s in switches],
+        "paths": [s["how"] for s in stages],
+        "pauses_s": [s["pause_s"] for s in stages],
         "spark_work_s": batch_window(synchronous[0])[1] - first_request,
     }
 

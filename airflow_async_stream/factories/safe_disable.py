@@ -119,7 +119,7 @@ def _steps(plan: SafeDisable, hold_ttl_s: float, deferrable: bool, spec_file: st
     hold = TakeJobHoldOperator(
         task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=hold_ttl_s
     )
-    to_async = SafeDisableStepOperator(task_id="redeploy_async_interval_0", step="to_interval_0", **step)
+    to_async = SafeDisableStepOperator(task_id="to_interval_0", step="to_interval_0", **step)
     wait_async = CommittedBatchesSensor(
         task_id="wait_async_batches",
         min_batches=plan.async_batches,
@@ -129,7 +129,7 @@ def _steps(plan: SafeDisable, hold_ttl_s: float, deferrable: bool, spec_file: st
     )
     stop = SafeDisableStepOperator(task_id="stop_async", step="stop_for_gate", **step)
     gate = SafeDisableStepOperator(task_id="gate_sync_restart_safe", step="gate", **step)
-    to_sync = SafeDisableStepOperator(task_id="deploy_sync", step="to_synchronous", **step)
+    to_sync = SafeDisableStepOperator(task_id="to_synchronous", step="to_synchronous", **step)
     wait_sync = CommittedBatchesSensor(
         task_id="wait_sync_batch",
         min_batches=1,
@@ -144,7 +144,7 @@ def _steps(plan: SafeDisable, hold_ttl_s: float, deferrable: bool, spec_file: st
     done = ReleaseAfterSafeDisableOperator(
         task_id="release_job",
         checkpoint=job.checkpoint,
-        switch_task_ids=[to_async.task_id, to_sync.task_id],
+        stage_task_ids=[to_async.task_id, to_sync.task_id],
         job=job.name,
         spec_file=spec_file,
         sync_overrides=plan.sync_overrides,

@@ -1,4 +1,4 @@
-"""What a migration leaves behind: each switch it made (path, pause, batches), the step that failed and why (for
+"""What a migration leaves behind: each stage it reached (how, pause, batches), the step that failed and why (for
 the rollback's message), and the error a rolled-back run fails with."""
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Status, now
 from airflow_async_stream.state.requests import SwitchOutcome
 
-__all__ = ["Switch", "failure_reason", "note_failure", "ran_when_taken", "restart_pause", "rolled_back_error"]
+__all__ = ["Stage", "failure_reason", "note_failure", "ran_when_taken", "restart_pause", "rolled_back_error"]
 
 
-def rolled_back_error(job: str, reason: str, switch: Switch) -> SafeDisableRolledBackError:
+def rolled_back_error(job: str, reason: str, stage: Stage) -> SafeDisableRolledBackError:
     """The error a rolled-back migration ends with: what failed, and that the job keeps running async."""
     how = {"unchanged": "runs on with", "deployed": "was redeployed with"}.get(
-        switch.outcome, "was switched in place to"
+        stage.outcome, "was switched in place to"
     )
     return SafeDisableRolledBackError(
         f"async progress tracking stays on for job {job!r}: {reason}. The job {how} async on and checkpoint "
-        f"interval 0 (deployment {switch.deployment_id}) and keeps running."
+        f"interval 0 (deployment {stage.deployment_id}) and keeps running."
     )
 
 
@@ -53,19 +53,20 @@ def failure_reason(checkpoint: str, dag_id: str, run_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class Switch:
-    """One configuration change of the migration: how it was made and why, where its wait counts from, and
+class Stage:
+    """One configuration the migration moved the job to (``async_interval_0``, ``synchronous``): how it was
+    made (switched in place or by a restart, switch/change.py How) and why, where its wait counts from, and
     the stream's pause across it (idle time between the last batch before and the first after, from the
     progress log's own timestamps; None while no batch ran after it)."""
 
     to: str
-    path: str
+    how: str
     why: str
     deployment_id: str
     start_batch: int | None
     pause_s: float | None = None
     outcome: str = SwitchOutcome.SWITCHED
-    #: The driver's reason when the switch did not go as asked (the gate's verdict).
+    #: The driver's reason when the change did not go as asked (the gate's verdict).
     reason: str | None = None
     #: Why ``pause_s`` is None: no batch ran yet, or the job was not running before (nothing paused).
     unmeasured: str = "no batch ran yet"
@@ -76,12 +77,12 @@ class Switch:
 
     def describe(self) -> str:
         pause = f"not measured: {self.unmeasured}" if self.pause_s is None else f"{self.pause_s:.2f} s"
-        return f"to {self.to}: {self.path.replace('_', ' ')} ({self.why}), pause {pause}"
+        return f"to {self.to}: {self.how.replace('_', ' ')} ({self.why}), pause {pause}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "to": self.to,
-            "path": self.path,
+            "how": self.how,
             "why": self.why,
             "deployment_id": self.deployment_id,
             "start_batch": self.start_batch,

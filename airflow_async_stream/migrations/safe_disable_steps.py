@@ -32,7 +32,7 @@ from airflow_async_stream.exceptions import (
     UnsafeSyncRestartError,
 )
 from airflow_async_stream.migrations.outcome import (
-    Switch,
+    Stage,
     ran_when_taken,
     restart_pause,
 )
@@ -78,7 +78,7 @@ class SafeDisable:
     sync_overrides: dict[str, Any] = field(default_factory=dict)
     run_state: RunState | None = None
     log: Log = _log
-    #: Switch in place where the running driver can (False: always redeploy, as before in-place switching).
+    #: Switch in place where the running driver can (False: always a restart).
     in_place: bool = True
 
     def __post_init__(self) -> None:
@@ -101,24 +101,24 @@ class SafeDisable:
     def hold_ttl_s(self) -> float:
         return migration_hold_ttl_s(self.deploy, self.wait_timeout_s)
 
-    def path(self, target: JobSpec, require_sync_safe: bool = False) -> tuple[str, str]:
+    def how(self, target: JobSpec, require_sync_safe: bool = False) -> tuple[str, str]:
         """How the job gets to ``target`` now, and why."""
         if not self.in_place:
             return How.RESTART, "the migration asks for restarts (in_place=False)"
         why_not = why_not_in_place(self.control, target, require_sync_safe)
         return (How.RESTART, why_not) if why_not else (How.IN_PLACE, "the running driver switches in place")
 
-    def to_interval_0(self) -> Switch:
+    def to_interval_0(self) -> Stage:
         """Async on, every batch checkpointed: switched in place, or the running job taken over by a redeploy."""
         target = at_interval_0(self.spec)
         if self.runs(target):
             self.log.info("%s already runs with async on at interval 0: nothing to switch", self.spec.name)
             status = self.control.read_status()
             assert status is not None
-            return Switch("async_interval_0", How.IN_PLACE, "already running it", status.deployment_id,
-                          latest_batch(self.checkpoint, "commits"), 0.0, "unchanged")  # fmt: skip
-        path, why = self.path(target)
-        if path == How.IN_PLACE:
+            return Stage("async_interval_0", How.IN_PLACE, "already running it", status.deployment_id,
+                         latest_batch(self.checkpoint, "commits"), 0.0, "unchanged")  # fmt: skip
+        how, why = self.how(target)
+        if how == How.IN_PLACE:
             try:
                 return self._switch("async_interval_0", target, require_sync_safe=False, why=why)
             except (NotSwitchableError, SwitchRefusedError) as exc:
@@ -126,7 +126,7 @@ class SafeDisable:
         self.log.info("%s: redeploying with async on at interval 0 (%s)", self.spec.name, why)
         return self._restart("async_interval_0", target, redeploy=True, why=why)
 
-    def wait_for_batches(self, after: Switch | Deployment, needed: int) -> CommitCheck:
+    def wait_for_batches(self, after: Stage | Deployment, needed: int) -> CommitCheck:
         """Wait for ``needed`` batches committed after the switch (or deploy) ``after`` started. A job that
         stopped because a forced stop ended this migration's hold fails the wait with HoldRevokedError."""
         try:
@@ -140,8 +140,8 @@ class SafeDisable:
     def stop_for_gate(self, reason: str = "safe-disable: stop after two batches at interval 0") -> Status | None:
         """Stop the job between micro-batches, unless the synchronous switch will be made in place (the driver
         then stops the query itself). Fails when the job failed instead of stopping. Its final status."""
-        path, why = self.path(self.synchronous_spec(), require_sync_safe=True)
-        if path == How.IN_PLACE:
+        how, why = self.how(self.synchronous_spec(), require_sync_safe=True)
+        if how == How.IN_PLACE:
             self.log.info(
                 "%s: not stopped: the synchronous switch is made in place (%s); the driver stops its query "
                 "between micro-batches then, and the job never stops running",
@@ -165,15 +165,15 @@ class SafeDisable:
             return None
         return gate_sync_restart(self.checkpoint, self.log)
 
-    def to_synchronous(self) -> Switch:
+    def to_synchronous(self) -> Stage:
         """Async off: switched in place through the driver's gate, or stopped, gated and redeployed.
 
         Raises UnsafeSyncRestartError when the gate says no (in place the job then runs on with async on at
         interval 0; after a stop it stays stopped until the rollback).
         """
         target = self.synchronous_spec()
-        path, why = self.path(target, require_sync_safe=True)
-        if path == How.IN_PLACE:
+        how, why = self.how(target, require_sync_safe=True)
+        if how == How.IN_PLACE:
             try:
                 switch = self._switch("synchronous", target, require_sync_safe=True, why=why)
             except (NotSwitchableError, SwitchRefusedError) as exc:
@@ -190,7 +190,7 @@ class SafeDisable:
         self.gate()
         return self._restart("synchronous", target, redeploy=False, why=why)
 
-    def roll_back(self, reason: str) -> Switch:
+    def roll_back(self, reason: str) -> Stage:
         """Back to the job's spec with async on at interval 0, so it keeps running (switched in place when
         the running driver can, else redeployed)."""
         self.log.warning("Safe-disable failed (%s); back to async on, interval 0", reason)
@@ -206,7 +206,7 @@ class SafeDisable:
         except NotSwitchableError:
             return False
 
-    def _switch(self, to: str, target: JobSpec, *, require_sync_safe: bool, why: str) -> Switch:
+    def _switch(self, to: str, target: JobSpec, *, require_sync_safe: bool, why: str) -> Stage:
         record: SwitchAccount = switch_in_place(
             self.control,
             target,
@@ -218,20 +218,20 @@ class SafeDisable:
             reason=f"safe-disable: to {to}",
             log=self.log,
         )
-        switch = Switch(to, How.IN_PLACE, why, record.deployment_id, record.committed_before, record.pause_s,
-                        record.outcome or SwitchOutcome.SWITCHED, record.reason)  # fmt: skip
-        self.log.info("%s: switched %s", self.spec.name, switch.describe())
-        return switch
+        stage = Stage(to, How.IN_PLACE, why, record.deployment_id, record.committed_before, record.pause_s,
+                      record.outcome or SwitchOutcome.SWITCHED, record.reason)  # fmt: skip
+        self.log.info("%s: %s", self.spec.name, stage.describe())
+        return stage
 
-    def _restart(self, to: str, target: JobSpec, *, redeploy: bool, why: str) -> Switch:
+    def _restart(self, to: str, target: JobSpec, *, redeploy: bool, why: str) -> Stage:
         status = self.control.read_status()
         ran = ran_when_taken(self.control, status, self.holder)
         record = self._deploy(target, redeploy=redeploy)
         pause, unmeasured = restart_pause(self.control, status, record.deployment_id, ran)
-        switch = Switch(to, How.RESTART, why, record.deployment_id, record.start_batch, pause, "deployed",
-                        unmeasured=unmeasured or Switch.unmeasured)  # fmt: skip
-        self.log.info("%s: %s", self.spec.name, switch.describe())
-        return switch
+        stage = Stage(to, How.RESTART, why, record.deployment_id, record.start_batch, pause, "deployed",
+                      unmeasured=unmeasured or Stage.unmeasured)  # fmt: skip
+        self.log.info("%s: %s", self.spec.name, stage.describe())
+        return stage
 
     def _deploy(self, spec: JobSpec, redeploy: bool) -> Deployment:
         return deploy_job(spec, self.holder, replace(self.deploy, redeploy=redeploy), self.run_state, self.log)

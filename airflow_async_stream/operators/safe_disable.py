@@ -12,7 +12,7 @@ from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import JobHeldError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.insight.checkup import cure_named
-from airflow_async_stream.migrations.outcome import Switch, failure_reason, note_failure, rolled_back_error
+from airflow_async_stream.migrations.outcome import Stage, failure_reason, note_failure, rolled_back_error
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.migrations.spec_follow_up import spec_follow_up
 from airflow_async_stream.migrations.specs import at_interval_0
@@ -41,7 +41,7 @@ def failure_recorder(checkpoint: str) -> Any:
 
 class SafeDisableStepOperator(DeployStreamingJobOperator):
     """One step of the migration (a method of ``SafeDisable``): switched in place or redeployed as the
-    running job allows; returns (and pushes to XCom) the step's result, e.g. a switch with its pause.
+    running job allows; returns (and pushes to XCom) the step's result, e.g. a stage with its pause.
 
     :param step: ``to_interval_0``, ``stop_for_gate``, ``gate`` or ``to_synchronous``.
     :param sync_overrides: further changes for the synchronous target.
@@ -109,37 +109,37 @@ class RollbackToAsyncOperator(SafeDisableStepOperator):
         try:
             ti = context["ti"]
             reason = failure_reason(spec.checkpoint, ti.dag_id, ti.run_id)
-            switch = migration.roll_back(reason)
+            stage = migration.roll_back(reason)
         finally:
             release(control, holder)
-        raise rolled_back_error(spec.name, reason, switch)
+        raise rolled_back_error(spec.name, reason, stage)
 
 
 class ReleaseAfterSafeDisableOperator(ReleaseJobHoldOperator):
-    """Give up the run's hold; returns the migration's result: every switch it made, in place or by restart,
-    with its pause (the XCom of the switch tasks)."""
+    """Give up the run's hold; returns the migration's result: every stage it reached, in place or by a
+    restart, with its pause (the XCom of the stage tasks)."""
 
     def __init__(
         self,
         *,
-        switch_task_ids: list[str],
+        stage_task_ids: list[str],
         job: str,
         spec_file: str | None = None,
         sync_overrides: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.switch_task_ids = switch_task_ids
+        self.stage_task_ids = stage_task_ids
         self.job, self.spec_file, self.sync_overrides = job, spec_file, sync_overrides or {}
 
     def execute(self, context: Context) -> dict[str, Any]:  # type: ignore[override]
         super().execute(context)
-        switches = [context["ti"].xcom_pull(task_ids=task_id) for task_id in self.switch_task_ids]
-        for switch in filter(None, switches):
-            self.log.info("switched %s", Switch.from_json(switch).describe())
+        stages = [context["ti"].xcom_pull(task_ids=task_id) for task_id in self.stage_task_ids]
+        for stage in filter(None, stages):
+            self.log.info("%s", Stage.from_json(stage).describe())
         # The migration changed what runs, not the spec it came from: say which file would turn async back on.
         checks = spec_follow_up(self.job, self.spec_file, ControlArea.for_checkpoint(self.checkpoint),
                                 self.sync_overrides)  # fmt: skip
         for check in checks:
             (self.log.info if check.async_on is False else self.log.warning)("spec: %s", check.advice)
-        return {"switches": [s for s in switches if s], "spec_files": [c.to_json() for c in checks]}
+        return {"stages": [s for s in stages if s], "spec_files": [c.to_json() for c in checks]}

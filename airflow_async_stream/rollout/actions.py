@@ -210,11 +210,11 @@ def _refuse(step: Step) -> dict[str, Any]:
 def _safe_disable(step: Step) -> dict[str, Any]:
     """The migration's steps in order (safe_disable_steps.py), resumed past the gate after a crashed run."""
     status = step.control.read_status()
-    switches = run_safe_disable(step.safe_disable(), status)
+    stages = run_safe_disable(step.safe_disable(), status)
     return {
         "outcome": "done",
-        "deployment_id": switches[-1].deployment_id,
-        "switches": [switch.to_json() for switch in switches],
+        "deployment_id": stages[-1].deployment_id,
+        "stages": [stage.to_json() for stage in stages],
     }
 
 

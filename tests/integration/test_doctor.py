@@ -112,15 +112,15 @@ def test_a_job_turned_off_by_hand_is_refused_diagnosed_and_cured(airflow_db: Non
     took = time.monotonic() - started
     steps = task_states(cured)
     assert steps.pop("safe_disable.rollback_to_async") == "skipped" and set(steps.values()) == {"success"}, steps
-    switches = xcom(cured, "safe_disable.release_job")["switches"]
+    stages = xcom(cured, "safe_disable.release_job")["stages"]
     for ti in sorted(cured.get_task_instances(), key=lambda ti: ti.start_date or ti.end_date):
         print(f"{ti.task_id:<40} {ti.state:<8} {ti.duration or 0:6.2f} s")
-    print(f"migration {took:.1f} s; switches: {[(s['to'], s['path'], s['pause_s']) for s in switches]}")
-    assert [s["to"] for s in switches] == ["async_interval_0", "synchronous"], switches
-    assert switches[0]["path"] == "restart"  # the job was not running: redeployed with async on, interval 0
+    print(f"migration {took:.1f} s; stages: {[(s['to'], s['how'], s['pause_s']) for s in stages]}")
+    assert [s["to"] for s in stages] == ["async_interval_0", "synchronous"], stages
+    assert stages[0]["how"] == "restart"  # the job was not running: redeployed with async on, interval 0
     # ... so nothing paused: the time it stood crashed is no pause (it was logged as `pause 58.09 s`)
-    assert switches[0]["pause_s"] is None and switches[0]["unmeasured"].startswith("the job was not running before")
-    assert switches[1]["pause_s"] is not None  # the migration's own switch of a running job
+    assert stages[0]["pause_s"] is None and stages[0]["unmeasured"].startswith("the job was not running before")
+    assert stages[1]["pause_s"] is not None  # the migration's own switch of a running job
 
     _runs_synchronously_on_a_safe_checkpoint(checkpoint_dir)
     _unchanged(checkpoint_dir, files_before)

@@ -203,13 +203,13 @@ def airflow_run_during_sync_deploy(control: ControlArea, dag_id: str) -> str | N
     record = _deployment(control, False)
     status = control.read_json("status.json") or {}
     if record and status.get("deployment_id") == record["deployment_id"]:
-        return AIRFLOW_RUN  # deploy_sync is waiting for its driver's first batch
+        return AIRFLOW_RUN  # to_synchronous is waiting for its driver's first batch
     return None
 
 
 def airflow_run_during_sync_switch(control: ControlArea, dag_id: str) -> str | None:
     if _switch(control, False, ("stopping", "stopped", "started")):
-        return AIRFLOW_RUN  # deploy_sync waits for the driver's switch to synchronous: the driver goes on alone
+        return AIRFLOW_RUN  # to_synchronous waits for the driver's switch to synchronous: the driver goes on alone
     return None
 
 

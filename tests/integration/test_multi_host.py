@@ -35,7 +35,7 @@ HOST_B = "worker-b"
 TRIGGER = "airflow_async_stream.triggers.committed_batches.CommittedBatchesTrigger"
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 #: Where each step of the migration runs (the rest on worker B): every change of driver crosses hosts.
-SPREAD = {"stop_async": "host-a", "deploy_sync": "host-a", "wait_sync_batch": "host-a"}
+SPREAD = {"stop_async": "host-a", "to_synchronous": "host-a", "wait_sync_batch": "host-a"}
 
 
 @pytest.fixture(scope="module")
@@ -127,9 +127,9 @@ def test_deploy_migrate_and_stop_across_two_celery_hosts_never_overlap_drivers(
     states = dict(stack.query("SELECT task_id, state FROM task_instance WHERE dag_id = ?", dag_id))
     assert state == "success", (states, stack.log("worker-b2")[-3000:])
     here = socket.gethostname()
-    expected = {"deploy_on_a": here, "batches": HOST_B, "safe_disable.redeploy_async_interval_0": HOST_B,
+    expected = {"deploy_on_a": here, "batches": HOST_B, "safe_disable.to_interval_0": HOST_B,
                 "safe_disable.stop_async": here, "safe_disable.gate_sync_restart_safe": HOST_B,
-                "safe_disable.deploy_sync": here, "stop_last": HOST_B}  # fmt: skip
+                "safe_disable.to_synchronous": here, "stop_last": HOST_B}  # fmt: skip
     assert {task: hosts[task] for task in expected} == expected, hosts
     # A's async driver, B's at interval 0, A's synchronous one: three drivers, never two at once.
     assert len(watch.groups_seen) == 3 and watch.most_at_once == 1, (watch.groups_seen, watch.most_at_once)

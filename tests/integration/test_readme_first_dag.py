@@ -51,9 +51,9 @@ def test_the_readmes_examples_run_in_order_on_one_running_job(airflow_db: None, 
     migrated = run_dag(write_dag("readme_disable", _dag_block("disable_async_for_clicks")), "disable_async_for_clicks")
     steps = task_states(migrated)
     assert steps.pop("safe_disable.rollback_to_async") == "skipped" and set(steps.values()) == {"success"}, steps
-    switches = xcom(migrated, "safe_disable.release_job")["switches"]
-    assert [(s["to"], s["path"]) for s in switches] == [("async_interval_0", "in_place"), ("synchronous", "in_place")]
-    assert all(0 < s["pause_s"] < 10 for s in switches), switches  # between two batches of the running job
+    stages = xcom(migrated, "safe_disable.release_job")["stages"]
+    assert [(s["to"], s["how"]) for s in stages] == [("async_interval_0", "in_place"), ("synchronous", "in_place")]
+    assert all(0 < s["pause_s"] < 10 for s in stages), stages  # between two batches of the running job
 
     [block] = [b for b in BLOCKS if b.kind == "switch"]
     lines = block.body.splitlines()

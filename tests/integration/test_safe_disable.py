@@ -68,7 +68,7 @@ def _start_gapped_async_job(checkpoint: str | None = None) -> str:
 
 
 def _assert_safe_and_synchronous(checkpoint: str, files_before: dict[str, str], migrated: Any) -> list[dict]:
-    """Every step succeeded, the job runs synchronously on a safe checkpoint that lost nothing; the switches."""
+    """Every step succeeded, the job runs synchronously on a safe checkpoint that lost nothing; the stages."""
     steps = task_states(migrated)
     assert steps.pop("safe_disable.rollback_to_async") == "skipped"
     assert set(steps.values()) == {"success"}, steps
@@ -79,19 +79,19 @@ def _assert_safe_and_synchronous(checkpoint: str, files_before: dict[str, str], 
     assert status["deployment_id"] == deployment["deployment_id"] and liveness(status).live
     assert status["configuration"]["async_progress"]["enabled"] is False
 
-    switches = xcom(migrated, "safe_disable.release_job")["switches"]
-    assert [s["to"] for s in switches] == ["async_interval_0", "synchronous"], switches
-    assert all(isinstance(s["pause_s"], float) and s["pause_s"] > 0 for s in switches), switches
+    stages = xcom(migrated, "safe_disable.release_job")["stages"]
+    assert [s["to"] for s in stages] == ["async_interval_0", "synchronous"], stages
+    assert all(isinstance(s["pause_s"], float) and s["pause_s"] > 0 for s in stages), stages
     gate = inspect_checkpoint(checkpoint)
     assert gate.sync_restart_safe
-    committed_sync = [b for b in batch_ids(checkpoint, "commits") if b > switches[-1]["start_batch"]]
+    committed_sync = [b for b in batch_ids(checkpoint, "commits") if b > stages[-1]["start_batch"]]
     assert committed_sync, "the synchronous job committed no batch"
 
     files_after = checkpoint_files(checkpoint)
     changed = {name for name, digest in files_before.items() if files_after.get(name) != digest}
     assert not changed, f"checkpoint files deleted or rewritten: {sorted(changed)}"
     assert continuity_problems(control.read_progress()) == []
-    return switches
+    return stages
 
 
 def test_safe_disable_dag_switches_the_running_driver_in_place(airflow_db: None) -> None:
@@ -102,8 +102,8 @@ def test_safe_disable_dag_switches_the_running_driver_in_place(airflow_db: None)
 
     migrated = run_dag(DAGS_FOLDER / "example_safe_disable.py", "example_safe_disable")
 
-    switches = _assert_safe_and_synchronous(checkpoint, files_before, migrated)
-    assert [(s["path"], s["outcome"]) for s in switches] == [("in_place", "switched")] * 2, switches
+    stages = _assert_safe_and_synchronous(checkpoint, files_before, migrated)
+    assert [(s["how"], s["outcome"]) for s in stages] == [("in_place", "switched")] * 2, stages
     status = control.read_json("status.json")
     assert status["deployment_id"] == driver and status["switches"] == 2  # one driver throughout
     assert control.read_switch_account().gate, "the driver ran no gate at the synchronous switch"
@@ -137,10 +137,10 @@ def test_safe_disable_dag_asked_for_restarts_redeploys_at_each_switch(airflow_db
     )
 
     migrated = run_dag(path, "safe_disable_by_restarts")
-    switches = _assert_safe_and_synchronous(checkpoint, files_before, migrated)
+    stages = _assert_safe_and_synchronous(checkpoint, files_before, migrated)
 
-    assert [(s["path"], s["outcome"]) for s in switches] == [("restart", "deployed")] * 2, switches
-    assert len({driver, *(s["deployment_id"] for s in switches)}) == 3  # a new driver at each switch
+    assert [(s["how"], s["outcome"]) for s in stages] == [("restart", "deployed")] * 2, stages
+    assert len({driver, *(s["deployment_id"] for s in stages)}) == 3  # a new driver at each switch
     [spec_file] = xcom(migrated, "safe_disable.release_job")["spec_files"]
     assert spec_file["file"] is None and "given in the DAG, not in a file" in spec_file["advice"]
 
@@ -174,13 +174,13 @@ def test_failed_sync_redeploy_rolls_back_to_async(airflow_db: None, checkpoint_d
 
     assert str(dag_run.state) == "failed"
     states = task_states(dag_run)
-    assert states["safe_disable.deploy_sync"] == "failed"
+    assert states["safe_disable.to_synchronous"] == "failed"
     assert states["safe_disable.wait_sync_batch"] == "upstream_failed"
     assert states["safe_disable.rollback_to_async"] == "failed"  # it redeployed, then failed the run on purpose
     assert states["safe_disable.release_job"] == "upstream_failed"  # the group's leaf fails with it
     text = out.out + out.err
     assert "async progress tracking stays on for job 'rollback-job'" in text
-    assert "step safe_disable.deploy_sync failed" in text and "no_such_module" in text
+    assert "step safe_disable.to_synchronous failed" in text and "no_such_module" in text
 
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deployment = control.read_json("deployment.json")
@@ -220,10 +220,10 @@ def test_a_synchronous_switch_that_fails_in_place_rolls_back_without_a_new_drive
 
     states = task_states(dag_run)
     assert str(dag_run.state) == "failed"
-    assert states["safe_disable.deploy_sync"] == "failed"
+    assert states["safe_disable.to_synchronous"] == "failed"
     assert states["safe_disable.rollback_to_async"] == "failed"  # it ensured async at interval 0, then failed the run
     text = out.out + out.err
-    assert "step safe_disable.deploy_sync failed" in text and "not-a-number" in text
+    assert "step safe_disable.to_synchronous failed" in text and "not-a-number" in text
     assert f"The job runs on with async on and checkpoint interval 0 (deployment {driver})" in text
     status = control.read_json("status.json")
     assert status["deployment_id"] == driver and liveness(status).live  # the same driver throughout

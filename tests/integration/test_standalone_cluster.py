@@ -57,8 +57,8 @@ def test_safe_disable_on_a_standalone_cluster(
     master = standalone_cluster.master_status()
     apps = [app for app in master["activeapps"] + master["completedapps"] if app["name"] == "async-stream-cluster-job"]
     # The driver on the cluster switched in place (to interval 0, then synchronous): one application, finished.
-    switches = xcom(run, "safe_disable.release_job")["switches"]
-    assert [(s["to"], s["path"]) for s in switches] == [("async_interval_0", "in_place"), ("synchronous", "in_place")]
+    stages = xcom(run, "safe_disable.release_job")["stages"]
+    assert [(s["to"], s["how"]) for s in stages] == [("async_interval_0", "in_place"), ("synchronous", "in_place")]
     assert len(apps) == 1 and {app["state"] for app in apps} == {"FINISHED"}, apps
     worker = standalone_cluster.worker_status()
     ran_on_worker = {e["appid"] for e in worker["executors"] + worker["finishedexecutors"]}

@@ -83,11 +83,11 @@ def test_migration_steps_report_the_configuration_they_leave() -> None:
         task: as_sent(steps[task].get_openlineage_facets_on_start())["job_facets"]["asyncStream"]["configuration"][
             "async_progress"
         ]
-        for task in ("redeploy_async_interval_0", "deploy_sync")
+        for task in ("to_interval_0", "to_synchronous")
     }
     assert async_of == {
-        "redeploy_async_interval_0": {"enabled": True, "checkpoint_interval_ms": 0},
-        "deploy_sync": {"enabled": False, "checkpoint_interval_ms": 1000},
+        "to_interval_0": {"enabled": True, "checkpoint_interval_ms": 0},
+        "to_synchronous": {"enabled": False, "checkpoint_interval_ms": 1000},
     }
 
 

@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from airflow_async_stream.migrations.outcome import Switch, ran_when_taken, restart_pause
+from airflow_async_stream.migrations.outcome import Stage, ran_when_taken, restart_pause
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
 from airflow_async_stream.state.records import State, Status, now
@@ -47,7 +47,7 @@ def test_a_job_stopped_before_the_migration_took_it_did_not_pause(tmp_path: Path
     assert not ran_when_taken(control, stopped, migration)
     pause, why = restart_pause(control, stopped, "d2", ran=False)
     assert pause is None and why == "the job was not running before (stopped)"
-    switch = Switch("synchronous", "restart", "test", "d2", 7, pause, "deployed", unmeasured=why)
+    switch = Stage("synchronous", "restart", "test", "d2", 7, pause, "deployed", unmeasured=why)
     assert switch.describe().endswith("pause not measured: the job was not running before (stopped)")
     assert restart_pause(control, None, "d2", ran=False) == (None, "the job was not running before (never deployed)")
 
@@ -55,10 +55,10 @@ def test_a_job_stopped_before_the_migration_took_it_did_not_pause(tmp_path: Path
 def test_a_switch_read_back_from_xcom_describes_itself_as_it_did(tmp_path: Path) -> None:
     """The migration's last step logged `pause None s` from the XCom of a switch with no pause."""
     for switch in (
-        Switch("async_interval_0", "in_place", "why", "d1", 3, None),
-        Switch("synchronous", "restart", "why", "d2", 7, 0.81, "deployed"),
+        Stage("async_interval_0", "in_place", "why", "d1", 3, None),
+        Stage("synchronous", "restart", "why", "d2", 7, 0.81, "deployed"),
     ):
-        assert Switch.from_json(switch.to_json()) == switch
+        assert Stage.from_json(switch.to_json()) == switch
         assert "None" not in switch.describe()
-    assert Switch.from_json({"to": "synchronous", "path": "restart", "why": "w", "deployment_id": "d",
+    assert Stage.from_json({"to": "synchronous", "how": "restart", "why": "w", "deployment_id": "d",
                              "start_batch": 1}).pause_s is None  # a step that measured none  # fmt: skip

@@ -50,10 +50,10 @@ def test_the_taskgroup_runs_the_steps_of_the_same_migration() -> None:
             if hasattr(task, "step")
         }
         assert {k: step for k, (step, _) in steps.items()} == {
-            "redeploy_async_interval_0": "to_interval_0",
+            "to_interval_0": "to_interval_0",
             "stop_async": "stop_for_gate",
             "gate_sync_restart_safe": "gate",
-            "deploy_sync": "to_synchronous",
+            "to_synchronous": "to_synchronous",
             "rollback_to_async": "to_interval_0",
         }
         for _, built in steps.values():
@@ -75,7 +75,7 @@ def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -
 def test_a_wait_ended_by_a_forced_stop_says_who_stopped_the_job(tmp_path: Any) -> None:
     """The job stopped under a migration's wait: a forced stop that ended the migration's hold is named."""
     from airflow_async_stream.exceptions import CommittedBatchesError, HoldRevokedError
-    from airflow_async_stream.migrations.outcome import Switch
+    from airflow_async_stream.migrations.outcome import Stage
     from airflow_async_stream.state.control import ControlArea
     from airflow_async_stream.state.hold import Holder, revoke, take
     from airflow_async_stream.state.records import State, Status, now
@@ -85,7 +85,7 @@ def test_a_wait_ended_by_a_forced_stop_says_who_stopped_the_job(tmp_path: Any) -
     control = migration.control
     control.ensure()
     control.write_status(Status(deployment_id="d1", state=State.STOPPED, heartbeat_at=now()))
-    after = Switch("async_interval_0", "restart", "test", "d1", None)
+    after = Stage("async_interval_0", "restart", "test", "d1", None)
 
     with pytest.raises(CommittedBatchesError, match="the job stopped") as plain:
         migration.wait_for_batches(after, 2)

@@ -270,7 +270,7 @@ def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_p
     def path(status: Status | None, **kwargs: object) -> tuple[str, str]:
         migration = SafeDisable(job, **kwargs)  # type: ignore[arg-type]
         _control_with(tmp_path, status)
-        return migration.path(migration.synchronous_spec(), require_sync_safe=True)
+        return migration.how(migration.synchronous_spec(), require_sync_safe=True)
 
     assert path(_running()) == (How.IN_PLACE, "the running driver switches in place")
     assert path(_running(), in_place=False) == (How.RESTART, "the migration asks for restarts (in_place=False)")
