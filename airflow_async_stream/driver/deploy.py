@@ -1,8 +1,7 @@
 """Deploy one job (make room on its checkpoint, submit detached, confirm its query runs), or stop it.
 
-Shared by the operators (one task per deploy or stop), the safe-disable steps and rollouts (several
-steps in one mapped task). The caller's hold on the job is taken here for the deploy or stop (renewed
-when the caller already holds it).
+Shared by the operators, the safe-disable steps and rollouts. The caller's hold on the job is taken here
+for the deploy or stop (renewed when the caller already holds it).
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.checkpoint import resume_point
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Grant, Holder, RunState, held, revoke
+from airflow_async_stream.state.hold import DagRunLookup, Grant, Holder, held, revoke
 from airflow_async_stream.state.liveness import liveness_of
 from airflow_async_stream.state.records import NOT_LAUNCHED, SUBMITTED, Deployment, State, hold_ttl_s, now
 from airflow_async_stream.state.stopped import record_stop
@@ -92,7 +91,7 @@ def stop_job(
     holder: Holder,
     settings: DeploySettings,
     reason: str,
-    run_state: RunState | None = None,
+    dag_run_lookup: DagRunLookup | None = None,
     log: Log = _log,
     force: bool = False,
     on_purpose: tuple[str, str] | None = None,
@@ -107,7 +106,7 @@ def stop_job(
         if revoked:
             log.warning("Forced: ended the hold of %s (%s)", revoked.holder, revoked.purpose)
     ttl = hold_ttl_s(stops=1, stop_kill_after_s=settings.stop_kill_after_s)
-    with held(control, holder, ttl, run_state) as grant:
+    with held(control, holder, ttl, dag_run_lookup) as grant:
         if on_purpose:
             record_stop(control, grant, *on_purpose, reason)
         return stop_driver(
@@ -124,7 +123,7 @@ def deploy_job(
     spec: JobSpec,
     holder: Holder,
     settings: DeploySettings,
-    run_state: RunState | None = None,
+    dag_run_lookup: DagRunLookup | None = None,
     log: Log = _log,
 ) -> Deployment:
     """Submit ``spec`` and return its deployment record once the query reports its first micro-batch."""
@@ -135,7 +134,7 @@ def deploy_job(
     deployment_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra, settings.lineage)
     control.ensure()
-    with held(control, holder, settings.hold_ttl_s, run_state) as grant:
+    with held(control, holder, settings.hold_ttl_s, dag_run_lookup) as grant:
         refuse_unsafe_sync_start(spec, settings.allow_unsafe_sync_restart, log)
         _make_room(control, spec, launcher, settings, log)
         record = _record(spec, launcher.master, control, submission, settings).but(hold_token=grant.token)

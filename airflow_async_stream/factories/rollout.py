@@ -33,7 +33,7 @@ from airflow_async_stream.rollout.desired import load_folder
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, dag_run_state
+from airflow_async_stream.state.hold import Holder, dag_run_lookup
 
 __all__ = ["report", "rollout_dag", "summarize", "toggle_off_dag"]
 
@@ -145,7 +145,7 @@ def rollout_dag(
             desired = parse_spec(plan_item.desired_spec) if plan_item.desired_spec else None
             link = lineage_link(context, desired) if desired else LineageLink()
             step_settings = replace(settings, deploy=replace(settings.deploy, airflow=airflow_ids, lineage=link))
-            return apply_item(plan_item, holder, step_settings, dag_run_state(context), _log)
+            return apply_item(plan_item, holder, step_settings, dag_run_lookup(context), _log)
 
         @task(task_id="summary", trigger_rule="all_done")
         def summary(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

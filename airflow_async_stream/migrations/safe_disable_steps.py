@@ -41,7 +41,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import Inspection, gate_sync_restart, latest_batch
 from airflow_async_stream.state.commits import CommitCheck, wait_for_commits
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, RunState, revoked_error
+from airflow_async_stream.state.hold import DagRunLookup, Holder, revoked_error
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Deployment, Status, hold_ttl_s
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
@@ -76,7 +76,7 @@ class SafeDisable:
     wait_timeout_s: float = 600.0
     async_batches: int = 2
     sync_overrides: dict[str, Any] = field(default_factory=dict)
-    run_state: RunState | None = None
+    dag_run_lookup: DagRunLookup | None = None
     log: Log = _log
     #: Switch in place where the running driver can (False: always a restart).
     in_place: bool = True
@@ -150,7 +150,7 @@ class SafeDisable:
             )
             return self.control.read_status()
         self.log.info("%s: stopping for the synchronous restart (%s)", self.spec.name, why)
-        outcome = stop_job(self.control, self.holder, self.deploy, reason, self.run_state, self.log)
+        outcome = stop_job(self.control, self.holder, self.deploy, reason, self.dag_run_lookup, self.log)
         outcome.raise_unless_stopped(self.spec.name, self.deploy.stop_kill_after_s)
         return outcome.status
 
@@ -212,7 +212,7 @@ class SafeDisable:
             target,
             require_sync_safe=require_sync_safe,
             holder=self.holder,
-            run_state=self.run_state,
+            dag_run_lookup=self.dag_run_lookup,
             timeout_s=self.deploy.startup_timeout_s,
             graceful_timeout_s=self.deploy.stop_graceful_timeout_s,
             reason=f"safe-disable: to {to}",
@@ -234,4 +234,4 @@ class SafeDisable:
         return stage
 
     def _deploy(self, spec: JobSpec, redeploy: bool) -> Deployment:
-        return deploy_job(spec, self.holder, replace(self.deploy, redeploy=redeploy), self.run_state, self.log)
+        return deploy_job(spec, self.holder, replace(self.deploy, redeploy=redeploy), self.dag_run_lookup, self.log)

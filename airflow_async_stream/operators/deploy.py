@@ -15,7 +15,7 @@ from airflow_async_stream.insight.checkup import cure_named
 from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
-from airflow_async_stream.state.hold import Holder, dag_run_state
+from airflow_async_stream.state.hold import Holder, dag_run_lookup
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -99,4 +99,4 @@ class DeployStreamingJobOperator(JobLineage, BaseOperator):
         holder = Holder.for_task(context, f"deploy {spec.name}")
         settings = replace(self.settings(context), launcher=launcher_for(self.conn_id))  # read once, here
         with cure_named(spec.checkpoint, self.log):
-            return deploy_job(spec, holder, settings, dag_run_state(context), self.log).to_json()
+            return deploy_job(spec, holder, settings, dag_run_lookup(context), self.log).to_json()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
+from airflow_async_stream.state.hold import Holder, dag_run_lookup, release, take
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -32,7 +32,7 @@ class TakeJobHoldOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         """Returns (to XCom) who holds the job: later tasks of the run tell from it that the run held it."""
         holder = Holder.for_task(context, self.purpose)
-        take(ControlArea.for_checkpoint(self.checkpoint), holder, self.ttl_s, dag_run_state(context))
+        take(ControlArea.for_checkpoint(self.checkpoint), holder, self.ttl_s, dag_run_lookup(context))
         self.log.info("%s holds %s for %s", holder.name, self.checkpoint, self.purpose)
         return {"holder": holder.name, "checkpoint": self.checkpoint, "purpose": self.purpose}
 

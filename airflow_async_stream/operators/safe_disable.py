@@ -21,7 +21,7 @@ from airflow_async_stream.operators.hold import ReleaseJobHoldOperator
 from airflow_async_stream.spec.load import resolve_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, dag_run_state, release, take
+from airflow_async_stream.state.hold import Holder, dag_run_lookup, release, take
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -69,7 +69,7 @@ class SafeDisableStepOperator(DeployStreamingJobOperator):
             if context is not None
             else DeploySettings(conn_id=self.conn_id, launcher=partial(launcher_for, self.conn_id)),
             sync_overrides=self.sync_overrides,
-            run_state=dag_run_state(context),
+            dag_run_lookup=dag_run_lookup(context),
             log=self.log,
             in_place=self.in_place,
         )
@@ -103,7 +103,7 @@ class RollbackToAsyncOperator(SafeDisableStepOperator):
         migration = self.migration(context)
         control, holder, spec = migration.control, migration.holder, migration.spec
         try:
-            take(control, holder, migration.deploy.hold_ttl_s, dag_run_state(context))
+            take(control, holder, migration.deploy.hold_ttl_s, dag_run_lookup(context))
         except JobHeldError as exc:
             raise AirflowSkipException(f"nothing to roll back, this run never held the job: {exc}") from exc
         try:

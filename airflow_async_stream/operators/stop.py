@@ -13,7 +13,7 @@ from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.operators.lineage import JobLineage
 from airflow_async_stream.spec.load import SpecInput, is_templated, resolve_spec, spec_operand
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, dag_run_state
+from airflow_async_stream.state.hold import Holder, dag_run_lookup
 from airflow_async_stream.state.stopped import BY_PERSON, by_this_user
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class StopStreamingJobOperator(JobLineage, BaseOperator):
             Holder.for_task(context, f"stop {spec.name}"),
             settings,
             f"stop by {self.dag_id}.{self.task_id}",
-            dag_run_state(context),
+            dag_run_lookup(context),
             self.log,
             force=self.force,
             on_purpose=(BY_PERSON, self._who(context)),

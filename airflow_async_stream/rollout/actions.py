@@ -18,7 +18,7 @@ from airflow_async_stream.exceptions import (
     SwitchFailedError,
     SwitchRefusedError,
 )
-from airflow_async_stream.migrations.run import run_safe_disable
+from airflow_async_stream.migrations.in_process import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.rollout.observed import read_job
 from airflow_async_stream.rollout.planner import PlanItem

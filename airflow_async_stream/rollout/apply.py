@@ -45,7 +45,7 @@ from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import FleetIndex
-from airflow_async_stream.state.hold import Holder, RunState, held
+from airflow_async_stream.state.hold import DagRunLookup, Holder, held
 from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.records import SUFFIX, now
 from airflow_async_stream.waits import Log
@@ -60,7 +60,7 @@ def apply_item(
     item: PlanItem,
     holder: Holder,
     settings: ApplySettings,
-    run_state: RunState | None = None,
+    dag_run_lookup: DagRunLookup | None = None,
     log: Log = _log,
 ) -> dict[str, Any]:
     """Apply ``item``; returns its outcome record, raises RolloutError (after recording it) when it failed."""
@@ -76,7 +76,7 @@ def apply_item(
     index = FleetIndex.for_folder(settings.folder)
     control.ensure()
     try:
-        with held(control, holder, ttl, run_state):
+        with held(control, holder, ttl, dag_run_lookup):
             step = Step(item, control, settings, holder, log)
             before = Before(control, item.job)
             if item.action != "retire" and not item.leaves_plan:

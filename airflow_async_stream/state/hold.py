@@ -39,7 +39,7 @@ from airflow_async_stream.state.records import Hold, Revocation, now
 __all__ = [
     "Grant",
     "Holder",
-    "dag_run_state",
+    "dag_run_lookup",
     "guard",
     "held",
     "hold_state",
@@ -100,10 +100,10 @@ class Grant:
 
 
 #: Asks Airflow for a DAG run's state (e.g. ``RuntimeTaskInstance.get_dagrun_state``); None when unknown.
-RunState = Callable[[str, str], "str | None"]
+DagRunLookup = Callable[[str, str], "str | None"]
 
 
-def dag_run_state(context: Mapping[str, Any] | None) -> RunState | None:
+def dag_run_lookup(context: Mapping[str, Any] | None) -> DagRunLookup | None:
     """How a task asks Airflow for a DAG run's state: its task instance's ``get_dagrun_state`` (None outside a
     task, e.g. a bare ``execute({})``)."""
     ti = context.get("ti") if context else None
@@ -113,7 +113,7 @@ def dag_run_state(context: Mapping[str, Any] | None) -> RunState | None:
 _LIVE_RUN_STATES = frozenset({"queued", "running"})
 
 
-def hold_state(hold: Hold | Mapping[str, Any] | None, run_state: RunState | None = None) -> str | None:
+def hold_state(hold: Hold | Mapping[str, Any] | None, dag_run_lookup: DagRunLookup | None = None) -> str | None:
     """Why a hold no longer holds ('expired', 'holder exited', 'holder run is failed'), or None while it does."""
     if not hold:
         return "absent"
@@ -123,9 +123,9 @@ def hold_state(hold: Hold | Mapping[str, Any] | None, run_state: RunState | None
         return "expired"
     if hold.pid and hold.host == socket.gethostname() and not local_pid_alive(int(hold.pid)):
         return "holder exited"
-    if run_state and hold.dag_id and hold.run_id:
+    if dag_run_lookup and hold.dag_id and hold.run_id:
         try:
-            state = run_state(hold.dag_id, hold.run_id)
+            state = dag_run_lookup(hold.dag_id, hold.run_id)
         except Exception:  # noqa: BLE001 - an unreachable API must not free a hold: keep it
             state = None
         state = getattr(state, "value", state)  # Airflow's DagRunState enum prints as "DagRunState.RUNNING"
@@ -134,12 +134,12 @@ def hold_state(hold: Hold | Mapping[str, Any] | None, run_state: RunState | None
     return None
 
 
-def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Grant:
+def take(control: ControlArea, holder: Holder, ttl_s: float, dag_run_lookup: DagRunLookup | None = None) -> Grant:
     """Take or renew the hold for ``ttl_s`` seconds; its Grant says whether it was newly taken and carries
     the hold's fencing token (a new holder's bumps the fence; a renewal keeps its token).
 
     Raises JobHeldError naming the current holder when someone else holds a live hold. With
-    ``run_state``, a hold whose DAG run has finished (e.g. failed after a crash) counts as ended.
+    ``dag_run_lookup``, a hold whose DAG run has finished (e.g. failed after a crash) counts as ended.
     """
     with guard(control):
         revoked = revoked_error(control, holder)
@@ -148,7 +148,7 @@ def take(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState
         seen = fence.current_token(control)  # read with the hold: on object stores the claim of seen+1 decides
         current = control.read_hold()
         ours = current is not None and current.holder == holder.name
-        ended = hold_state(current, None if ours else run_state)
+        ended = hold_state(current, None if ours else dag_run_lookup)
         if current and ended is None and not ours:
             raise JobHeldError(
                 f"{control.url} is held by {current.holder} ({current.purpose}) since "
@@ -260,11 +260,13 @@ def release(control: ControlArea, holder: Holder) -> None:
 
 
 @contextlib.contextmanager
-def held(control: ControlArea, holder: Holder, ttl_s: float, run_state: RunState | None = None) -> Iterator[Grant]:
+def held(
+    control: ControlArea, holder: Holder, ttl_s: float, dag_run_lookup: DagRunLookup | None = None
+) -> Iterator[Grant]:
     """Take the hold for a block, which gets the Grant (its token fences the block's actions); release it
     afterwards only if this block took it (not if it renewed a hold its holder already had, e.g. inside a
     migration)."""
-    grant = take(control, holder, ttl_s, run_state)
+    grant = take(control, holder, ttl_s, dag_run_lookup)
     try:
         yield grant
     finally:

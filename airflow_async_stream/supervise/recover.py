@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.migrations.run import run_safe_disable
+from airflow_async_stream.migrations.in_process import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec

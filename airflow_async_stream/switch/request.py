@@ -25,7 +25,7 @@ from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import hold
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, RunState
+from airflow_async_stream.state.hold import DagRunLookup, Holder
 from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State, now
@@ -56,7 +56,7 @@ def switch_in_place(
     *,
     require_sync_safe: bool = False,
     holder: Holder | None = None,
-    run_state: RunState | None = None,
+    dag_run_lookup: DagRunLookup | None = None,
     timeout_s: float = 120.0,
     graceful_timeout_s: float = 60.0,
     reason: str = "switch",
@@ -83,7 +83,7 @@ def switch_in_place(
     )
     how = "to switch in place" + (", synchronous only if the checkpoint is safe" if require_sync_safe else "")
     hold_s = timeout_s + graceful_timeout_s + _HOLD_MARGIN_S
-    record = _ask(control, request, holder, run_state, hold_s, timeout_s, how, log)
+    record = _ask(control, request, holder, dag_run_lookup, hold_s, timeout_s, how, log)
     if record.outcome == SwitchOutcome.REVOKED:
         raise HoldRevokedError(f"deployment {deployment_id} did not switch: {record.reason}")
     if record.outcome == SwitchOutcome.REFUSED:
@@ -113,7 +113,7 @@ def rehearse(
     spec: JobSpec,
     *,
     holder: Holder | None = None,
-    run_state: RunState | None = None,
+    dag_run_lookup: DagRunLookup | None = None,
     timeout_s: float = 60.0,
     reason: str = "rehearse",
     log: Log = _log,
@@ -132,7 +132,7 @@ def rehearse(
     request = SwitchRequest(
         request_id=uuid.uuid4().hex, deployment_id=deployment_id, spec=spec.to_mapping(), reason=reason, rehearse=True
     )
-    record = _ask(control, request, holder, run_state, timeout_s + _HOLD_MARGIN_S, timeout_s, "to rehearse", log)
+    record = _ask(control, request, holder, dag_run_lookup, timeout_s + _HOLD_MARGIN_S, timeout_s, "to rehearse", log)
     if record.outcome == SwitchOutcome.REVOKED:
         raise HoldRevokedError(f"deployment {deployment_id} did not rehearse: {record.reason}")
     if record.outcome == SwitchOutcome.FAILED:
@@ -147,7 +147,7 @@ def _ask(
     control: ControlArea,
     request: SwitchRequest,
     holder: Holder | None,
-    run_state: RunState | None,
+    dag_run_lookup: DagRunLookup | None,
     hold_s: float,
     timeout_s: float,
     how: str,
@@ -155,7 +155,7 @@ def _ask(
 ) -> SwitchAccount:
     """Write ``request`` under the job's hold (fenced) and await the driver's settled account of it."""
     holder = holder or Holder.this_process("switch")
-    with hold.held(control, holder, hold_s, run_state) as grant:
+    with hold.held(control, holder, hold_s, dag_run_lookup) as grant:
         request = replace(request, requested_at=now(), requested_from=socket.gethostname(), hold_token=grant.token)
         with grant.fence.guarded():  # a forced stop since the take: no request; one after: the driver refuses it
             control.write_switch_request(request)
