@@ -90,7 +90,7 @@ def _phases(progress: list[dict[str, Any]], who: str) -> tuple[float, float]:
     runs: dict[str, list[dict[str, Any]]] = {}
     for event in progress:
         if ran_a_batch(event):
-            runs.setdefault(str(event["run_id"]), []).append(event)
+            runs.setdefault(str(event["query_run_id"]), []).append(event)
     if len(runs) < 3:
         raise BenchError(f"{who}: {len(runs)} query runs in the progress log, not the deploy's and two switches'")
     interval_0, synchronous = list(runs.values())[-2:]

@@ -30,7 +30,7 @@ def _event(i: int, start: float, enabled: bool) -> dict[str, Any]:
     return {
         "deployment_id": "20261124T120000Z-0a1b2c3d",
         "query_id": "7f3c1d2e-1111-4a4a-9b9b-0c0c0c0c0c0c",
-        "run_id": "r-async" if enabled else "r-sync",
+        "query_run_id": "r-async" if enabled else "r-sync",
         "batch_id": i,
         "timestamp": stamp.replace("+00:00", "Z"),
         "num_input_rows": 1000,

@@ -179,7 +179,7 @@ def requery(log: Any) -> dict[str, Any]:
                 failed_at.unlink(missing_ok=True)
                 flag.write_text("refuse")
                 status = _await(lambda n=n: (s := control.read_status()) and len(s.query_restarts) >= n and s, "requery", 60)  # fmt: skip
-                first = _await(lambda r=status.run_id: _first_of_run(control, deployment, r), "first batch", 60)
+                first = _await(lambda r=status.query_run_id: _first_of_run(control, deployment, r), "first batch", 60)
                 heals.append(first - float(failed_at.read_text()))
                 log(f"query restart {n}: next batch {heals[-1]:.2f} s after the failure, pid {status.pid}")
         finally:
@@ -197,7 +197,7 @@ def requery(log: Any) -> dict[str, Any]:
 
 
 def _first_of_run(control: ControlArea, deployment_id: str, run_id: str) -> float | None:
-    events = [e for e in control.read_progress(deployment_id) if e.get("run_id") == run_id]
+    events = [e for e in control.read_progress(deployment_id) if e.get("query_run_id") == run_id]
     return batch_window(events[0])[1] if events else None
 
 

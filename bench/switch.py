@@ -63,7 +63,7 @@ def pauses(
     runs: dict[str, list[dict[str, Any]]] = {}
     for event in progress:
         if ran_a_batch(event):
-            runs.setdefault(str(event["run_id"]), []).append(event)
+            runs.setdefault(str(event["query_run_id"]), []).append(event)
     out: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
     for switch in switches:
         before, after = runs.get(switch["before_run"]), runs.get(switch["after_run"])
@@ -106,7 +106,7 @@ def provider_run(root: Path, cycles: int, source: str) -> dict[str, list[dict[st
     record = DeployStreamingJobOperator(task_id="deploy", spec=job_spec(checkpoint, source=source)).execute({})
     control = ControlArea(record["control_area"])
     switches: list[dict[str, str]] = []
-    run_id = str(control.read_status().run_id)  # type: ignore[union-attr]
+    run_id = str(control.read_status().query_run_id)  # type: ignore[union-attr]
 
     def wait_for(what: str, condition: Any) -> None:
         deadline = time.monotonic() + WAIT_S
@@ -129,11 +129,11 @@ def provider_run(root: Path, cycles: int, source: str) -> dict[str, list[dict[st
                     parse_spec(job_spec(checkpoint, interval_ms, source)),
                     require_sync_safe=interval_ms is None,
                 )
-                if account.outcome != "switched" or not account.run_id:
+                if account.outcome != "switched" or not account.query_run_id:
                     raise BenchError(f"provider: the {kind} switch ended {account.outcome}: {account.reason}")
-                switches.append({"kind": kind, "before_run": run_id, "after_run": account.run_id,
+                switches.append({"kind": kind, "before_run": run_id, "after_run": account.query_run_id,
                                  "stopped_at": account.stopped_at, "started_at": account.started_at})  # fmt: skip
-                run_id = account.run_id
+                run_id = account.query_run_id
                 need = 2 if kind == "to_interval_0" else 1 if kind == "to_synchronous" else 0
                 wait_for(f"{need} committed batches", lambda b=baseline, n=need: len(
                     [c for c in batch_ids(checkpoint, "commits") if c > b]) >= n)  # fmt: skip

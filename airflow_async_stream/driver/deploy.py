@@ -203,7 +203,7 @@ def _confirm(
         state=State.RUNNING,
         first_batch_id=status.first_batch_id,
         query_id=status.query_id,
-        run_id=status.run_id,
+        query_run_id=status.query_run_id,
         confirmed_at=now(),
         driver={**driver, "driver_pid": status.pid},
     )

@@ -71,7 +71,7 @@ def diagnose(symptoms: Symptoms) -> Diagnosis:
 
 
 def _second_writer(symptoms: Symptoms) -> dict[str, Any] | None:
-    runs = overlapping_runs(symptoms.events, "run_id")
+    runs = overlapping_runs(symptoms.events, "query_run_id")
     deployments = overlapping_runs(symptoms.events, "deployment_id")
     logged = [f"driver log: {line}" for line in symptoms.log_lines("second_writer")]
     said = (symptoms.status.error or "") if symptoms.status else ""

@@ -52,7 +52,7 @@ class Batch:
     """One micro-batch that ran, as the report needs it."""
 
     deployment_id: str
-    run_id: str
+    query_run_id: str
     batch_id: int
     start: float
     latency_ms: float
@@ -69,7 +69,7 @@ class Batch:
         state = event.get("state_operators") or None
         return cls(
             deployment_id=str(event.get("deployment_id") or "-"),
-            run_id=str(event.get("run_id") or "-"),
+            query_run_id=str(event.get("query_run_id") or "-"),
             batch_id=int(event["batch_id"]),
             start=batch_window(event)[0],
             latency_ms=float(durations.get("triggerExecution", 0)),
@@ -187,8 +187,8 @@ class Report:
         latest = self.latest
         if latest is None or not latest.is_async or self.durable_offset is None:
             return None
-        run = latest.batches[-1].run_id
-        final = {b.batch_id: b for b in self.batches if b.run_id == run and b.batch_id > self.durable_offset}
+        run = latest.batches[-1].query_run_id
+        final = {b.batch_id: b for b in self.batches if b.query_run_id == run and b.batch_id > self.durable_offset}
         return {
             "durable_batch": self.durable_offset,
             "batches": len(final),

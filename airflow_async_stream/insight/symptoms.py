@@ -95,7 +95,7 @@ def read_symptoms(checkpoint: str, control: ControlArea) -> Symptoms:
     return symptoms
 
 
-def overlapping_runs(events: list[dict[str, Any]], key: str = "run_id") -> list[tuple[str, str]]:
+def overlapping_runs(events: list[dict[str, Any]], key: str = "query_run_id") -> list[tuple[str, str]]:
     """Pairs of runs (or deployments, by ``key``) whose batches interleave in time: two writers at once.
 
     One driver's runs follow each other (a switch in place stops one query before it starts the next; a

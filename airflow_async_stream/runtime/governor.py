@@ -166,7 +166,7 @@ class Governor(ProgressRecording):
         self._write(
             state=State.RUNNING,
             query_id=str(query.id),
-            run_id=str(query.runId),
+            query_run_id=str(query.runId),
             configuration=self.configuration,
             **changes,
         )

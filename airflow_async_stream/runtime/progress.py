@@ -79,7 +79,7 @@ def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
     record = {
         "deployment_id": deployment_id,
         "query_id": str(progress.id),
-        "run_id": str(progress.runId),
+        "query_run_id": str(progress.runId),
         "batch_id": int(progress.batchId),
         "timestamp": progress.timestamp,
         "num_input_rows": int(progress.numInputRows),
@@ -169,17 +169,17 @@ class ProgressRecording:
         if self._query_id is not None and str(progress.id) != self._query_id:
             return
         record = progress_record(progress, self.deployment_id)
-        key = (record["run_id"], record["batch_id"])
+        key = (record["query_run_id"], record["batch_id"])
         with self._lock:
             if key in self._recorded:
                 return
             self._recorded[key] = None
             if len(self._recorded) > _RECORDED_KEPT:
                 self._recorded.popitem(last=False)
-            record["configuration"] = self._configurations.get(record["run_id"], self.configuration)
+            record["configuration"] = self._configurations.get(record["query_run_id"], self.configuration)
             if ran_a_batch(record):  # a switch's pause runs from batch to batch, not from an idle trigger
                 self.last_event = record
-                self._first_events.setdefault(record["run_id"], record)
+                self._first_events.setdefault(record["query_run_id"], record)
                 while len(self._first_events) > CONFIGURATIONS_KEPT:
                     self._first_events.popitem(last=False)
             first = self._status.first_batch_id is None
@@ -232,7 +232,7 @@ class ProgressRecording:
         """The first batch after a switch settles it: the stream's pause, end of the batch before to this one."""
         with self._lock:
             awaiting = self._awaiting
-            first = self._first_events.get(awaiting[0].run_id or "") if awaiting else None
+            first = self._first_events.get(awaiting[0].query_run_id or "") if awaiting else None
             if awaiting is None or first is None:
                 return
             self._awaiting = None

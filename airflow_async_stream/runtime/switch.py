@@ -121,7 +121,7 @@ class InPlaceSwitch:
             outcome=outcome,
             after=configuration_of(target),
             started_at=now(),
-            run_id=str(started.runId),
+            query_run_id=str(started.runId),
             reason=None if outcome == SwitchOutcome.SWITCHED else gate,
         )
         self.control.remove(ControlArea.SWITCH_REQUEST)  # before any account: its asker may ask again at once
@@ -232,7 +232,7 @@ class InPlaceSwitch:
                 deployment.but(
                     async_progress=configuration["async_progress"],
                     trigger=configuration["trigger"],
-                    run_id=str(query.runId),
+                    query_run_id=str(query.runId),
                 )
             )
 

@@ -119,7 +119,7 @@ def tail_events(area: _Area, max_bytes: int) -> list[dict[str, Any]]:
 #: The fields of an event its readers rely on, by type: an event that breaks one (hand-written: the log sits on
 #: shared storage) is skipped as a torn line is, so no reader meets a text where it counts batches.
 EVENT_FIELDS: dict[str, Any] = {
-    **dict.fromkeys(("deployment_id", "query_id", "run_id", "timestamp"), str | None),
+    **dict.fromkeys(("deployment_id", "query_id", "query_run_id", "timestamp"), str | None),
     **dict.fromkeys(("batch_id", "num_input_rows"), int | None),
     **dict.fromkeys(("input_rows_per_s", "processed_rows_per_s", "offset_management_ms"), float | None),
     "duration_ms": dict[str, float],

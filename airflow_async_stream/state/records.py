@@ -113,7 +113,7 @@ class Status(Record):
     last_progress_at: float | None = None
     idle_at: float | None = None
     query_id: str | None = None
-    run_id: str | None = None
+    query_run_id: str | None = None
     error: str | None = None
     stop_reason: str | None = None
     forced_stop: bool | None = None
@@ -181,7 +181,7 @@ class Deployment(Record):
     driver: dict[str, Any] | None = None
     first_batch_id: int | None = None
     query_id: str | None = None
-    run_id: str | None = None
+    query_run_id: str | None = None
     confirmed_at: float | None = None
     #: The fencing token of the hold it was deployed under: its driver does not start once it is stale.
     hold_token: int | None = None

@@ -100,7 +100,7 @@ class SwitchAccount(Record):
     #: commit after it is the new query's (a wait for its batches counts from it, as from a deploy's start_batch).
     committed_before: int | None = None
     first_batch_after: int | None = None
-    run_id: str | None = None
+    query_run_id: str | None = None
     forced_stop: bool | None = None
     requested_at: float | None = None
     stopped_at: float | None = None

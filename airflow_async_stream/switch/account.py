@@ -58,13 +58,13 @@ def phases_passed(record: SwitchAccount) -> list[str]:
     """Every phase the driver's account shows it went through, in order, up to its current one.
 
     A poll can miss a short phase (a switch is stopped for a few hundredths of a second); the account's own
-    fields say it was passed: ``stopped_at`` once the query stopped, ``run_id`` once the new query started.
+    fields say it was passed: ``stopped_at`` once the query stopped, ``query_run_id`` once the new query started.
     A refused request goes straight to ``done``.
     """
     passed = {
         SwitchPhase.STOPPING: record.stopped_at is not None,
         SwitchPhase.STOPPED: record.stopped_at is not None,
-        SwitchPhase.STARTED: record.run_id is not None,
+        SwitchPhase.STARTED: record.query_run_id is not None,
     }
     order = [str(phase) for phase in SwitchPhase]
     earlier = order[: order.index(record.phase)] if record.phase in order else []
@@ -97,5 +97,5 @@ def describe(record: SwitchAccount) -> str:
     if record.phase == SwitchPhase.DONE:
         return f"{record.outcome}: {record.reason}"
     if record.phase == SwitchPhase.STARTED:
-        return f"{record.outcome}, new query run {record.run_id} started, waiting for its first batch"
+        return f"{record.outcome}, new query run {record.query_run_id} started, waiting for its first batch"
     return str(record.phase)

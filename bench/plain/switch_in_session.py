@@ -35,7 +35,7 @@ class ToFile(StreamingQueryListener):
         self.write(event.progress)
 
     def write(self, p) -> None:
-        record = {"run_id": str(p.runId), "batch_id": p.batchId, "timestamp": p.timestamp,
+        record = {"query_run_id": str(p.runId), "batch_id": p.batchId, "timestamp": p.timestamp,
                   "duration_ms": dict(p.durationMs or {})}  # fmt: skip
         self.out.write(json.dumps(record) + "\n")
         self.out.flush()

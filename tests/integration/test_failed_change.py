@@ -69,10 +69,10 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     assert "its query runs on as it was, never stopped" in record["error"]
     status = control.read_json("status.json")
     assert liveness(status).live and status["state"] == "running"
-    assert (status["pid"], status["deployment_id"], status["run_id"]) == (
+    assert (status["pid"], status["deployment_id"], status["query_run_id"]) == (
         before["pid"],
         before["deployment_id"],
-        before["run_id"],
+        before["query_run_id"],
     )  # the same driver and the same query: no rollback restart, not even of the query
     assert status["configuration"]["trigger"] == {"processing_time": "300 milliseconds"}
     latest = status["last_batch_id"]
@@ -99,7 +99,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     again_record = control.read_json("rollout.json")
     assert (again_record["run_id"], again_record["not_taken"]) == (retried.run_id, True)
     assert control.read_json("switch.json")["request_id"] != request_before
-    assert control.read_json("status.json")["run_id"] == before["run_id"]
+    assert control.read_json("status.json")["query_run_id"] == before["query_run_id"]
 
     # Another spec in the file is planned as any change.
     v3 = fleet_job(root, "job-a", trigger={"processing_time": "500 milliseconds"})
@@ -120,7 +120,7 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     assert (record["run_id"], record["outcome"], record.get("not_taken")) == (broken.run_id, "failed", True)
     assert "no_such_column" in record["error"], record
     status = control.read_json("status.json")
-    assert liveness(status).live and (status["pid"], status["run_id"]) == (before["pid"], before["run_id"])
+    assert liveness(status).live and (status["pid"], status["query_run_id"]) == (before["pid"], before["query_run_id"])
     assert control.read_json("switch.json")["outcome"] == "failed"
     [held] = plan_folder(folder)
     assert held.held_back and "no_such_column" in held.reason

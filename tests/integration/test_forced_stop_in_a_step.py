@@ -158,7 +158,7 @@ def _assert_stopped_before_its_first_batch(control: ControlArea, checkpoint: str
         "the launched driver's final status",
     )
     assert "before its query started" in (status.stop_reason or ""), status
-    assert status.batches == 0 and status.run_id is None and control.read_progress(deployment_id) == []
+    assert status.batches == 0 and status.query_run_id is None and control.read_progress(deployment_id) == []
     assert batch_ids(checkpoint, "commits") == []
     _await(lambda: live_drivers(control) == [], "the driver process's exit")
 
@@ -237,7 +237,7 @@ def test_a_switch_request_racing_a_forced_stop_is_never_applied(
     assert account.outcome == "revoked" and "was ended before it was applied" in account.reason, account
     assert account.stopped_at is None, "the query was stopped for a request it must not apply"
     status = control.read_status()
-    assert status.state == State.RUNNING and status.switches == 0 and status.run_id == deployed.run_id
+    assert status.state == State.RUNNING and status.switches == 0 and status.query_run_id == deployed.query_run_id
 
     # (b) A switch whose forced stop lands between its take and its write: it writes no request.
     other = Holder("DAG run rollout/run-2", "rollout")
@@ -252,7 +252,7 @@ def test_a_switch_request_racing_a_forced_stop_is_never_applied(
         switch_in_place(control, slower, holder=other, timeout_s=30)
     assert control.read_switch_request() is None
     assert current_token(control) == tokens + 2  # its take, then the revocation
-    assert control.read_status().run_id == deployed.run_id
+    assert control.read_status().query_run_id == deployed.query_run_id
 
 
 def _then(call: Callable[..., Any], after: Callable[[], None]) -> Callable[..., Any]:

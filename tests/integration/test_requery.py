@@ -37,7 +37,7 @@ def test_a_sink_unreachable_for_a_moment_is_requeried_in_the_driver_a_permanent_
     assert first is not None and first.state == "running"
 
     flag.write_text("refuse")  # the next commit fails once: ConnectionRefusedError
-    status = until(lambda: (s := control.read_status()) and s.query_restarts and s.run_id != first.run_id and s.batches >= first.batches + 3 and s,  # type: ignore[union-attr]
+    status = until(lambda: (s := control.read_status()) and s.query_restarts and s.query_run_id != first.query_run_id and s.batches >= first.batches + 3 and s,  # type: ignore[union-attr]
                    timeout_s=90, every_s=0.1)  # fmt: skip
     assert not flag.exists()
     assert (status.pid, status.deployment_id, status.state) == (first.pid, first.deployment_id, "running")

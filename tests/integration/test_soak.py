@@ -106,7 +106,7 @@ def test_twenty_configuration_changes_lose_nothing(airflow_db: None, checkpoint_
     control = ControlArea.for_checkpoint(checkpoint_dir)
     progress = control.read_progress()
     deployments = {e["deployment_id"] for e in progress}
-    queries = {e["run_id"] for e in progress}
+    queries = {e["query_run_id"] for e in progress}
     # A new driver at the first deploy, each redeploy and twice per migration by restarts; a new query (the
     # same driver) at each in-place switch and twice per migration in place.
     drivers = 1 + KINDS.count("restart") + 2 * KINDS.count("safe_disable_by_restarts")

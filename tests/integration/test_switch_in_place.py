@@ -78,7 +78,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     # A gap in the offset log: with a 3 s interval and 100 ms batches, most batches live only in memory.
     _await(lambda: len(batch_ids(checkpoint_dir, "commits")) >= 2, "two durable async commits")
-    first_run = control.read_status().run_id
+    first_run = control.read_status().query_run_id
 
     # 1. What needs a new driver is refused before anything stops: here, and by the driver.
     with pytest.raises(SwitchRefusedError, match=r"spark_conf\.spark\.executor\.memory: set when the driver's JVM"):
@@ -115,7 +115,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     _await(lambda: control.read_json(ControlArea.STOP_REQUEST) is None, "the bad stop request refused")
     assert any("graceful_timeout_s" in (i.error or "") for i in read_incidents(control))
     status = control.read_status()
-    assert (status.run_id, status.switches, status.state) == (first_run, 0, "running")
+    assert (status.query_run_id, status.switches, status.state) == (first_run, 0, "running")
     assert control.read_json(ControlArea.SWITCH_REQUEST) is None
 
     # 2. Synchronous through the gate on a gapped checkpoint: unsafe, so async on at interval 0, with the reason.
@@ -128,7 +128,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     }
     assert unsafe.phase == SwitchPhase.DONE and unsafe.pause_s is not None, unsafe
     status = control.read_status()
-    assert status.run_id != first_run and status.switches == 1 and status.state == "running"
+    assert status.query_run_id != first_run and status.switches == 1 and status.state == "running"
     assert running_spec(control).async_progress.checkpoint_interval_ms == 0
     assert control.read_deployment().async_progress == {"enabled": True, "checkpoint_interval_ms": 0}
 
@@ -147,9 +147,9 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     assert since == list(range(since[0], since[-1] + 1)), f"offsets not contiguous after the switch: {since}"
     events = control.read_progress(control.read_status().deployment_id)
     assert not continuity_problems(events), continuity_problems(events)
-    configs = {e["run_id"]: e["configuration"]["async_progress"] for e in events}
-    assert configs[safe.run_id] == {"enabled": False, "checkpoint_interval_ms": 3000}
-    assert configs[unsafe.run_id] == {"enabled": True, "checkpoint_interval_ms": 0}
+    configs = {e["query_run_id"]: e["configuration"]["async_progress"] for e in events}
+    assert configs[safe.query_run_id] == {"enabled": False, "checkpoint_interval_ms": 3000}
+    assert configs[unsafe.query_run_id] == {"enabled": True, "checkpoint_interval_ms": 0}
     assert configs[first_run] == {"enabled": True, "checkpoint_interval_ms": 3000}
     print(f"pauses: to interval 0 {unsafe.pause_s:.2f} s, to synchronous {safe.pause_s:.2f} s")
 
@@ -252,7 +252,9 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     record = control.read_switch_account()
     assert record.outcome == SwitchOutcome.FAILED and "continuous" in record.reason.lower(), record
     status = control.read_status()
-    assert status.state == "running" and status.run_id != before.run_id and status.switches == before.switches
+    assert (
+        status.state == "running" and status.query_run_id != before.query_run_id and status.switches == before.switches
+    )
     assert status.configuration["trigger"] == {"processing_time": "300 milliseconds"}
     assert running_spec(control).trigger.processing_time == "300 milliseconds"
     latest = status.last_batch_id
@@ -275,12 +277,12 @@ def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
     )
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
-    run_id = control.read_status().run_id
+    run_id = control.read_status().query_run_id
 
     with pytest.raises(SwitchRefusedError, match="stateful operators: Aggregate"):
         switch_in_place(control, _with(spec, async_progress={"enabled": True, "checkpoint_interval_ms": 0}))
     status = control.read_status()
-    assert (status.state, status.run_id, status.switches) == ("running", run_id, 0)
+    assert (status.state, status.query_run_id, status.switches) == ("running", run_id, 0)
     assert running_spec(control).async_progress.enabled is False
 
     # Its report points at state checkpointing, from the state store's figures the driver recorded.

@@ -116,7 +116,7 @@ def batch_events(
         durations = {"addBatch": latency - managed, "walCommit": managed / 2, "commitOffsets": managed / 2}
         event = {
             "deployment_id": deployment,
-            "run_id": run,
+            "query_run_id": run,
             "batch_id": first_batch + i,
             "timestamp": stamp.replace("+00:00", "Z"),
             "num_input_rows": rows,

@@ -115,7 +115,7 @@ def _batch(run: str, batch_id: int, start_s: float, ms: int = 100, ran: bool = T
     """A progress event starting ``start_s`` seconds after 10:00:00 UTC."""
     whole, frac = divmod(start_s, 1)
     stamp = f"2026-11-25T10:00:{int(whole):02d}.{round(frac * 1000):03d}Z"
-    event = {"run_id": run, "batch_id": batch_id, "timestamp": stamp, **_event(batch_id, ran, ms), **extra}
+    event = {"query_run_id": run, "batch_id": batch_id, "timestamp": stamp, **_event(batch_id, ran, ms), **extra}
     event["batch_id"] = batch_id
     return event
 

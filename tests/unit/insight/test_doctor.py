@@ -39,7 +39,7 @@ def deployed(root: Path, *, enabled: bool = False, **status: Any) -> ControlArea
 def event(run: str, batch: int, second: int, deployment: str = "d2", rows: int = 10) -> dict[str, Any]:
     return {
         "deployment_id": deployment,
-        "run_id": run,
+        "query_run_id": run,
         "batch_id": batch,
         "timestamp": f"2026-11-25T00:00:{second:02d}.000Z",
         "num_input_rows": rows,

@@ -18,8 +18,8 @@ def test_overlap_is_judged_by_time_whatever_order_the_files_were_read_in() -> No
     # Each deployment writes its own progress files: read one after the other, their events do not interleave.
     events = [at(1, deployment_id="a"), at(5, deployment_id="a"), at(3, deployment_id="b"), at(7, deployment_id="b")]
     assert overlapping_runs(events, "deployment_id") == [("a", "b")]
-    assert overlapping_runs([at(1, run_id="a"), at(2, run_id="a"), at(2, run_id="b")]) == []
-    assert overlapping_runs([at(1), {"run_id": "x"}]) == []  # events without a run or a time say nothing
+    assert overlapping_runs([at(1, query_run_id="a"), at(2, query_run_id="a"), at(2, query_run_id="b")]) == []
+    assert overlapping_runs([at(1), {"query_run_id": "x"}]) == []  # events without a run or a time say nothing
 
 
 def test_commits_older_than_every_offsets_file_are_purge_leftovers_not_strays(tmp_path: Path) -> None:

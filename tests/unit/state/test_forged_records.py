@@ -129,7 +129,7 @@ def test_a_progress_event_of_wrong_types_is_skipped_as_a_torn_line_is(
     control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
     control.ensure()
     control.write_json(ControlArea.STATUS, {**RECORDS[ControlArea.STATUS], "first_batch_id": 0, "last_batch_id": 3})
-    event = {"deployment_id": "d1", "run_id": "r", "num_input_rows": 5, "duration_ms": {"triggerExecution": 90}}
+    event = {"deployment_id": "d1", "query_run_id": "r", "num_input_rows": 5, "duration_ms": {"triggerExecution": 90}}
     for batch, wrong in enumerate([{"batch_id": "x"}, {"duration_ms": "slow"}, {"sources": [5]}, {}]):
         control.append_progress({**event, "batch_id": batch, **wrong})
 

@@ -249,9 +249,9 @@ def test_the_governor_takes_only_requests_for_its_own_deployment(tmp_path) -> No
 def test_a_phase_the_poll_missed_is_still_reported_in_order() -> None:
     """The CLI prints every phase the switch went through, also when the driver passed one between two polls."""
     stopping = SwitchAccount(request_id="r", phase=SwitchPhase.STOPPING)
-    done = stopping.but(phase=SwitchPhase.DONE, stopped_at=1.0, run_id="run-2", outcome=SwitchOutcome.SWITCHED)
+    done = stopping.but(phase=SwitchPhase.DONE, stopped_at=1.0, query_run_id="run-2", outcome=SwitchOutcome.SWITCHED)
     refused = SwitchAccount(request_id="r", phase=SwitchPhase.DONE, outcome=SwitchOutcome.REFUSED)
-    failed = done.but(run_id=None, outcome=SwitchOutcome.FAILED)
+    failed = done.but(query_run_id=None, outcome=SwitchOutcome.FAILED)
 
     assert phases_passed(stopping) == ["stopping"]
     assert phases_passed(done) == ["stopping", "stopped", "started", "done"]
