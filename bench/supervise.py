@@ -134,7 +134,7 @@ def recovery(log: Any) -> dict[str, Any]:
                 _await(lambda: (read_seen(control) or None) and read_seen(control).condition == "ok", "watched", 60)
                 killed = control.read_deployment().deployment_id
                 kill_at = time.time()
-                os.killpg(os.getpgid(int(control.read_deployment().driver["launcher_pid"])), signal.SIGKILL)
+                os.killpg(os.getpgid(int(control.read_deployment().driver.launcher_pid)), signal.SIGKILL)
                 seen = _await(lambda k=killed: (s := read_seen(control)) and s.deployment_id == k and s.verdict == "crashed" and s, "detected", 60)  # fmt: skip
                 restart = _await(lambda n=n: len(r := read_supervision(control).restarts) >= n and r[-1].get("deployment_id") and r[-1], "restarted", 300)  # fmt: skip
                 first = _await(lambda r=restart: _first_batch_at(control, r["deployment_id"]), "first batch", 120)

@@ -46,7 +46,7 @@ def main() -> None:
     if args.record_deployment:
         driver = {
             "kind": "local-process",
-            **identify(os.getpid()),
+            **identify(os.getpid()).to_json(),
             **({"exit_record": True} if args.exit_record else {}),
         }
         record = {"deployment_id": args.deployment_id, "driver": driver, "deployed_at": now(), "confirmed_at": now()}

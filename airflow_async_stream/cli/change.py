@@ -46,7 +46,7 @@ def _driver_gone(control: ControlArea, host: str) -> int:
     """On a person's word, record the exit of the newest driver, launched on ``host``, which is gone for good
     (and its driver with it): deploys from other hosts wait for that record, which no host can write now."""
     deployment = control.read_deployment()
-    launched_on = ((deployment.driver if deployment else None) or {}).get("host")
+    launched_on = deployment.driver.host if deployment and deployment.driver else None
     if deployment is None or launched_on != host:
         return fail(f"--driver-gone {host}: the newest driver of {control.url} was launched on {launched_on or 'no host'}, not {host}")  # fmt: skip
     status = control.read_status()

@@ -12,6 +12,7 @@ from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Driver
 
 __all__ = ["DeferredLauncher"]
 
@@ -44,18 +45,18 @@ class DeferredLauncher:
     def secrets(self, spec: JobSpec) -> SecretOptions:
         return self.built.secrets(spec)
 
-    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+    def launch(self, submission: Submission, control: ControlArea) -> Driver:
         return self.built.launch(submission, control)
 
-    def state(self, driver: dict[str, Any]) -> str | None:
+    def state(self, driver: Driver) -> str | None:
         return self._for(driver).state(driver)
 
-    def ended(self, driver: dict[str, Any]) -> str | None:
+    def ended(self, driver: Driver) -> str | None:
         return self._for(driver).ended(driver)
 
-    def kill(self, driver: dict[str, Any], target: driver_process.Target) -> str:
+    def kill(self, driver: Driver, target: driver_process.Target) -> str:
         return self._for(driver).kill(driver, target)
 
-    def _for(self, driver: dict[str, Any]) -> Launcher:
+    def _for(self, driver: Driver) -> Launcher:
         """A driver process of an Airflow host is this host's business; only one on a cluster builds the launcher."""
-        return LocalLauncher() if driver_process.on_a_host(driver) else self.built
+        return LocalLauncher() if driver.on_a_host else self.built

@@ -168,9 +168,7 @@ def _submit(
     record = record.but(driver=driver)
     control.write_deployment(record)
     registry.record(submission.job, str(record.checkpoint), control.url, record.deployment_id)
-    log.info(
-        "Submitted %s as deployment %s (driver %s, log %s)", record.job, record.deployment_id, driver, driver["log"]
-    )
+    log.info("Submitted %s as deployment %s (driver %s)", record.job, record.deployment_id, driver.to_json())
     return record
 
 
@@ -185,7 +183,7 @@ def _confirm(
 ) -> Deployment:
     """Wait for the query's first micro-batch; a driver that does not start in time is stopped. A driver
     that did not start because the hold was ended while it launched fails the deploy with HoldRevokedError."""
-    driver = record.driver or {}
+    driver = record.driver
     try:
         status = wait_until_running(
             control, record.deployment_id, driver, settings.startup_timeout_s, log=log, launcher=launcher
@@ -205,7 +203,7 @@ def _confirm(
         query_id=status.query_id,
         query_run_id=status.query_run_id,
         confirmed_at=now(),
-        driver={**driver, "driver_pid": status.pid},
+        driver=driver.but(driver_pid=status.pid) if driver else None,
     )
     control.write_deployment(record)
     log.info("Job %s runs: query %s, first batch %s, async progress %s", spec.name, record.query_id,

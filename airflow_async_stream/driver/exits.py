@@ -16,12 +16,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_async_stream.driver.poll import POLL_S, poll_interval
 from airflow_async_stream.driver.process import DriverProcess, gone_here, launched_elsewhere, this_host
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import DriverExit
+from airflow_async_stream.state.records import Driver, DriverExit
 from airflow_async_stream.waits import Log, WaitLog
 
 __all__ = [
@@ -71,7 +70,7 @@ class Exiting:
 def await_exit_record(
     control: ControlArea,
     deployment_id: str,
-    driver: dict[str, Any],
+    driver: Driver,
     timeout_s: float,
     log: Log = _log,
     sleep: Callable[[float], None] = time.sleep,
@@ -79,15 +78,15 @@ def await_exit_record(
 ) -> Exiting | None:
     """Wait until the launching host has recorded the exit of ``driver`` (of ``deployment_id``); what is
     still unconfirmed after ``timeout_s``. A driver whose launch records no exit is not waited for."""
-    if not driver.get("exit_record"):
+    if not driver.exit_record:
         return None
-    pid, host = driver.get("launcher_pid"), driver.get("host")
+    pid, host = driver.launcher_pid, driver.host
     deadline = time.monotonic() + timeout_s
     say = WaitLog(log, f"Waiting for host {host} to confirm that the driver process (pid {pid}) exited", timeout_s)
     while control.read_exit(deployment_id) is None:
         if time.monotonic() >= deadline:
             log.warning("Host %s has not confirmed the exit of the driver process (pid %s) in %.0f s", host, pid, timeout_s)  # fmt: skip
-            return Exiting(int(pid) if pid else None, host, here=False)
+            return Exiting(pid, host, here=False)
         say("no exit record yet")
         sleep(poll_s)
     return None
@@ -128,12 +127,11 @@ def unconfirmed(control: ControlArea) -> Exiting | None:
     would wait for that record, so a stop says who must confirm it."""
     deployment = control.read_deployment()
     driver = deployment.driver if deployment else None
-    if deployment is None or not driver or not driver.get("exit_record") or not launched_elsewhere(driver):
+    if deployment is None or driver is None or not driver.exit_record or not launched_elsewhere(driver):
         return None
     if control.read_exit(deployment.deployment_id) is not None:
         return None
-    pid = driver.get("launcher_pid")
-    return Exiting(int(pid) if pid else None, driver.get("host"), here=False)
+    return Exiting(driver.launcher_pid, driver.host, here=False)
 
 
 def confirm_exit_here(control: ControlArea) -> None:
@@ -144,7 +142,7 @@ def confirm_exit_here(control: ControlArea) -> None:
         _confirm_here(control, deployment.deployment_id, deployment.driver)
 
 
-def _confirm_here(control: ControlArea, deployment_id: str, driver: dict[str, Any]) -> None:
-    if driver.get("exit_record") and gone_here(driver) and control.read_exit(deployment_id) is None:
-        pid = driver.get("launcher_pid")
+def _confirm_here(control: ControlArea, deployment_id: str, driver: Driver) -> None:
+    if driver.exit_record and gone_here(driver) and control.read_exit(deployment_id) is None:
+        pid = driver.launcher_pid
         record_exit(control, deployment_id, f"this host's /proc: the driver process (pid {pid}) is gone")

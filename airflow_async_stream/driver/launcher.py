@@ -29,6 +29,7 @@ from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Driver
 
 __all__ = ["DEFAULT_SPARK_CONF", "EMBEDDED_MASTER", "Launcher", "Submission", "runtime_driver_path"]
 
@@ -110,17 +111,17 @@ class Launcher(Protocol):
     def secrets(self, spec: JobSpec) -> SecretOptions:
         """The options the spec names by connection; a missing or unreadable one fails, naming its field."""
 
-    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+    def launch(self, submission: Submission, control: ControlArea) -> Driver:
         """Start the driver detached; return the deployment record's ``driver`` entry (with its ``log``)."""
 
-    def state(self, driver: dict[str, Any]) -> str | None:
+    def state(self, driver: Driver) -> str | None:
         """The cluster manager's word on a driver (None when no cluster manager watches it)."""
 
-    def ended(self, driver: dict[str, Any]) -> str | None:
+    def ended(self, driver: Driver) -> str | None:
         """Why the driver's launch is over (its spark-submit here exited, its cluster ended it), its log
         complete; None while it may still run, or when that is not known from here."""
 
-    def kill(self, driver: dict[str, Any], target: Target) -> str:
+    def kill(self, driver: Driver, target: Target) -> str:
         """Kill ``target``'s driver; say what happened, or raise NotSignalledError saying why not from here."""
 
 

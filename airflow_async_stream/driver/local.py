@@ -22,6 +22,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Driver
 
 __all__ = ["LocalLauncher", "check_java", "spark_submit_binary"]
 
@@ -117,18 +118,12 @@ class LocalLauncher:
             return control.path(ControlArea.DRIVER_LOG), False
         return registry.local_log_path(submission.job, submission.deployment_id), True
 
-    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+    def launch(self, submission: Submission, control: ControlArea) -> Driver:
         log_path, on_host = self.log_path(submission, control)
         exit_record = (control.url, submission.deployment_id)
         pid, pump_pid = self._start(self.command(submission), submission, log_path, exit_record)
-        return {
-            "kind": "local-process",
-            **identify(pid),
-            "log": log_path,
-            "log_on_host": on_host,
-            "log_pump_pid": pump_pid,
-            "exit_record": True,  # its pump records the exit in the control area (driver/exits.py)
-        }
+        # Its pump records the exit in the control area (driver/exits.py).
+        return identify(pid).but(log=log_path, log_on_host=on_host, log_pump_pid=pump_pid, exit_record=True)
 
     def _start(
         self, command: list[str], submission: Submission, log_path: str, exit_record: tuple[str, str] | None = None
@@ -154,16 +149,16 @@ class LocalLauncher:
             threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()
         return process.pid, pump.pid
 
-    def state(self, driver: dict[str, Any]) -> str | None:
+    def state(self, driver: Driver) -> str | None:
         return None  # no cluster manager: its spark-submit's exit is seen from its identity (ended)
 
-    def ended(self, driver: dict[str, Any]) -> str | None:
+    def ended(self, driver: Driver) -> str | None:
         return driver_process.launch_ended(driver)
 
-    def kill(self, driver: dict[str, Any], target: Target) -> str:
-        if not driver_process.on_a_host(driver):
+    def kill(self, driver: Driver, target: Target) -> str:
+        if not driver.on_a_host:
             raise NotSignalledError(
-                f"its driver runs on a cluster ({driver.get('kind')}): stop it through the Airflow Spark "
+                f"its driver runs on a cluster ({driver.kind}): stop it through the Airflow Spark "
                 "connection it was deployed with"
             )
         return driver_process.kill(driver, target)

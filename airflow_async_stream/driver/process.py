@@ -17,10 +17,10 @@ import signal
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_async_stream.exceptions import NotSignalledError
 from airflow_async_stream.state.liveness import local_pid_alive
+from airflow_async_stream.state.records import Driver
 
 __all__ = [
     "DriverProcess",
@@ -31,7 +31,6 @@ __all__ = [
     "gone_here",
     "launched_elsewhere",
     "launcher_running_here",
-    "on_a_host",
     "this_host",
 ]
 
@@ -133,30 +132,24 @@ class Target:
         return None
 
 
-def on_a_host(driver: dict[str, Any]) -> bool:
-    """A record of a driver process launched from an Airflow host (which one, its identity says), not of a
-    driver on a cluster."""
-    return driver.get("kind", "local-process") == "local-process"
-
-
-def launched_elsewhere(driver: dict[str, Any]) -> bool:
+def launched_elsewhere(driver: Driver) -> bool:
     """A driver process launched from another host (or another pid space of this host's name), whose
     processes this host cannot see."""
-    if not on_a_host(driver) or not driver.get("launcher_pid"):
+    if not driver.on_a_host or not driver.launcher_pid:
         return False
-    namespace = driver.get("pid_namespace")
-    return driver.get("host") != this_host() or (namespace is not None and namespace != _pid_namespace())
+    namespace = driver.pid_namespace
+    return driver.host != this_host() or (namespace is not None and namespace != _pid_namespace())
 
 
-def identify(pid: int) -> dict[str, Any]:
-    """The identity fields of a process of this host, for its deployment's driver record."""
-    return {
-        "host": this_host(),
-        "launcher_pid": pid,
-        "launcher_started": _start_ticks(pid),
-        "boot_id": _boot_id(),
-        "pid_namespace": _pid_namespace(),
-    }
+def identify(pid: int) -> Driver:
+    """A driver process of this host, with what identifies it, for its deployment's record."""
+    return Driver(
+        host=this_host(),
+        launcher_pid=pid,
+        launcher_started=_start_ticks(pid),
+        boot_id=_boot_id(),
+        pid_namespace=_pid_namespace(),
+    )
 
 
 @dataclass(frozen=True)
@@ -171,11 +164,10 @@ class DriverProcess:
     alive: bool
 
     @classmethod
-    def of(cls, driver: dict[str, Any] | None) -> DriverProcess:
-        driver = driver or {}
-        pid = int(driver["launcher_pid"]) if driver.get("launcher_pid") else None
-        host = driver.get("host")
-        if not on_a_host(driver) or pid is None:
+    def of(cls, driver: Driver | None) -> DriverProcess:
+        driver = driver or Driver()
+        pid, host = driver.launcher_pid or None, driver.host
+        if not driver.on_a_host or pid is None:
             return cls(pid, host, "its driver is not a process launched from an Airflow host", False)
         if host != this_host():
             return cls(
@@ -184,7 +176,7 @@ class DriverProcess:
                 f"its driver was launched on host {host}, not on this host ({this_host()}): stop it from {host}",
                 False,
             )
-        if driver.get("launcher_started") is None:
+        if driver.launcher_started is None:
             return cls(
                 pid,
                 host,
@@ -193,43 +185,42 @@ class DriverProcess:
                 f"`ps -o pid,lstart,args -p {pid}` and kill it yourself if it is that driver",
                 False,
             )
-        if driver.get("boot_id") != _boot_id():
+        if driver.boot_id != _boot_id():
             return cls(pid, host, f"this host has restarted since the driver (pid {pid}) was launched", False)
-        if driver.get("pid_namespace") != _pid_namespace():
+        if driver.pid_namespace != _pid_namespace():
             return cls(pid, host, f"the driver (pid {pid}) was launched in another pid namespace on {host}", False)
         started = _start_ticks(pid)
         if started is None:
             return cls(pid, host, None, False)
-        if started != int(driver["launcher_started"]):
+        if started != driver.launcher_started:
             return cls(pid, host, f"pid {pid} on this host is now another process, not the driver", False)
         return cls(pid, host, None, True)
 
 
-def gone_here(driver: dict[str, Any]) -> bool:
+def gone_here(driver: Driver) -> bool:
     """A driver process this host launched that has provably exited: this host has restarted since, or its
     pid is gone (or now another process's)."""
-    if not on_a_host(driver) or launched_elsewhere(driver) or driver.get("launcher_started") is None:
+    if not driver.on_a_host or launched_elsewhere(driver) or driver.launcher_started is None:
         return False
-    if driver.get("boot_id") != _boot_id():
+    if driver.boot_id != _boot_id():
         return True
-    started = _start_ticks(int(driver["launcher_pid"]))
-    return started is None or started != int(driver["launcher_started"])
+    started = _start_ticks(driver.launcher_pid) if driver.launcher_pid else None
+    return started is None or started != driver.launcher_started
 
 
-def launcher_running_here(driver: dict[str, Any] | None) -> bool | None:
+def launcher_running_here(driver: Driver | None) -> bool | None:
     """Whether the spark-submit this host launched for ``driver`` still runs; None when not launched here.
 
     Only for reading: a record without the identity fields is judged by its pid alone (never signalled).
     """
-    driver = driver or {}
-    if driver.get("kind") != "local-process" or driver.get("host") != this_host() or not driver.get("launcher_pid"):
+    if driver is None or not driver.on_a_host or driver.host != this_host() or not driver.launcher_pid:
         return None
-    if driver.get("launcher_started") is None:
-        return _start_ticks(int(driver["launcher_pid"])) is not None
+    if driver.launcher_started is None:
+        return _start_ticks(driver.launcher_pid) is not None
     return DriverProcess.of(driver).alive
 
 
-def kill(driver: dict[str, Any], target: Target) -> str:
+def kill(driver: Driver, target: Target) -> str:
     """SIGKILL the process group of a driver this host provably launched for ``target``, and give it a moment
     to exit; NotSignalledError saying why when the process does not prove it is that driver."""
     process = DriverProcess.of(driver)
@@ -250,14 +241,14 @@ def kill(driver: dict[str, Any], target: Target) -> str:
     return "killed"
 
 
-def launch_ended(driver: dict[str, Any]) -> str | None:
+def launch_ended(driver: Driver) -> str | None:
     """Why the spark-submit this host launched for ``driver`` is over, once its log pump wrote the last
     lines; None while it runs, or when it was not launched here."""
     if launcher_running_here(driver) is not False:
         return None
-    pump = driver.get("log_pump_pid")
-    if pump and driver.get("host") == this_host():
+    pump = driver.log_pump_pid
+    if pump and driver.host == this_host():
         deadline = time.monotonic() + LOG_PUMP_DRAIN_S
-        while local_pid_alive(int(pump)) and time.monotonic() < deadline:
+        while local_pid_alive(pump) and time.monotonic() < deadline:
             time.sleep(0.05)
-    return f"spark-submit (pid {driver.get('launcher_pid')}) exited"
+    return f"spark-submit (pid {driver.launcher_pid}) exited"

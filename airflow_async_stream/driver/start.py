@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
@@ -23,7 +22,7 @@ from airflow_async_stream.exceptions import (
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import FINAL_STATES, State, Status
+from airflow_async_stream.state.records import FINAL_STATES, Driver, State, Status
 from airflow_async_stream.waits import REPORT_EVERY_S, Log, WaitLog
 
 __all__ = [
@@ -45,8 +44,8 @@ def log_tail(control: ControlArea, lines: int = 30, files: int = 2) -> str:
     this host where the deployment record says; a log just rotated is read on into its previous file.
     """
     deployment = control.read_deployment()
-    driver = (deployment.driver if deployment else None) or {}
-    local_log = driver.get("log") if driver.get("log_on_host") else None
+    driver = deployment.driver if deployment else None
+    local_log = driver.log if driver and driver.log_on_host else None
     if local_log:
         return tail_lines(_read_local, local_log, lines, files)
     return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines, files)
@@ -67,7 +66,7 @@ def status_of(control: ControlArea, deployment_id: str) -> Status | None:
 def wait_until_running(
     control: ControlArea,
     deployment_id: str,
-    driver: dict[str, Any] | None,
+    driver: Driver | None,
     timeout_s: float,
     log: Log = _log,
     sleep: Callable[[float], None] = time.sleep,

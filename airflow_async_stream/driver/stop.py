@@ -8,7 +8,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_async_stream.driver.exits import Exiting, confirm_exit_here, wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher
@@ -23,7 +22,7 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness, liveness_of
-from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, State, Status, now
+from airflow_async_stream.state.records import FINAL_STATES, SUBMITTED, Deployment, Driver, State, Status, now
 from airflow_async_stream.waits import Log, WaitLog
 
 __all__ = ["StopOutcome", "stop_driver", "wait_for_driver_exit"]  # the last from exits.py, as before
@@ -200,7 +199,7 @@ def _record_lost(control: ControlArea, status: Status, why: str) -> Status:
     return final
 
 
-def _driver_of(control: ControlArea, deployment_id: str | None = None) -> dict[str, Any] | None:
+def _driver_of(control: ControlArea, deployment_id: str | None = None) -> Driver | None:
     """The driver entry of the deployment record (when given, only if the record is that deployment's)."""
     deployment = control.read_deployment()
     if deployment is None or (deployment_id is not None and deployment.deployment_id != deployment_id):

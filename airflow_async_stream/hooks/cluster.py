@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import time
-from typing import Any
 
 from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
@@ -23,6 +22,7 @@ from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Driver
 
 __all__ = ["NO_WAIT_CONF", "ClusterLauncher"]
 
@@ -73,7 +73,7 @@ class ClusterLauncher:
     def secrets(self, spec: JobSpec) -> SecretOptions:
         return SecretOptions()  # check() refused any: they would not reach the cluster
 
-    def launch(self, submission: Submission, control: ControlArea) -> dict[str, Any]:
+    def launch(self, submission: Submission, control: ControlArea) -> Driver:
         """Submit and return once the cluster accepted it, naming the driver it runs; spark-submit's output
         goes to the control area's driver.log."""
         hook = StreamingJobHook(
@@ -100,29 +100,28 @@ class ClusterLauncher:
             raise DeployError(
                 f"spark-submit to {self.master} failed (exit {result.returncode}): " + "\n".join(lines[-15:])
             )
-        driver = self._named_driver(hook, lines)
-        return {**driver, "log": control.path(ControlArea.DRIVER_LOG)}
+        return self._named_driver(hook, lines).but(log=control.path(ControlArea.DRIVER_LOG))
 
-    def _named_driver(self, hook: StreamingJobHook, lines: list[str]) -> dict[str, Any]:
+    def _named_driver(self, hook: StreamingJobHook, lines: list[str]) -> Driver:
         hook._process_spark_submit_log(iter(lines))
         if self.manager == "yarn" and hook._yarn_application_id:
-            return {"kind": "yarn-application", "application_id": hook._yarn_application_id}
+            return Driver(kind="yarn-application", application_id=hook._yarn_application_id)
         if self.manager == "kubernetes" and hook._kubernetes_driver_pod:
             namespace = hook._connection.get("namespace") or "default"
-            return {"kind": "kubernetes-pod", "pod": hook._kubernetes_driver_pod, "namespace": namespace}
+            return Driver(kind="kubernetes-pod", pod=hook._kubernetes_driver_pod, namespace=namespace)
         raise DeployError(
             f"spark-submit to {self.master} named no {self.manager} driver; its output:\n" + "\n".join(lines[-15:])
         )
 
-    def state(self, driver: dict[str, Any]) -> str | None:
+    def state(self, driver: Driver) -> str | None:
         """The cluster manager's word (YARN application state, Kubernetes pod phase).
 
         YARN goes through the provider hook's ResourceManager REST call when the connection names
         ``yarn_resourcemanager_webapp_address``, else through ``yarn application -status``.
         """
-        kind = driver.get("kind")
+        kind = driver.kind
         if kind == "yarn-application":
-            app_id = str(driver["application_id"])
+            app_id = str(driver.application_id)
             if self.extra.get(_YARN_RM_EXTRA):
                 return str(self.hook.query_yarn_application_status(app_id))
             out = subprocess.run(
@@ -133,13 +132,13 @@ class ClusterLauncher:
         if kind == "kubernetes-pod":
             from airflow.providers.apache.spark.hooks import spark_submit
 
-            pod = spark_submit.kube_client.get_kube_client().read_namespaced_pod(driver["pod"], driver.get("namespace"))
+            pod = spark_submit.kube_client.get_kube_client().read_namespaced_pod(driver.pod, driver.namespace)
             return str(pod.status.phase)
         return None
 
-    def ended(self, driver: dict[str, Any]) -> str | None:
+    def ended(self, driver: Driver) -> str | None:
         """Asked on every poll of a wait: the cluster manager answers every STATE_EVERY_S at most."""
-        if driver_process.on_a_host(driver):
+        if driver.on_a_host:
             return LocalLauncher().ended(driver)
         if time.monotonic() < self._next_state_at:
             return None
@@ -147,14 +146,14 @@ class ClusterLauncher:
         state = self.state(driver)
         return f"the driver ended on its cluster ({state})" if state and state.upper() in ENDED_STATES else None
 
-    def kill(self, driver: dict[str, Any], target: driver_process.Target) -> str:
+    def kill(self, driver: Driver, target: driver_process.Target) -> str:
         """Kill a driver on the cluster through the provider hook's own calls (one of this host: as LocalLauncher)."""
-        if driver_process.on_a_host(driver):
+        if driver.on_a_host:
             return LocalLauncher().kill(driver, target)
         hook = self.hook
-        kind = driver.get("kind")
+        kind = driver.kind
         if kind == "yarn-application":
-            hook._yarn_application_id = str(driver["application_id"])
+            hook._yarn_application_id = str(driver.application_id)
             if hook._yarn_track_via_rm_api:
                 hook._kill_yarn_application(hook._yarn_application_id)
             else:
@@ -163,8 +162,8 @@ class ClusterLauncher:
                 )
                 hook.log.info("yarn application -kill %s: exit %s", hook._yarn_application_id, done.returncode)
         elif kind == "kubernetes-pod":
-            hook._kubernetes_driver_pod = str(driver["pod"])
-            hook._connection["namespace"] = driver.get("namespace") or hook._connection.get("namespace")
+            hook._kubernetes_driver_pod = str(driver.pod)
+            hook._connection["namespace"] = driver.namespace or hook._connection.get("namespace")
             hook._delete_driver_pod()
         else:
             raise DeployError(f"cannot kill a driver of kind {kind!r} through the cluster manager")

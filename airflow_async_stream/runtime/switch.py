@@ -9,7 +9,7 @@
 Every phase is written to ``switch.json`` before the driver acts on it, and the request is removed
 once it is settled, so a request is applied once: a driver that dies mid-switch leaves it to the next
 deployment, which refuses it (``abandoned``). Only one query runs on the checkpoint at any time, and
-nothing in the checkpoint is written here (the inspector only reads it).
+nothing in the checkpoint is written here (the inspector reads it).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.state.typed import Record, cut, fits, said
+from airflow_async_stream.state.typed import Record, cut
 
 __all__ = [
     "ACTIVE_STATES",
@@ -23,11 +23,13 @@ __all__ = [
     "HEARTBEAT_INTERVAL_S",
     "HEARTBEAT_STALE_S",
     "HOLD_MARGIN_S",
+    "LOCAL_PROCESS",
     "NOT_LAUNCHED",
     "SUBMITTED",
     "SUFFIX",
     "UP_STATES",
     "Deployment",
+    "Driver",
     "DriverExit",
     "Hold",
     "Revocation",
@@ -148,14 +150,49 @@ class Status(Record):
         return bool(self.idle_at) and (self.idle_at or 0) >= (self.last_progress_at or 0)
 
 
-#: The fields of a deployment's ``driver`` entry that are read (driver/process.py, hooks/cluster.py), by type.
-DRIVER_FIELDS: dict[str, Any] = {
-    **dict.fromkeys(
-        ("kind", "host", "boot_id", "pid_namespace", "log", "application_id", "pod", "namespace"), str | None
-    ),
-    **dict.fromkeys(("launcher_pid", "log_pump_pid", "launcher_started"), int | None),
-    **dict.fromkeys(("log_on_host", "exit_record"), bool | None),
-}
+#: The kind of driver launched as a process of an Airflow host (the others: ``yarn-application``,
+#: ``kubernetes-pod``, named by hooks/cluster.py).
+LOCAL_PROCESS = "local-process"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Driver(Record):
+    """A deployment's ``driver``: how to reach it. A process an Airflow host launched, with what proves a
+    process is it (host, pid, start ticks, boot id, pid namespace: driver/process.py), or a cluster's handle
+    (a YARN application, a Kubernetes pod: hooks/cluster.py)."""
+
+    kind: str = LOCAL_PROCESS
+    host: str | None = None
+    launcher_pid: int | None = None
+    launcher_started: int | None = None
+    boot_id: str | None = None
+    pid_namespace: str | None = None
+    #: spark-submit's output, and whether that file is on the launching host only (a remote control area).
+    log: str | None = None
+    log_on_host: bool = False
+    log_pump_pid: int | None = None
+    #: The log pump records the driver's exit in the control area (driver/exits.py).
+    exit_record: bool = False
+    application_id: str | None = None
+    pod: str | None = None
+    namespace: str | None = None
+    #: The driver's own pid (from its status record, once it confirmed).
+    driver_pid: int | None = None
+
+    def check(self, where: str) -> None:
+        for name in ("launcher_pid", "log_pump_pid"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ControlAreaError(f"{where}: {name} should be a process id, found {value}")
+
+    def to_json(self) -> dict[str, Any]:
+        """Only what is known: a local driver's record names no pod, a cluster's no pid."""
+        return {k: v for k, v in super().to_json().items() if v is not None}
+
+    @property
+    def on_a_host(self) -> bool:
+        """A driver process launched from an Airflow host, not a driver on a cluster."""
+        return self.kind == LOCAL_PROCESS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,23 +214,14 @@ class Deployment(Record):
     airflow: dict[str, Any] = field(default_factory=dict)
     #: Which options came from Airflow connections (never their values).
     secret_options: list[str] = field(default_factory=list)
-    #: How to reach the driver: kind, host, pids, log (see driver/process.py); None before submit.
-    driver: dict[str, Any] | None = None
+    #: How to reach the driver; None before submit.
+    driver: Driver | None = None
     first_batch_id: int | None = None
     query_id: str | None = None
     query_run_id: str | None = None
     confirmed_at: float | None = None
     #: The fencing token of the hold it was deployed under: its driver does not start once it is stale.
     hold_token: int | None = None
-
-    def check(self, where: str) -> None:
-        driver = self.driver or {}
-        for name, value in driver.items():
-            hint = DRIVER_FIELDS.get(name)
-            if hint is not None and not fits(value, hint):
-                raise ControlAreaError(f"{where}: driver.{name} should be {said(hint)}, found {cut(repr(value))}")
-            if name in ("launcher_pid", "log_pump_pid") and value is not None and value <= 0:
-                raise ControlAreaError(f"{where}: driver.{name} should be a process id, found {value}")
 
 
 @dataclass(frozen=True, kw_only=True)

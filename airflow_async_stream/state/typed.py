@@ -44,8 +44,10 @@ def fits(value: Any, hint: Any) -> bool:
         return isinstance(value, (int, float)) and abs(value) <= MAX_INT and math.isfinite(value)
     if hint is str:
         return isinstance(value, str)
-    if isinstance(hint, type) and issubclass(hint, StrEnum):
-        return isinstance(value, str)  # which values: the record's check() says, naming them
+    if isinstance(hint, type) and issubclass(hint, (StrEnum, Record)):
+        # Which values of an enum: the record's check() says, naming them; a record within the record: its
+        # own fields are checked as it is read (Record.from_json).
+        return isinstance(value, str if issubclass(hint, StrEnum) else Mapping)
     if origin is list:
         return isinstance(value, list) and all(fits(item, get_args(hint)[0]) for item in value)
     if origin in (dict, Mapping):
@@ -63,6 +65,8 @@ def said(hint: Any) -> str:
         return words[hint]
     if isinstance(hint, type) and issubclass(hint, StrEnum):
         return "one of " + ", ".join(hint)
+    if isinstance(hint, type) and issubclass(hint, Record):
+        return "an object"
     plural = {str: " of strings", int: " of integers"}.get(get_args(hint)[-1], "") if get_args(hint) else ""
     return {list: "a list", dict: "an object", Mapping: "an object"}.get(get_origin(hint), str(hint)) + plural
 
@@ -103,9 +107,8 @@ class Record:
                     f"{where}: {name} should be {said(hints[name])}, found {type(data[name]).__name__} "
                     f"{cut(repr(data[name]))}"
                 )
-        record = cls(
-            **{k: v for k, v in data.items() if k in known}, extra={k: v for k, v in data.items() if k not in known}
-        )
+        values = {k: _nested(v, hints[k], f"{where}: {k}") for k, v in data.items() if k in known}
+        record = cls(**values, extra={k: v for k, v in data.items() if k not in known})
         record.check(where)
         return record
 
@@ -114,9 +117,21 @@ class Record:
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.extra)
-        data.update({f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"})
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "extra":
+                data[f.name] = value.to_json() if isinstance(value, Record) else value
         return data
 
     def but(self, **changes: Any) -> Self:
         """A copy with ``changes`` (records are immutable)."""
         return replace(self, **changes)
+
+
+def _nested(value: Any, hint: Any, where: str) -> Any:
+    """A field's value as read: a record within the record (a deployment's driver) becomes that record."""
+    kinds = get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
+    for kind in kinds:
+        if isinstance(kind, type) and issubclass(kind, Record) and isinstance(value, Mapping):
+            return kind.from_json(value, where)
+    return value

@@ -173,7 +173,7 @@ def test_a_second_writer_made_for_real_is_diagnosed(checkpoint_dir: str) -> None
     spec = rate_noop("two-writers", checkpoint_dir, rows=200, trigger={"processing_time": "100 milliseconds"})
     DeployStreamingJobOperator(task_id="start", spec=spec, startup_timeout_s=180).execute({})
     control = ControlArea.for_checkpoint(checkpoint_dir)
-    group = int(control.read_deployment().driver["launcher_pid"])  # spark-submit leads its own process group
+    group = int(control.read_deployment().driver.launcher_pid)  # spark-submit leads its own process group
     os.killpg(group, signal.SIGSTOP)
     try:
         script = Path(__file__).resolve().parent / "spark_scripts" / "plain_rate_noop.py"

@@ -94,7 +94,7 @@ def test_a_blocked_batch_is_stalled_then_healthy_and_a_killed_driver_crashed_onc
     assert kinds == ["recovery", "stall"], kinds
 
     driver = control.read_deployment().driver  # type: ignore[union-attr]
-    os.killpg(os.getpgid(int(driver["launcher_pid"])), signal.SIGKILL)  # kill -9: no final status
+    os.killpg(os.getpgid(int(driver.launcher_pid)), signal.SIGKILL)  # kill -9: no final status
     killed = time.monotonic()
     until(lambda: _verdict(checkpoint_dir) == Verdict.CRASHED, timeout_s=HEARTBEAT_STALE_S + 5, every_s=0.2)
     assert time.monotonic() - killed < HEARTBEAT_STALE_S

@@ -94,7 +94,7 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
             import json, time, urllib.request
             from airflow_async_stream.state.control import ControlArea
             driver = ControlArea.for_checkpoint(SPEC["checkpoint"]).read_deployment().driver
-            cmdline = Path(f"/proc/{{driver['launcher_pid']}}/cmdline").read_bytes().split(b"\\0")
+            cmdline = Path(f"/proc/{{driver.launcher_pid}}/cmdline").read_bytes().split(b"\\0")
             Path({str(seen)!r}).write_text(json.dumps([a.decode() for a in cmdline]))
             deadline = time.monotonic() + 90
             while int(urllib.request.urlopen({url!r} + "/count?eventType=RUNNING&job={driver_job}").read()) < 2:

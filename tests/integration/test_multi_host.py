@@ -134,7 +134,7 @@ def test_deploy_migrate_and_stop_across_two_celery_hosts_never_overlap_drivers(
     # A's async driver, B's at interval 0, A's synchronous one: three drivers, never two at once.
     assert len(watch.groups_seen) == 3 and watch.most_at_once == 1, (watch.groups_seen, watch.most_at_once)
     deployment = control.read_deployment()
-    assert deployment.driver["host"] == here and deployment.async_progress["enabled"] is False
+    assert deployment.driver.host == here and deployment.async_progress["enabled"] is False
     assert control.read_exit(deployment.deployment_id).host == here  # type: ignore[union-attr]
     assert control.read_status().state == "stopped"
     assert inspect_checkpoint(str(spec["checkpoint"])).sync_restart_safe
@@ -159,7 +159,7 @@ def test_a_forced_stop_from_one_host_during_the_other_hosts_migration_step_wins(
         step = "safe_disable.wait_async_batches"
         stack.await_(lambda: _deferred(stack, dag_id, step), "the migration's wait deferred", 300)
         on_b = control.read_deployment()
-        assert on_b.driver["host"] == HOST_B and on_b.async_progress["checkpoint_interval_ms"] == 0
+        assert on_b.driver.host == HOST_B and on_b.async_progress["checkpoint_interval_ms"] == 0
         forced = subprocess.run([CLI, "stop", "--force", str(spec["checkpoint"])], capture_output=True, text=True,
                                 timeout=300)  # fmt: skip
         state = stack.await_(lambda: _finished(stack, dag_id), "finished DAG run", 300)

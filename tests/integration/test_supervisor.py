@@ -156,7 +156,7 @@ def _kill(control: ControlArea) -> str:
     """SIGKILL the job's driver (no final status); the deployment killed."""
     deployment = control.read_deployment()
     assert deployment is not None and deployment.driver
-    os.killpg(os.getpgid(int(deployment.driver["launcher_pid"])), signal.SIGKILL)
+    os.killpg(os.getpgid(int(deployment.driver.launcher_pid)), signal.SIGKILL)
     return deployment.deployment_id
 
 

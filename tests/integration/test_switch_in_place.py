@@ -176,7 +176,7 @@ def _kill_when_stopped(control: ControlArea, checkpoint: str, previous_request: 
         record = control.read_switch_account()
         if record and record.request_id != previous_request:
             if record.phase == SwitchPhase.STOPPED:
-                os.killpg(int(control.read_deployment().driver["launcher_pid"]), signal.SIGKILL)
+                os.killpg(int(control.read_deployment().driver.launcher_pid), signal.SIGKILL)
                 struck["files"] = checkpoint_files(checkpoint)  # the JVM died too: nothing writes them now
                 return
             if record.phase != SwitchPhase.STOPPING:

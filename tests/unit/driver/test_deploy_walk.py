@@ -75,7 +75,7 @@ def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the
         sys.setprofile(None)
         stop_job(ControlArea.for_checkpoint(checkpoint), HOLDER, settings, "the walk is done")
 
-    assert record.state == "running" and record.driver["kind"] == "local-process"
+    assert record.state == "running" and record.driver.kind == "local-process"
     handed_to = {
         callee for caller, callee in seen if caller == "driver/deploy.py" and callee not in (None, "driver/deploy.py")
     }

@@ -85,7 +85,7 @@ def test_the_log_pump_records_the_exit_when_the_output_closes(control: ControlAr
     driver.stdin.close()  # the driver exits
     assert driver.wait(timeout=10) == 0 and pump.wait(timeout=10) == 0
     record = control.read_exit("d-1")
-    assert record is not None and record.host == identify(os.getpid())["host"]
+    assert record is not None and record.host == identify(os.getpid()).host
     assert record.seen == "its output closed (the log pump read it to the end)"
     assert control.read_exit("d-2") is None  # a record names its deployment
 
@@ -139,7 +139,12 @@ def test_the_launching_hosts_stop_confirms_an_exit_its_pump_never_recorded(
     in /proc and records the exit, so the other hosts' deploys go on."""
     driver = subprocess.Popen([sys.executable, "-c", "pass"])
     driver.wait()
-    entry = {"kind": "local-process", **identify(os.getpid()), "launcher_pid": driver.pid, "exit_record": True}
+    entry = {
+        "kind": "local-process",
+        **identify(os.getpid()).to_json(),
+        "launcher_pid": driver.pid,
+        "exit_record": True,
+    }
     entry["launcher_started"] = 1  # the pid's start, as recorded: whatever now has that pid is not it
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d-gone", "driver": entry})
     control.write_json(ControlArea.STATUS, {"deployment_id": "d-gone", "state": "stopped", "heartbeat_at": 1.0})

@@ -39,7 +39,7 @@ def _forge(control: ControlArea, pid: int, deployment_id: str = "d-forged", hear
     """A deployment record naming ``pid`` with its copied identity, and a live-looking status."""
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": deployment_id, "state": "submitted",
                                                  "confirmed_at": now(), "driver": {"kind": "local-process",
-                                                                                   **identify(pid)}})  # fmt: skip
+                                                                                   **identify(pid).to_json()}})  # fmt: skip
     status = {"deployment_id": deployment_id, "state": "running", "heartbeat_at": heartbeat_at or now()}
     control.write_json(ControlArea.STATUS, status)
 
@@ -81,9 +81,9 @@ def test_another_jobs_real_driver_named_by_a_forged_record_is_not_killed(
     _forge(control, driver.pid, deployment_id="d-other")  # its id, but this control area
 
     with pytest.raises(NotSignalledError, match="not provably the driver"):
-        kill({"kind": "local-process", **identify(driver.pid)}, Target(control.url, "d-other"))
+        kill(identify(driver.pid), Target(control.url, "d-other"))
     with pytest.raises(NotSignalledError, match="does not name deployment d-forged"):
-        kill({"kind": "local-process", **identify(driver.pid)}, Target(other.url, "d-forged"))
+        kill(identify(driver.pid), Target(other.url, "d-forged"))
     assert _alive(driver)
 
 
@@ -94,7 +94,7 @@ def test_a_process_that_does_not_lead_its_process_group_is_not_killed(
     named = _sleeper([], "--control-area", control.url, "--deployment-id", "d-1", own_group=False)
     try:
         with pytest.raises(NotSignalledError, match="does not lead its own process group"):
-            kill({"kind": "local-process", **identify(named.pid)}, Target(control.url, "d-1"))
+            kill(identify(named.pid), Target(control.url, "d-1"))
         assert _alive(named)
     finally:
         named.kill()
@@ -106,7 +106,7 @@ def test_the_driver_named_by_its_own_command_line_is_killed(control: ControlArea
     driver = _sleeper(processes, "--control-area", spelled, "--deployment-id", f"d-{uuid.uuid4().hex[:4]}")
     deployment_id = driver.args[-1]  # type: ignore[index]
 
-    assert kill({"kind": "local-process", **identify(driver.pid)}, Target(control.url, deployment_id)) == "killed"
+    assert kill(identify(driver.pid), Target(control.url, deployment_id)) == "killed"
     assert driver.wait(timeout=5) == -9
 
 

@@ -12,6 +12,7 @@ from airflow_async_stream.driver.process import Target
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.secret_options import SecretOptions
+from airflow_async_stream.state.records import Driver
 from tests.helpers import rate_noop
 
 SPEC = rate_noop(
@@ -68,8 +69,8 @@ def test_a_launcher_built_without_airflow_refuses_a_spec_that_names_a_connection
 
 def test_this_hosts_launcher_never_signals_a_driver_on_a_cluster() -> None:
     with pytest.raises(NotSignalledError, match=r"runs on a cluster \(yarn-application\).*connection"):
-        LocalLauncher().kill({"kind": "yarn-application", "application_id": "application_1_0001"}, TARGET)
-    assert LocalLauncher().state({"kind": "yarn-application"}) is None
+        LocalLauncher().kill(Driver(kind="yarn-application", application_id="application_1_0001"), TARGET)
+    assert LocalLauncher().state(Driver(kind="yarn-application")) is None
 
 
 def test_a_deferred_launcher_reads_no_connection_for_a_driver_of_an_airflow_host() -> None:
@@ -81,11 +82,11 @@ def test_a_deferred_launcher_reads_no_connection_for_a_driver_of_an_airflow_host
         raise DeployError("Airflow connection 'spark_default' could not be read")
 
     deferred = DeferredLauncher(unreadable)
-    elsewhere = {"kind": "local-process", "host": "another-host", "launcher_pid": 1, "launcher_started": 5}
+    elsewhere = Driver(kind="local-process", host="another-host", launcher_pid=1, launcher_started=5)
     with pytest.raises(NotSignalledError, match="launched on host another-host"):
         deferred.kill(elsewhere, TARGET)
     assert deferred.ended(elsewhere) is None and deferred.state(elsewhere) is None
     assert built == []
     with pytest.raises(DeployError, match="could not be read"):
-        deferred.kill({"kind": "yarn-application", "application_id": "application_1_0001"}, TARGET)
+        deferred.kill(Driver(kind="yarn-application", application_id="application_1_0001"), TARGET)
     assert built == ["read"]

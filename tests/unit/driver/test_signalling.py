@@ -60,7 +60,7 @@ def _stop(control: ControlArea, kill_after_s: float = 0.3) -> Any:
 
 def test_a_driver_recorded_on_another_host_is_never_signalled(control: ControlArea, processes: list[Any]) -> None:
     process = _fake_driver(control, processes)
-    _record(control, {"kind": "local-process", **identify(process.pid), "host": OTHER_HOST})
+    _record(control, {"kind": "local-process", **identify(process.pid).to_json(), "host": OTHER_HOST})
 
     with pytest.raises(StopTimeoutError, match=f"launched on host {OTHER_HOST}.*stop it from {OTHER_HOST}"):
         _stop(control)
@@ -71,7 +71,7 @@ def test_a_driver_recorded_on_another_host_is_never_signalled(control: ControlAr
 def test_a_reused_pid_is_left_alone(control: ControlArea, processes: list[Any]) -> None:
     process = _fake_driver(control, processes)
     driver = identify(process.pid)
-    _record(control, {"kind": "local-process", **driver, "launcher_started": driver["launcher_started"] - 1})
+    _record(control, {**driver.to_json(), "launcher_started": (driver.launcher_started or 0) - 1})
 
     with pytest.raises(StopTimeoutError, match=f"pid {process.pid} on this host is now another process"):
         _stop(control)
@@ -82,7 +82,7 @@ def test_a_record_of_the_current_release_without_identity_is_never_signalled(
     control: ControlArea, processes: list[Any]
 ) -> None:
     process = _fake_driver(control, processes)
-    _record(control, {"kind": "local-process", "host": identify(process.pid)["host"], "launcher_pid": process.pid})
+    _record(control, {"kind": "local-process", "host": identify(process.pid).host, "launcher_pid": process.pid})
 
     with pytest.raises(
         StopTimeoutError, match=rf"written by hand, or on a host without /proc.*ps -o pid,lstart,args -p {process.pid}"
@@ -95,7 +95,7 @@ def test_a_provable_driver_of_this_host_that_does_not_stop_is_killed(
     control: ControlArea, processes: list[Any]
 ) -> None:
     process = _fake_driver(control, processes)
-    _record(control, {"kind": "local-process", **identify(process.pid)})
+    _record(control, {"kind": "local-process", **identify(process.pid).to_json()})
 
     outcome = _stop(control)
 
@@ -105,7 +105,7 @@ def test_a_provable_driver_of_this_host_that_does_not_stop_is_killed(
 
 def test_stopped_means_the_driver_process_has_exited(control: ControlArea, processes: list[Any]) -> None:
     process = _fake_driver(control, processes, "--obey", "--linger", "1.5")
-    _record(control, {"kind": "local-process", **identify(process.pid)})
+    _record(control, {"kind": "local-process", **identify(process.pid).to_json()})
 
     outcome = _stop(control, kill_after_s=30)
 
@@ -116,7 +116,7 @@ def test_stopped_means_the_driver_process_has_exited(control: ControlArea, proce
 
 def test_a_driver_still_exiting_at_the_time_limit_is_named(control: ControlArea, processes: list[Any]) -> None:
     process = _fake_driver(control, processes, "--obey", "--linger", "60")
-    _record(control, {"kind": "local-process", **identify(process.pid)})
+    _record(control, {"kind": "local-process", **identify(process.pid).to_json()})
 
     outcome = _stop(control, kill_after_s=1)
 
@@ -128,7 +128,7 @@ def test_a_driver_still_exiting_at_the_time_limit_is_named(control: ControlArea,
 def test_a_driver_recorded_before_this_host_restarted_is_left_alone(control: ControlArea, processes: list[Any]) -> None:
     """The same host name, pid and start ticks after a reboot name another process: the boot id tells."""
     process = _fake_driver(control, processes)
-    _record(control, {"kind": "local-process", **identify(process.pid), "boot_id": "an-earlier-boot"})
+    _record(control, {"kind": "local-process", **identify(process.pid).to_json(), "boot_id": "an-earlier-boot"})
 
     with pytest.raises(StopTimeoutError, match=f"this host has restarted since the driver \\(pid {process.pid}\\)"):
         _stop(control)
@@ -144,8 +144,7 @@ def test_a_driver_of_another_pid_namespace_on_this_host_is_left_alone(
     process = _fake_driver(control, processes, "--record-deployment", command=command)
     driver = control.read_json(ControlArea.DEPLOYMENT)["driver"]  # type: ignore[index]
     assert (
-        driver["host"] == identify(os.getpid())["host"]
-        and driver["pid_namespace"] != identify(os.getpid())["pid_namespace"]
+        driver["host"] == identify(os.getpid()).host and driver["pid_namespace"] != identify(os.getpid()).pid_namespace
     )
 
     with pytest.raises(StopTimeoutError, match=f"launched in another pid namespace on {driver['host']}"):
@@ -165,7 +164,7 @@ def test_a_stop_from_another_host_signals_nothing_here(control: ControlArea, pro
     )
 
     assert out.returncode == 2, out
-    assert f"launched on host {identify(process.pid)['host']}" in out.stderr
+    assert f"launched on host {identify(process.pid).host}" in out.stderr
     assert process.poll() is None
     assert control.read_json(ControlArea.STATUS)["state"] == "running"  # type: ignore[index]
 
@@ -208,7 +207,7 @@ def test_a_stop_while_another_run_holds_the_job_is_refused_unless_forced(
 
 
 def test_the_startup_wait_fails_at_once_when_the_launcher_pid_is_another_process_now(control: ControlArea) -> None:
-    reused = {"kind": "local-process", **identify(os.getpid()), "launcher_started": 1}  # this pid, another start
+    reused = identify(os.getpid()).but(launcher_started=1)  # this pid, another start
 
     started = time.monotonic()
     with pytest.raises(DriverFailedError, match=f"spark-submit \\(pid {os.getpid()}\\) exited before the query ran"):
@@ -270,7 +269,7 @@ def test_a_launching_driver_that_reports_and_stops_at_once_is_stopped_not_was_no
 
 def test_a_launch_whose_spark_submit_exited_or_that_is_long_past_is_not_launching(control: ControlArea) -> None:
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
-    driver = {"kind": "local-process", **identify(exited.pid)}
+    driver = {"kind": "local-process", **identify(exited.pid).to_json()}
     exited.wait()
     _launching(control, driver)
     assert _stop(control).was_live is False
@@ -287,7 +286,7 @@ def test_a_launch_of_this_host_that_never_reports_is_killed_at_the_stops_time_li
     argv = [sys.executable, "-c", stuck, "--control-area", control.url, "--deployment-id", deployment_id]
     hung = subprocess.Popen(argv, start_new_session=True)
     processes.append(hung)  # type: ignore[arg-type]
-    _launching(control, {"kind": "local-process", **identify(hung.pid)}, deployment_id=deployment_id)
+    _launching(control, {"kind": "local-process", **identify(hung.pid).to_json()}, deployment_id=deployment_id)
 
     outcome = _stop(control, kill_after_s=0.3)
 
@@ -306,7 +305,7 @@ def test_a_stop_whose_connection_cannot_be_read_still_kills_this_hosts_driver(
         raise ConnectionLookupError("Airflow connection 'spark_default' could not be read")
 
     process = _fake_driver(control, processes)
-    _record(control, {"kind": "local-process", **identify(process.pid)})
+    _record(control, {"kind": "local-process", **identify(process.pid).to_json()})
     settings = DeploySettings(launcher=unreadable, stop_graceful_timeout_s=0.1, stop_kill_after_s=0.3)
 
     outcome = stop_job(control, Holder("process 1 on h", "test stop"), settings, "test")

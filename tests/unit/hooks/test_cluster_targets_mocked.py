@@ -29,6 +29,7 @@ from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import Driver
 from tests.helpers import rate_noop
 
 SPEC = rate_noop("clicks", "hdfs://nn:8020/ck/clicks", async_progress={"enabled": True, "checkpoint_interval_ms": 0})
@@ -116,7 +117,7 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
     driver = launcher.launch(Submission("clicks", "d1", ["--x", "1"], {}), control)
 
     log = control.path(ControlArea.DRIVER_LOG)
-    assert driver == {"kind": "yarn-application", "application_id": "application_1700000000000_0042", "log": log}
+    assert driver == Driver(kind="yarn-application", application_id="application_1700000000000_0042", log=log)
     [submitted] = _calls(bin_dir, "spark-submit")
     assert submitted == [
         "--master", "yarn",
@@ -158,7 +159,7 @@ def test_yarn_status_mocked_goes_through_the_provider_hooks_rest_call(monkeypatc
 
     monkeypatch.setattr(StreamingJobHook, "query_yarn_application_status", query)
     launcher = launcher_for("spark_yarn")
-    assert launcher.state({"kind": "yarn-application", "application_id": "application_9_0001"}) == "FAILED"
+    assert launcher.state(Driver(kind="yarn-application", application_id="application_9_0001")) == "FAILED"
     assert asked == ["application_9_0001"]
 
 
@@ -169,7 +170,9 @@ def test_a_driver_its_cluster_ended_fails_the_startup_wait_at_once(tmp_path: Pat
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
     with pytest.raises(DriverFailedError, match=r"ended on its cluster \(FAILED\)"):
-        wait_until_running(control, "d1", {"kind": "yarn-application"}, 3600, sleep=lambda s: None, launcher=_Ended())
+        wait_until_running(
+            control, "d1", Driver(kind="yarn-application"), 3600, sleep=lambda s: None, launcher=_Ended()
+        )
 
 
 def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
@@ -206,8 +209,8 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
 
     driver = launcher.launch(Submission("clicks", "d1", [], {}), control)
 
-    pod = {"kind": "kubernetes-pod", "pod": "async-stream-clicks-9f1c2b-driver", "namespace": "streaming"}
-    assert driver == {**pod, "log": control.path(ControlArea.DRIVER_LOG)}
+    pod = Driver(kind="kubernetes-pod", pod="async-stream-clicks-9f1c2b-driver", namespace="streaming")
+    assert driver == pod.but(log=control.path(ControlArea.DRIVER_LOG))
     [submitted] = _calls(bin_dir, "spark-submit")
     assert submitted == [
         "--master", "k8s://https://k8s.example:6443",
@@ -239,8 +242,8 @@ def test_a_cluster_driver_that_will_not_stop_is_killed_through_its_cluster(tmp_p
 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
-    driver = {"kind": "yarn-application", "application_id": "application_1_0001"}
-    control.write_json("deployment.json", {"deployment_id": "d1", "driver": driver})
+    driver = Driver(kind="yarn-application", application_id="application_1_0001")
+    control.write_json("deployment.json", {"deployment_id": "d1", "driver": driver.to_json()})
     control.write_json(
         "status.json",
         {
@@ -282,8 +285,8 @@ def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
     _stub(bin_dir, "yarn", "Killed application application_1_0007")
     control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
     control.ensure()
-    driver = {"kind": "yarn-application", "application_id": "application_1_0007"}
-    control.write_json("deployment.json", {"deployment_id": "d1", "driver": driver})
+    driver = Driver(kind="yarn-application", application_id="application_1_0007")
+    control.write_json("deployment.json", {"deployment_id": "d1", "driver": driver.to_json()})
     status = {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time() + 30}
     control.write_json("status.json", {**status, "host": socket.gethostname() + "-cluster"})
     env = {

@@ -399,10 +399,11 @@ def test_a_submitted_deployment_not_yet_reporting_counts_as_running(tmp_path: Pa
 
     # A record with the process's identity: live only while that pid still is that process.
     control.write_json(
-        "deployment.json", {"deployment_id": "new", "driver": {"kind": "local-process", **identify(os.getpid())}}
+        "deployment.json",
+        {"deployment_id": "new", "driver": {"kind": "local-process", **identify(os.getpid()).to_json()}},
     )
     assert read_job("job", control).live
-    reused = {"kind": "local-process", **identify(os.getpid()), "launcher_started": 1}
+    reused = {"kind": "local-process", **identify(os.getpid()).to_json(), "launcher_started": 1}
     control.write_json("deployment.json", {"deployment_id": "new", "driver": reused})
     assert not read_job("job", control).live
 
