@@ -40,7 +40,7 @@ def _deployment(status: Any, deployment: Any) -> dict[str, Any] | None:
     left it: the record itself is written at the deploy only, so its own state would read "running" forever."""
     if deployment is None:
         return None
-    data = deployment.to_json()
+    data: dict[str, Any] = deployment.to_json()
     data["launch"] = data["state"]
     if status is not None and status.deployment_id == deployment.deployment_id:
         data["state"] = str(status.state)

@@ -132,7 +132,8 @@ class ClusterLauncher:
         if kind == "kubernetes-pod":
             from airflow.providers.apache.spark.hooks import spark_submit
 
-            pod = spark_submit.kube_client.get_kube_client().read_namespaced_pod(driver.pod, driver.namespace)
+            kube = spark_submit.kube_client  # type: ignore[attr-defined]  # the hook's own client, as it calls it
+            pod = kube.get_kube_client().read_namespaced_pod(driver.pod, driver.namespace)
             return str(pod.status.phase)
         return None
 

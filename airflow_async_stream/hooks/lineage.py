@@ -34,7 +34,7 @@ def _ol(datasets: list[Dataset]) -> list[OLDataset]:
     return [OLDataset(namespace=d.namespace, name=d.name) for d in datasets]
 
 
-def operator_lineage(spec: JobSpec) -> OperatorLineage:
+def operator_lineage(spec: JobSpec) -> OperatorLineage[OLDataset, AsyncStreamJobFacet]:
     """The spec's inputs and outputs, and its configuration as the ``asyncStream`` job facet."""
     inputs, outputs = job_datasets(spec, kafka_servers)
     return OperatorLineage(

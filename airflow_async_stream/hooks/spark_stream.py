@@ -69,7 +69,7 @@ class StreamingJobHook(SparkSubmitHook):
 
     @property
     def driver_on_this_host(self) -> bool:
-        return self._connection["deploy_mode"] != "cluster"
+        return bool(self._connection["deploy_mode"] != "cluster")
 
     @property
     def cluster_manager(self) -> str:

@@ -4,7 +4,7 @@ configuration and a line at each switch or new deployment. Needs the ``chart`` e
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.insight.report import configuration_key, describe, percentile
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["draw"]
 
 
-def _pyplot():  # noqa: ANN202 (matplotlib is optional)
+def _pyplot() -> Any:  # matplotlib is optional
     try:
         import matplotlib
     except ImportError:

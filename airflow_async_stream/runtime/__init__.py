@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from airflow_async_stream.runtime import context
 
 if TYPE_CHECKING:
-    from pyspark.sql.streaming import DataStreamWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 __all__ = ["govern"]
 

@@ -117,7 +117,8 @@ def _build(session: SparkSession, spec: JobSpec, verdict: Verdict, scratch: Path
         )
         return None
     where = "transform.entrypoint" if entrypoint else "transform.sql"
-    return attempt(verdict, lambda exc: where, lambda: apply_transform(session, spec, df))
+    transformed: DataFrame | None = attempt(verdict, lambda exc: where, lambda: apply_transform(session, spec, df))
+    return transformed
 
 
 def _module_here(entrypoint: str) -> bool:

@@ -26,7 +26,7 @@ from airflow_async_stream.state.requests import StopRequest, SwitchAccount, Swit
 from airflow_async_stream.switch.allowed import configuration_of
 
 if TYPE_CHECKING:
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from airflow_async_stream.lineage.running import RunningEvents
     from airflow_async_stream.spec.model import JobSpec

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.secret_options import Redactor
@@ -22,7 +22,7 @@ from airflow_async_stream.state.records import Status, now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchPhase
 
 if TYPE_CHECKING:
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from airflow_async_stream.lineage.running import RunningEvents
 

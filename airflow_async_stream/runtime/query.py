@@ -13,7 +13,7 @@ from airflow_async_stream.spec.model import JobSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import DataStreamWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 __all__ = [
     "analyzed_plan",
@@ -60,7 +60,7 @@ def _call_entrypoint(entrypoint: str, spark: SparkSession, df: DataFrame) -> Dat
         func = getattr(importlib.import_module(module_name), func_name)
     except (ImportError, AttributeError) as exc:
         raise SpecError([("transform.entrypoint", f"cannot load {entrypoint!r}: {exc}")]) from exc
-    result = func(spark, df)
+    result: DataFrame = func(spark, df)
     if not getattr(result, "isStreaming", False):
         raise SpecError(
             [("transform.entrypoint", f"{entrypoint} must return a streaming DataFrame, got {type(result).__name__}")]

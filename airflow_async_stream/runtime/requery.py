@@ -20,7 +20,7 @@ from airflow_async_stream.state.records import now
 from airflow_async_stream.supervise.record import read_supervision
 
 if TYPE_CHECKING:
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from airflow_async_stream.spec.model import JobSpec
     from airflow_async_stream.spec.secret_options import Redactor
@@ -97,7 +97,7 @@ def requery(governor: Governed, query: StreamingQuery, writer: Any) -> Streaming
         if governor.stop_request() is not None:
             return None  # a stop meanwhile: the failed query's end is the driver's
         time.sleep(_POLL_S)
-    again = writer.start()
+    again: StreamingQuery = writer.start()
     governor.requeried(again, at, policy.max_restarts)
     _log.info("deployment %s: query %s restarted (run %s)", governor.deployment_id, again.id, again.runId)
     return again

@@ -28,7 +28,7 @@ from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, Sw
 from airflow_async_stream.switch.allowed import configuration_of, in_place_refusals, runtime_conf_changes
 
 if TYPE_CHECKING:
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from airflow_async_stream.spec.secret_options import Redactor
 

@@ -156,7 +156,8 @@ class CommittedBatchesSensor(BaseSensorOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         self._baseline, self._started_at = self._first_poke(context)
         if not self.deferrable:  # Airflow's own loop: poke, reschedule or sleep, soft_fail and timeouts
-            return super().execute(context)
+            result: dict[str, Any] = super().execute(context)
+            return result
         try:  # poke once: no trigger round-trip when the answer is already there
             check = self._check()
         except CommittedBatchesSensorTimeoutError as exc:

@@ -61,4 +61,4 @@ class Restart(StrictModel):
     def backoff_s(self, restarts_before: int) -> float:
         """The wait before a restart that follows ``restarts_before`` restarts in the window."""
         first, most = _positive_ms(self.backoff) / 1000, _positive_ms(self.max_backoff) / 1000
-        return min(most, first * 2 ** min(restarts_before, 64))
+        return float(min(most, first * 2 ** min(restarts_before, 64)))

@@ -46,7 +46,8 @@ _SHOWN = 20  # newest ids and gaps shown in the summary
 
 
 def _fs(checkpoint: str) -> tuple[Any, str]:
-    return fsspec.core.url_to_fs(checkpoint)
+    fs, root = fsspec.core.url_to_fs(checkpoint)
+    return fs, str(root)
 
 
 def _list(fs: Any, folder: str) -> list[str] | None:

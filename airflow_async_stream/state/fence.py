@@ -244,7 +244,7 @@ def start_refusal(control: ControlArea, deployment_id: str) -> Refusal | None:
     return None
 
 
-def _after(stop: dict, record: Deployment | None, deployment_id: str) -> bool:
+def _after(stop: dict[str, Any], record: Deployment | None, deployment_id: str) -> bool:
     """The stop request is this deployment's, or came after it was deployed (meant for whatever runs)."""
     if stop.get("deployment_id") == deployment_id:
         return True

@@ -22,7 +22,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.state.records import Record, now
+from airflow_async_stream.state.records import now
+from airflow_async_stream.state.typed import Record
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from airflow_async_stream.state.records import Record, now
+from airflow_async_stream.state.records import now
+from airflow_async_stream.state.typed import Record
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea

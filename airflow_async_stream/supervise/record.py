@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_async_stream.state.records import Record
+from airflow_async_stream.state.typed import Record
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea

@@ -30,7 +30,8 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import create_once
 from airflow_async_stream.state.hold import hold_state
 from airflow_async_stream.state.liveness import liveness_of
-from airflow_async_stream.state.records import Record, State, Status, now
+from airflow_async_stream.state.records import State, Status, now
+from airflow_async_stream.state.typed import Record
 from airflow_async_stream.supervise.metrics import Figures, figures_of
 from airflow_async_stream.supervise.policy import Act, case_for, decide
 from airflow_async_stream.supervise.record import read_supervision
