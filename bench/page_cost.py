@@ -27,15 +27,13 @@ REPEAT = 3
 
 
 def _fleet(folder: Path) -> None:
-    offsets = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"0":5}\n'
+    from tests.helpers import make_checkpoint
+
     start = time.time() - 3600
     for j in range(JOBS):
         checkpoint = folder / f"job-{j:04d}"
-        for log, text in (("offsets", offsets), ("commits", 'v1\n{"nextBatchWatermarkMs":0}\n')):
-            (checkpoint / log).mkdir(parents=True)
-            for i in range(BATCHES - 100, BATCHES):
-                (checkpoint / log / str(i)).write_text(text)
-        (checkpoint / "metadata").write_text('{"id":"q"}')
+        kept = list(range(BATCHES - 100, BATCHES))
+        make_checkpoint(checkpoint, kept, kept)
         control = ControlArea.for_checkpoint(str(checkpoint))
         control.ensure()
         control.write_json(ControlArea.STATUS, {"deployment_id": "d", "state": "running", "job": checkpoint.name,

@@ -24,11 +24,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 
 
 def _make(root: Path, size: int) -> str:
-    for log in ("offsets", "commits"):
-        (root / log).mkdir(parents=True)
-    for i in range(size):
-        (root / "commits" / str(i)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
-        (root / "offsets" / str(i)).write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}\n{"0":1}\n')
+    from tests.helpers import make_checkpoint
+
+    make_checkpoint(root, list(range(size)), list(range(size)))
     control = ControlArea.for_checkpoint(str(root))
     control.ensure()
     control.write_json("status.json", {"state": "running", "heartbeat_at": time.time()})

@@ -17,18 +17,42 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 from airflow_async_stream.driver.process import identify
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import now
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def command(control_url: str, deployment_id: str, *args: str) -> list[str]:
     """The argument list that starts a fake driver (run it from the repository's root)."""
     return [sys.executable, "-m", "tests.fake_driver", "--control-area", control_url, "--deployment-id", deployment_id,
             *args]  # fmt: skip
+
+
+def started(
+    control: ControlArea, deployment_id: str, *args: str, processes: list[Any], before: list[str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A fake driver of ``deployment_id`` in its own session (after ``before``, e.g. ``unshare``), added to
+    ``processes`` (the test's to clean up), once its status record names it."""
+    from tests.helpers import until
+
+    argv = [*(before or []), *command(control.url, deployment_id, *args)]
+    process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
+    processes.append(process)
+    until(
+        lambda: (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") == deployment_id,
+        30,
+        what="the fake driver's status",
+        alive=process,
+    )
+    return process
 
 
 def main() -> None:

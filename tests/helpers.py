@@ -4,6 +4,7 @@ fingerprint, and awaiting a condition."""
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,10 +54,24 @@ def snapshot(root: Path) -> dict[str, str]:
     }
 
 
-def until(condition: Callable[[], Any], timeout_s: float = 10.0, every_s: float = 0.01) -> Any:
-    """Await ``condition``'s first truthy value; fail when ``timeout_s`` passes first."""
+def commit(checkpoint: str, batch: int) -> None:
+    """Commit ``batch`` in a checkpoint ``make_checkpoint`` made, as Spark does when the batch ends."""
+    Path(checkpoint, "commits", str(batch)).write_text(COMMITS)
+
+
+def until(
+    condition: Callable[[], Any],
+    timeout_s: float = 10.0,
+    what: str = "the condition",
+    alive: subprocess.Popen[Any] | None = None,
+    every_s: float = 0.02,
+) -> Any:
+    """Await ``condition``'s first truthy value: the tests' one way to wait. Fails naming ``what`` when
+    ``timeout_s`` passes first, or at once when the process ``alive`` names (the one that should make it
+    true) has exited."""
     deadline = time.monotonic() + timeout_s
     while not (value := condition()):
-        assert time.monotonic() < deadline, f"not met within {timeout_s} s"
+        assert alive is None or alive.poll() is None, f"{what}: the process ended (exit {alive.returncode})"
+        assert time.monotonic() < deadline, f"{what}: not met within {timeout_s:.0f} s"
         time.sleep(every_s)
     return value

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from airflow_async_stream.state.control import ControlArea
+from tests.helpers import until
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 T = TypeVar("T")
@@ -126,15 +127,16 @@ class AirflowStack:
 
     def await_(self, probe: Callable[[], T | None], what: str, timeout_s: float) -> T:
         """Poll ``probe`` every 0.2 s until it answers; fail naming ``what`` and the component that died."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            answer = probe()
-            if answer:
-                return answer
+
+        def answer() -> T | None:
+            if found := probe():
+                return found
             dead = [name for name, proc in self.procs.items() if proc.poll() is not None]
             assert not dead, f"{dead} exited while waiting for {what}: {self.log(dead[0])[-3000:]}"
-            assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
-            time.sleep(0.2)
+            return None
+
+        found: T = until(answer, timeout_s, what=what, every_s=0.2)
+        return found
 
 
 def _start_time(pid: int) -> str | None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
-from tests.helpers import rate_noop
+from tests.helpers import rate_noop, until
 
 
 def async_job(checkpoint: str, trigger: str) -> dict:
@@ -28,10 +27,7 @@ def start_async_job(checkpoint: str) -> None:
 
     spec = async_job(checkpoint, "300 milliseconds")
     DeployStreamingJobOperator(task_id="start", spec=spec).execute({})
-    deadline = time.monotonic() + 120
-    while len(batch_ids(checkpoint, "commits")) < 2:
-        assert time.monotonic() < deadline, "the async job committed too little"
-        time.sleep(0.2)
+    until(lambda: len(batch_ids(checkpoint, "commits")) >= 2, 120, what="two async commits", every_s=0.2)
 
 
 def live_drivers(control: ControlArea) -> list[int]:

@@ -11,10 +11,10 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import until
 
 INSTALL = "apt-get install -y redis-server postgresql (scripts/services.sh runs it)"
 
@@ -39,15 +39,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def _await(answers: Callable[[], bool], process: subprocess.Popen[bytes], name: str, timeout_s: float) -> None:
-    """Until the server answers; fail when it exits first or does not answer in time."""
-    deadline = time.monotonic() + timeout_s
-    while not answers():
-        assert process.poll() is None, f"{name} exited at start"
-        assert time.monotonic() < deadline, f"{name} did not answer within {timeout_s:.0f} s"
-        time.sleep(0.05)
-
-
 class Redis:
     """A Redis server without persistence: the Celery broker."""
 
@@ -61,7 +52,7 @@ class Redis:
              "--dir", str(self.folder)],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        _await(self._pong, self.process, "redis-server", 30)
+        until(self._pong, 30, what="redis-server", alive=self.process)
 
     def _pong(self) -> bool:
         try:
@@ -103,7 +94,7 @@ class Postgres:
              "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True, **as_user,
         )  # fmt: skip
-        _await(self._create_database, self.process, "postgres", 60)
+        until(self._create_database, 60, what="postgres", alive=self.process)
 
     def _create_database(self) -> bool:
         import psycopg2

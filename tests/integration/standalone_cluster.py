@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import until
 from tests.spark_class_archive import spark_home
 
 WORKER_CORES = 2
@@ -76,20 +76,22 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
     )  # fmt: skip
     cluster = StandaloneCluster(master_url, f"http://127.0.0.1:{master_ui_port}", f"http://127.0.0.1:{worker_ui_port}")
     try:
-        deadline = time.monotonic() + 120
-        while True:
+
+        def up() -> bool:
             try:
-                if cluster.master_status().get("aliveworkers", 0) >= 1:
-                    break
+                return bool(cluster.master_status().get("aliveworkers", 0) >= 1)
             except OSError:
-                pass
-            if time.monotonic() > deadline or master.poll() is not None or worker.poll() is not None:
-                raise RuntimeError(
-                    "the standalone cluster did not come up:\n"
-                    + (logs / "master.log").read_text()[-2000:]
-                    + (logs / "worker.log").read_text()[-2000:]
-                )
-            time.sleep(0.5)
+                return False
+
+        try:
+            until(lambda: up() or master.poll() is not None or worker.poll() is not None, 120, every_s=0.5)
+            assert up(), "a process of the cluster exited"
+        except AssertionError as exc:
+            raise RuntimeError(
+                f"the standalone cluster did not come up ({exc}):\n"
+                + (logs / "master.log").read_text()[-2000:]
+                + (logs / "worker.log").read_text()[-2000:]
+            ) from None
         yield cluster
     finally:
         for process in (worker, master):

@@ -23,7 +23,7 @@ from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
-from tests.helpers import rate_noop
+from tests.helpers import rate_noop, until
 from tests.integration.helpers import checkpoint_files, run_dag, task_states, write_dag, write_job_dag, xcom
 
 pytestmark = pytest.mark.integration
@@ -46,10 +46,12 @@ def _doctor(checkpoint: str, *args: str, running: bool = False) -> subprocess.Co
 def _gapped(spec: dict, checkpoint: str) -> None:
     """Run the job with async on until its offsets have gaps under the newest batch, then stop it."""
     DeployStreamingJobOperator(task_id="start", spec=spec, startup_timeout_s=180).execute({})
-    deadline = time.monotonic() + 120
-    while (found := inspect_checkpoint(checkpoint)).sync_restart_safe or len(found.offsets.ids) < 3:
-        assert time.monotonic() < deadline, f"no gaps in offsets/ after 120 s: {found.offsets.ids}"
-        time.sleep(0.2)
+    until(
+        lambda: not (found := inspect_checkpoint(checkpoint)).sync_restart_safe and len(found.offsets.ids) >= 3,
+        120,
+        what="gaps in offsets/",
+        every_s=0.2,
+    )
     StopStreamingJobOperator(task_id="stop", spec=spec).execute({})
 
 
@@ -182,10 +184,7 @@ def test_a_second_writer_made_for_real_is_diagnosed(checkpoint_dir: str) -> None
         assert other.returncode == 0 and json.loads(other.stdout.splitlines()[-1])["error"] is None, other.stderr
     finally:
         os.killpg(group, signal.SIGCONT)
-    deadline = time.monotonic() + 60
-    while (status := control.read_status()).state != "failed":
-        assert time.monotonic() < deadline, f"the resumed driver went on writing: {status.state}"
-        time.sleep(0.2)
+    until(lambda: control.read_status().state == "failed", 60, what="the resumed driver failing", every_s=0.2)
     diagnosis = json.loads(_doctor(checkpoint_dir, "--json").stdout)
     assert diagnosis["diagnosis"] == "second_writer", diagnosis
     said = ("Multiple streaming jobs detected", "Multiple streaming queries are concurrently using")  # by timing

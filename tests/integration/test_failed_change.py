@@ -5,7 +5,6 @@ the file changes."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -17,6 +16,7 @@ from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.progress_log import read_events, segments
+from tests.helpers import until
 from tests.integration.helpers import fleet_job, load_dag, run_dag, task_states, write_dag
 from tests.session import CHECKPOINT_ROOT
 
@@ -76,10 +76,9 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
     )  # the same driver and the same query: no rollback restart, not even of the query
     assert status["configuration"]["trigger"] == {"processing_time": "300 milliseconds"}
     latest = status["last_batch_id"]
-    deadline = time.monotonic() + 60
-    while control.read_json("status.json")["last_batch_id"] <= latest:
-        assert time.monotonic() < deadline, "the job ran no batch after the failed change"
-        time.sleep(0.1)
+    until(
+        lambda: control.read_json("status.json")["last_batch_id"] > latest, 60, what="a batch after the failed change"
+    )
     twice = [batch for batch, seen in Counter(_batches(control)).items() if seen > 1]
     assert twice == [], f"batches run twice: {twice}"
 

@@ -19,7 +19,6 @@ import dataclasses
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,7 +37,7 @@ from airflow_async_stream.state.hold import Holder, revoke, take
 from airflow_async_stream.state.records import State, now
 from airflow_async_stream.state.requests import SwitchRequest
 from tests.fake_driver import command as fake_driver
-from tests.helpers import rate_noop
+from tests.helpers import rate_noop, until
 from tests.integration.helpers import DriverWatch
 from tests.integration.migration_job import live_drivers
 
@@ -61,14 +60,6 @@ def _spec(checkpoint: str, **changes: Any) -> Any:
             },
         )
     )
-
-
-def _await(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-    return value
 
 
 def _stop_force(target: str) -> subprocess.CompletedProcess[str]:
@@ -105,7 +96,7 @@ def lingering_driver(checkpoint_dir: str, tmp_path: Path) -> Iterator[tuple[subp
     argv = fake_driver(control.url, f"old-{uuid.uuid4().hex[:6]}", "--obey", "--record-deployment",
                        "--linger-until", str(release))  # fmt: skip
     process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
-    _await(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "running", "the old driver")
+    until(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "running", 60, what="the old driver")
     yield process, release
     release.touch()
     process.wait(30)
@@ -126,7 +117,7 @@ def test_a_forced_stop_while_a_redeploy_stops_the_old_driver_wins(
             )
         )
         # The window: the old driver said "stopped", and the step waits for its process to exit.
-        _await(lambda: control.read_status().state == State.STOPPED, "the old driver's final status")
+        until(lambda: control.read_status().state == State.STOPPED, 60, what="the old driver's final status")
         assert old.poll() is None and step.error is None and step.result is None
         forced = _stop_force(checkpoint_dir)
         release.touch()  # the old driver exits; the step goes on
@@ -153,14 +144,15 @@ def _launch_then(hook_call: Callable[..., Any], before: Callable[[], None], afte
 
 
 def _assert_stopped_before_its_first_batch(control: ControlArea, checkpoint: str, deployment_id: str) -> None:
-    status = _await(
+    status = until(
         lambda: (s := control.read_status()) and s.deployment_id == deployment_id and s.state in ("stopped",) and s,
-        "the launched driver's final status",
+        60,
+        what="the launched driver's final status",
     )
     assert "before its query started" in (status.stop_reason or ""), status
     assert status.batches == 0 and status.query_run_id is None and control.read_progress(deployment_id) == []
     assert batch_ids(checkpoint, "commits") == []
-    _await(lambda: live_drivers(control) == [], "the driver process's exit")
+    until(lambda: live_drivers(control) == [], 60, what="the driver process's exit")
 
 
 def test_a_launch_that_outruns_the_revocation_is_stopped_by_the_driver_itself(
@@ -193,8 +185,11 @@ def test_a_stop_reaches_a_driver_that_is_still_launching(checkpoint_dir: str, mo
         # status names it. The user's stop comes now; it must address that deployment.
         deployment_id = control.read_deployment().deployment_id
         stops.append(_InThread(lambda: _stop_force(checkpoint_dir)))
-        _await(lambda: (control.read_json(ControlArea.STOP_REQUEST) or {}).get("deployment_id") == deployment_id,
-               "the stop request naming the launching deployment")  # fmt: skip
+        until(
+            lambda: (control.read_json(ControlArea.STOP_REQUEST) or {}).get("deployment_id") == deployment_id,
+            60,
+            what="the stop request naming the launching deployment",
+        )
 
     monkeypatch.setattr(
         LocalLauncher,
@@ -230,9 +225,10 @@ def test_a_switch_request_racing_a_forced_stop_is_never_applied(
     request = SwitchRequest(request_id="r-stale", deployment_id=deployed.deployment_id, spec=slower.to_mapping(),
                                  requested_at=now(), hold_token=grant.token)  # fmt: skip
     control.write_switch_request(request)
-    account = _await(
+    account = until(
         lambda: (r := control.read_switch_account()) and r.request_id == "r-stale" and r.settled and r,
-        "the driver's account of the stale request",
+        60,
+        what="the driver's account of the stale request",
     )
     assert account.outcome == "revoked" and "was ended before it was applied" in account.reason, account
     assert account.stopped_at is None, "the query was stopped for a request it must not apply"

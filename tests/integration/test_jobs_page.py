@@ -27,7 +27,7 @@ from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.switch.request import switch_in_place
-from tests.helpers import rate_noop
+from tests.helpers import rate_noop, until
 from tests.integration.airflow_stack import AirflowStack
 from tests.integration.helpers import browser, output_folder
 from tests.session import CHECKPOINT_ROOT
@@ -47,10 +47,9 @@ def _ran(control: ControlArea, enabled: bool) -> list[dict[str, Any]]:
 def _feed_and_await(control: ControlArea, incoming: Path, enabled: bool, first: int) -> None:
     for i in range(first, first + BATCHES):
         (incoming / f"{i:05d}.json").write_text(f'{{"v": {i}}}\n')
-    deadline = time.monotonic() + 120
-    while len(_ran(control, enabled)) < BATCHES:
-        assert time.monotonic() < deadline, f"fewer than {BATCHES} batches with async {enabled}"
-        time.sleep(0.1)
+    until(
+        lambda: len(_ran(control, enabled)) >= BATCHES, 120, what=f"{BATCHES} batches with async {enabled}", every_s=0.1
+    )
 
 
 def _failing_job(folder: Path) -> ControlArea:

@@ -7,7 +7,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from airflow_async_stream.state.checkpoint import batch_ids
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.switch.request import switch_in_place
-from tests.helpers import rate_noop
+from tests.helpers import rate_noop, until
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -36,10 +35,12 @@ def ran(control: ControlArea) -> list[dict]:
 
 
 def await_batches(control: ControlArea, enabled: bool, count: int, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while sum(e["configuration"]["async_progress"]["enabled"] is enabled for e in ran(control)) < count:
-        assert time.monotonic() < deadline, f"fewer than {count} batches with async {enabled}"
-        time.sleep(0.1)
+    until(
+        lambda: sum(e["configuration"]["async_progress"]["enabled"] is enabled for e in ran(control)) >= count,
+        timeout_s,
+        what=f"{count} batches with async {enabled}",
+        every_s=0.1,
+    )
 
 
 def test_a_report_across_a_switch_to_async_matches_the_log(

@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
+from tests.helpers import until
 from tests.integration.helpers import fail_running_dag_runs, fleet_job, run_dag, task_states, write_dag
 from tests.session import CHECKPOINT_ROOT
 
@@ -59,10 +59,7 @@ def _stable_deployment(spec: dict[str, Any], timeout_s: float = 30.0) -> str:
     """The deployment stable.json names. The driver writes it at its first progress event once two commits
     of its deployment exist; with async progress tracking a commit lands after its batch's event, so that
     can be one trigger interval after the rollout saw the two commits and finished."""
-    deadline = time.monotonic() + timeout_s
-    while (record := _control(spec).read_json("stable.json")) is None:
-        assert time.monotonic() < deadline, f"{spec['name']}: no stable.json {timeout_s} s after its rollout"
-        time.sleep(0.05)
+    record = until(lambda: _control(spec).read_json("stable.json"), timeout_s, what=f"{spec['name']}: stable.json")
     return str(record["deployment_id"])
 
 
@@ -191,10 +188,8 @@ def test_a_rollout_killed_after_submitting_is_picked_up_without_a_second_deploy(
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 300
-    while not (control.read_json("deployment.json") or {}).get("driver"):  # spark-submit has been launched
-        assert run.poll() is None and time.monotonic() < deadline, "the rollout ended before it submitted"
-        time.sleep(0.02)
+    # spark-submit has been launched
+    until(lambda: (control.read_json("deployment.json") or {}).get("driver"), 300, what="the launch", alive=run)
     os.killpg(run.pid, signal.SIGKILL)  # the Airflow run dies; the driver, in its own session, lives on
     run.wait()
     submitted = _deployment_id(spec)

@@ -10,20 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import commit, make_checkpoint
 from tests.integration.helpers import load_dag, run_dag, task_states, write_dag, xcom
 
 pytestmark = pytest.mark.integration
-
-
-def _checkpoint(root: str, commits: list[int]) -> str:
-    (Path(root) / "commits").mkdir(parents=True)
-    for batch in commits:
-        _commit(root, batch)
-    return root
-
-
-def _commit(checkpoint: str, batch: int) -> None:
-    Path(checkpoint, "commits", str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
 
 
 def _reschedules(dag_id: str) -> int:
@@ -42,7 +32,7 @@ def _reschedules(dag_id: str) -> int:
 
 
 def test_reschedule_mode_keeps_the_baseline_of_its_first_poke(airflow_db: None, checkpoint_dir: str) -> None:
-    checkpoint = _checkpoint(checkpoint_dir, [3])
+    checkpoint = make_checkpoint(Path(checkpoint_dir), [3], [3])
     path = write_dag(
         "sensor_rescheduled",
         f"""
@@ -68,7 +58,7 @@ def test_reschedule_mode_keeps_the_baseline_of_its_first_poke(airflow_db: None, 
         while not stop.is_set() and seen < 6:
             if _reschedules("sensor_rescheduled") > seen:
                 seen += 1
-                _commit(checkpoint, 3 + seen)
+                commit(checkpoint, 3 + seen)
             stop.wait(0.05)
 
     committer = threading.Thread(target=one_commit_per_poke, daemon=True)
@@ -88,7 +78,7 @@ def test_reschedule_mode_keeps_the_baseline_of_its_first_poke(airflow_db: None, 
 def test_a_timeout_is_an_airflow_sensor_timeout_in_every_mode(
     airflow_db: None, checkpoint_dir: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    checkpoint = _checkpoint(checkpoint_dir, [3])
+    checkpoint = make_checkpoint(Path(checkpoint_dir), [3], [3])
     path = write_dag(
         "sensor_timeouts",
         f"""

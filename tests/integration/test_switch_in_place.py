@@ -33,7 +33,7 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.switch.request import running_spec, switch_in_place
-from tests.helpers import rate_noop
+from tests.helpers import rate_noop, until
 from tests.integration.helpers import checkpoint_files
 
 pytestmark = pytest.mark.integration
@@ -57,13 +57,6 @@ def _with(spec: JobSpec, **changes: dict) -> JobSpec:
     return parse_spec(deep_merge(spec.to_mapping(), changes))
 
 
-def _await(condition, what: str, timeout_s: float = 90.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
 
@@ -77,7 +70,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     # A gap in the offset log: with a 3 s interval and 100 ms batches, most batches live only in memory.
-    _await(lambda: len(batch_ids(checkpoint_dir, "commits")) >= 2, "two durable async commits")
+    until(lambda: len(batch_ids(checkpoint_dir, "commits")) >= 2, 90, what="two durable async commits")
     first_run = control.read_status().query_run_id
 
     # 1. What needs a new driver is refused before anything stops: here, and by the driver.
@@ -95,7 +88,7 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
         request_id="ungated", deployment_id=deployment_id, spec=synchronous.to_mapping(), hold_token=token
     )
     control.write_switch_request(ungated)
-    _await(lambda: control.read_switch_account().request_id == "ungated", "the driver's answer")
+    until(lambda: control.read_switch_account().request_id == "ungated", 90, what="the driver's answer")
     assert control.read_switch_account().outcome == SwitchOutcome.REFUSED
     assert "needs the gate" in control.read_switch_account().reason
     # Hand-written requests: each refused in the switch's account, the query untouched and running.
@@ -108,11 +101,11 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
         ("unknown-field", {"surprise": True}, SwitchOutcome.REFUSED, "unknown field 'surprise'"),
     ]:
         control.write_json(ControlArea.SWITCH_REQUEST, {**valid, "request_id": request_id, **changes})
-        _await(lambda: (control.read_switch_account() or SwitchAccount()).request_id == request_id, request_id)  # noqa: B023
+        until(lambda: (control.read_switch_account() or SwitchAccount()).request_id == request_id, 90, what=request_id)  # noqa: B023
         account = control.read_switch_account()
         assert account.outcome == outcome and reason in account.reason, account
     control.write_json(ControlArea.STOP_REQUEST, {"deployment_id": deployment_id, "graceful_timeout_s": "abc"})
-    _await(lambda: control.read_json(ControlArea.STOP_REQUEST) is None, "the bad stop request refused")
+    until(lambda: control.read_json(ControlArea.STOP_REQUEST) is None, 90, what="the bad stop request refused")
     assert any("graceful_timeout_s" in (i.error or "") for i in read_incidents(control))
     status = control.read_status()
     assert (status.query_run_id, status.switches, status.state) == (first_run, 0, "running")
@@ -133,13 +126,15 @@ def test_switches_in_place_through_the_gate(airflow_db: None, checkpoint_dir: st
     assert control.read_deployment().async_progress == {"enabled": True, "checkpoint_interval_ms": 0}
 
     # 3. After two committed batches at interval 0, the gated switch runs it synchronously.
-    _await(lambda: len(_commits_after(checkpoint_dir, unsafe.last_batch_before)) >= 2, "two interval-0 commits")
+    until(lambda: len(_commits_after(checkpoint_dir, unsafe.last_batch_before)) >= 2, 90, what="two interval-0 commits")
     safe = switch_in_place(control, synchronous, require_sync_safe=True, timeout_s=60)
     assert safe.outcome == SwitchOutcome.SWITCHED and safe.phase == SwitchPhase.DONE, safe
     assert safe.after["async_progress"]["enabled"] is False
-    _await(lambda: len(_commits_after(checkpoint_dir, safe.first_batch_after)) >= 2, "two synchronous commits")
+    until(lambda: len(_commits_after(checkpoint_dir, safe.first_batch_after)) >= 2, 90, what="two synchronous commits")
     stable = lambda: (control.read_json(ControlArea.STABLE) or {}).get("spec", {}).get("async_progress")  # noqa: E731
-    _await(lambda: stable() == {"enabled": False, "checkpoint_interval_ms": 3000}, "the synchronous spec stable")
+    until(
+        lambda: stable() == {"enabled": False, "checkpoint_interval_ms": 3000}, 90, what="the synchronous spec stable"
+    )
     inspection = inspect_checkpoint(checkpoint_dir)
     assert inspection.sync_restart_safe, inspection.reason
     offsets = batch_ids(checkpoint_dir, "offsets")
@@ -231,7 +226,9 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     assert "Asked deployment" in run.stderr and f"switch {record.request_id}: stopped" in run.stderr, run.stderr
     assert f"pause              {record.pause_s:.2f} s" in run.stdout
     assert "trigger processing_time=300 milliseconds" in run.stdout
-    _await(lambda: len(_commits_after(checkpoint_dir, record.first_batch_after)) >= 1, "a batch after the switch")
+    until(
+        lambda: len(_commits_after(checkpoint_dir, record.first_batch_after)) >= 1, 90, what="a batch after the switch"
+    )
     seen = {}
     for line in echo.read_text().splitlines():
         row = json.loads(line)
@@ -258,7 +255,7 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     assert status.configuration["trigger"] == {"processing_time": "300 milliseconds"}
     assert running_spec(control).trigger.processing_time == "300 milliseconds"
     latest = status.last_batch_id
-    _await(lambda: control.read_status().last_batch_id > latest, "a batch of the restarted query")
+    until(lambda: control.read_status().last_batch_id > latest, 90, what="a batch of the restarted query")
 
 
 def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
@@ -286,7 +283,7 @@ def test_a_switch_to_async_is_refused_for_a_stateful_query_before_it_stops(
     assert running_spec(control).async_progress.enabled is False
 
     # Its report points at state checkpointing, from the state store's figures the driver recorded.
-    _await(lambda: sum("state_operators" in e for e in control.read_progress()) >= 3, "three stateful batches")
+    until(lambda: sum("state_operators" in e for e in control.read_progress()) >= 3, 90, what="three stateful batches")
     stop_driver(control, "test")
     stateful = [e for e in control.read_progress() if "addBatch" in e["duration_ms"]]
     per_task = sorted(sum(op["commit_ms"] / op["shuffle_partitions"] for op in e["state_operators"]) for e in stateful)
@@ -324,6 +321,6 @@ def test_a_switch_on_an_idle_source_returns_once_the_new_query_runs(
     assert (record.outcome, record.phase, record.first_batch_after) == (SwitchOutcome.SWITCHED, "started", None)
 
     (incoming / "a.json").write_text('{"v": 1}\n')
-    _await(lambda: control.read_switch_account().phase == SwitchPhase.DONE, "the first batch after the switch")
+    until(lambda: control.read_switch_account().phase == SwitchPhase.DONE, 90, what="the first batch after the switch")
     done = control.read_switch_account()
     assert done.first_batch_after == 0 and done.pause_s is None  # no batch before it to measure from

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from airflow_async_stream.state.control import ControlArea
-from tests.fake_driver import command as fake_driver
+from tests.fake_driver import started
 
 FORBIDDEN = (
     "airflow_async_stream.operators",
@@ -142,13 +142,9 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
     )
     control = ControlArea.for_checkpoint(str(checkpoint))
     control.ensure()
-    driver = subprocess.Popen(
-        fake_driver(control.url, "d-1", "--record-deployment"),
-        cwd=ROOT,
-        start_new_session=True,
-    )
+    processes: list[subprocess.Popen[bytes]] = []
     try:
-        _await_status(control, driver)
+        driver = started(control, "d-1", "--record-deployment", processes=processes)
         run = "from airflow_async_stream.cli.commands import main; sys.exit(main(sys.argv[1:]))"
         answers = {
             "validate": _without_airflow(run, "validate", str(spec)),
@@ -162,9 +158,10 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
             "stop": _without_airflow(run, "stop", str(spec), "--graceful-timeout", "0.1", "--kill-after", "0.3"),
         }
     finally:
-        if driver.poll() is None:
-            driver.kill()
-        driver.wait()
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
     assert all("Airflow is blocked" not in r.stdout + r.stderr for r in answers.values()), answers
     codes = {name: r.returncode for name, r in answers.items() if name not in ("switch", "stop", "inspect")}
     assert codes == dict.fromkeys(("validate", "plan", "status", "report", "doctor", "schema"), 0), answers
@@ -175,15 +172,6 @@ def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_p
     assert answers["stop"].stdout == "stopped: state failed\n", answers["stop"]
     assert driver.returncode == -9
     assert (control.read_status().error or "").startswith("killed: no final status")
-
-
-def _await_status(control: ControlArea, driver: subprocess.Popen[bytes]) -> None:
-    import time
-
-    deadline = time.monotonic() + 30
-    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != "d-1":
-        assert driver.poll() is None and time.monotonic() < deadline, "the fake driver wrote no status"
-        time.sleep(0.02)
 
 
 def test_without_a_launcher_a_deploy_is_an_error_naming_the_connection_never_a_silent_local_run(

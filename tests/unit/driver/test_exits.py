@@ -31,16 +31,10 @@ from airflow_async_stream.spec import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
+from tests.helpers import until
 
 ROOT = Path(__file__).resolve().parents[3]
 OTHER_HOST = "worker-a"
-
-
-def _await(condition: Any, what: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout_s} s: {what}"
-        time.sleep(0.02)
 
 
 def _pids_of(deployment_id: str) -> list[int]:
@@ -67,8 +61,14 @@ def _driver_on_other_host(control: ControlArea, processes: list[Any], tmp_path: 
     command = ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c",
                f"hostname {OTHER_HOST} && {driver} 2>&1 | {pump}"]  # fmt: skip
     processes.append(subprocess.Popen(command, cwd=ROOT, start_new_session=True))
-    _await(lambda: (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") == deployment_id, "a status")
-    _await(lambda: (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id") == deployment_id, "a record")
+    until(
+        lambda: (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") == deployment_id, 30, what="a status"
+    )
+    until(
+        lambda: (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id") == deployment_id,
+        30,
+        what="a record",
+    )
     return deployment_id, release
 
 
@@ -80,7 +80,7 @@ def test_the_log_pump_records_the_exit_when_the_output_closes(control: ControlAr
     assert driver.stdin is not None
     driver.stdin.write(b"a line of the driver\n")
     driver.stdin.flush()
-    _await(lambda: log.exists() and b"a line of the driver" in log.read_bytes(), "the pump to write the line")
+    until(lambda: log.exists() and b"a line of the driver" in log.read_bytes(), 30, what="the pump to write the line")
     assert control.read_exit("d-1") is None, "an exit recorded while the driver's output was still open"
     driver.stdin.close()  # the driver exits
     assert driver.wait(timeout=10) == 0 and pump.wait(timeout=10) == 0
@@ -97,7 +97,7 @@ def test_a_stop_from_another_host_returns_once_the_drivers_host_confirms_its_exi
     outcome: list[StopOutcome] = []
     stopping = threading.Thread(target=lambda: outcome.append(stop_driver(control, "test", 1, kill_after_s=60)))
     stopping.start()
-    _await(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "stopped", "the final status")
+    until(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "stopped", 30, what="the final status")
     assert _pids_of(deployment_id), "the driver process exited before the test let it"
     stopping.join(timeout=1.0)  # its query has stopped; its process has not exited: the stop must still wait
     assert stopping.is_alive() and not outcome, "a stop returned at the final status, before the process exit"
@@ -128,7 +128,7 @@ def test_an_exit_not_confirmed_in_time_is_said_naming_the_host_and_a_deploy_refu
     assert (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id") == deployment_id, "it launched"
 
     release.touch()  # the driver exits; its pump says so; the same wait now passes
-    _await(lambda: control.read_exit(deployment_id) is not None, "the exit record")
+    until(lambda: control.read_exit(deployment_id) is not None, 30, what="the exit record")
     assert wait_for_driver_exit(control, 0.5) is None
 
 
@@ -188,7 +188,7 @@ def test_a_driver_killed_on_another_host_is_crashed_here_as_soon_as_its_exit_is_
     assert check_up(control, None).health.verdict == Verdict.HEALTHY
     [pid] = _pids_of(deployment_id)
     os.kill(pid, signal.SIGKILL)
-    _await(lambda: control.read_exit(deployment_id) is not None, "the exit record", timeout_s=10)
+    until(lambda: control.read_exit(deployment_id) is not None, 10, what="the exit record")
     looked = check_up(control, None)
     exited_at = control.read_exit(deployment_id).exited_at  # type: ignore[union-attr]
     assert looked.health.verdict == Verdict.CRASHED and time.time() - exited_at < 1.0, looked.health

@@ -19,7 +19,7 @@ from airflow_async_stream.exceptions import NotSignalledError, StopTimeoutError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import CLOCK_SKEW_S, liveness
 from airflow_async_stream.state.records import Status, now
-from tests.fake_driver import command as fake_driver
+from tests.fake_driver import started
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -122,13 +122,7 @@ def test_a_heartbeat_in_the_future_beyond_the_clock_skew_is_not_live() -> None:
 def test_a_corrupt_hold_is_refused_by_a_plain_stop_and_ended_by_a_forced_one(
     control: ControlArea, processes: list[Any]
 ) -> None:
-    driver = subprocess.Popen(fake_driver(control.url, "d-real", "--obey", "--record-deployment"), cwd=ROOT,
-                              start_new_session=True)  # fmt: skip
-    processes.append(driver)
-    deadline = time.monotonic() + 30
-    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != "d-real":
-        assert time.monotonic() < deadline and driver.poll() is None, "the driver wrote no status"
-        time.sleep(0.02)
+    driver = started(control, "d-real", "--obey", "--record-deployment", processes=processes)
     control.write_json(ControlArea.HOLD, {"holder": "x", "expires_at": "tomorrow"})
     control.write_json(ControlArea.REVOKED_HOLDS, {"holders": "not a list of holders"})
     checkpoint = control.url.removesuffix(".async-stream")

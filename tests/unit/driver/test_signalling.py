@@ -20,7 +20,7 @@ from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError, StopTimeoutError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
-from tests.fake_driver import command as fake_driver
+from tests.fake_driver import started
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -37,16 +37,7 @@ def _fake_driver(
     control: ControlArea, processes: list[subprocess.Popen[bytes]], *args: str, command: list[str] | None = None
 ) -> subprocess.Popen[bytes]:
     """Start a fake live driver as its own process group and wait for its first status record."""
-    deployment_id = f"d-{uuid.uuid4().hex[:6]}"
-    process = subprocess.Popen((command or []) + fake_driver(control.url, deployment_id, *args), cwd=ROOT,
-                               start_new_session=True)  # fmt: skip
-    processes.append(process)
-    deadline = time.monotonic() + 30
-    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != deployment_id:
-        assert process.poll() is None, "the fake driver exited"
-        assert time.monotonic() < deadline, "the fake driver wrote no status"
-        time.sleep(0.02)
-    return process
+    return started(control, f"d-{uuid.uuid4().hex[:6]}", *args, processes=processes, before=command)
 
 
 def _record(control: ControlArea, driver: dict[str, Any]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.switch.change import How
-from tests.fake_driver import command as fake_driver
+from tests.fake_driver import started
 from tests.helpers import rate_noop
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -40,12 +39,8 @@ def old_driver(tmp_path: Path) -> Iterator[tuple[ControlArea, dict, subprocess.P
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
     deployment_id = f"old-{uuid.uuid4().hex[:6]}"
     control.write_json(ControlArea.STABLE, {"deployment_id": deployment_id, "spec": spec})
-    argv = fake_driver(control.url, deployment_id, "--obey", "--record-deployment")
-    process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") != deployment_id:
-        assert process.poll() is None and time.monotonic() < deadline, "the fake driver wrote no status"
-        time.sleep(0.02)
+    processes: list[subprocess.Popen[bytes]] = []
+    process = started(control, deployment_id, "--obey", "--record-deployment", processes=processes)
     yield control, spec, process
     process.kill()
     process.wait()

@@ -17,23 +17,18 @@ from airflow_async_stream.state.checkpoint import resume_point
 from airflow_async_stream.state.commits import check_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
+from tests.helpers import commit, make_checkpoint
 
 
 def checkpoint(tmp_path: Path, commits: list[int], **status: Any) -> str:
     root = tmp_path / "ck"
-    (root / "commits").mkdir(parents=True)
-    for i in commits:
-        (root / "commits" / str(i)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    make_checkpoint(root, commits, commits)
     if status:
         control = ControlArea.for_checkpoint(str(root))
         control.ensure()
         record = {"state": "running", "heartbeat_at": time.time(), "pid": os.getpid(), "host": socket.gethostname()}
         control.write_json("status.json", {**record, **status})
     return str(root)
-
-
-def commit(ck: str, batch: int) -> None:
-    Path(ck, "commits", str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
 
 
 def test_counts_batches_by_id_after_the_baseline_so_async_gaps_count_as_committed(tmp_path: Path) -> None:
@@ -56,7 +51,6 @@ def test_purged_commit_files_change_nothing_so_a_wait_for_more_than_are_retained
 
 def test_the_resume_point_is_the_batch_before_the_first_one_a_new_query_runs(tmp_path: Path) -> None:
     ck = Path(checkpoint(tmp_path, []))
-    (ck / "offsets").mkdir()
 
     def logs(offsets: list[int], commits: list[int]) -> int | None:
         for folder, ids in (("offsets", offsets), ("commits", commits)):

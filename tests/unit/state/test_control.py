@@ -14,6 +14,7 @@ import pytest
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state.control import ControlArea, control_url_for
 from airflow_async_stream.state.liveness import liveness, local_pid_alive
+from tests.helpers import until
 
 
 @pytest.fixture
@@ -71,9 +72,6 @@ def test_a_dead_local_process_is_not_live() -> None:
 
 def test_a_zombie_counts_as_dead() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    until(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z", what="a zombie")
     assert not local_pid_alive(child.pid)
     child.wait()

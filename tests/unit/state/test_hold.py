@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from airflow_async_stream.state.hold import (
     revoke,
     take,
 )
+from tests.helpers import until
 
 RUN_A = Holder("DAG run migrate/run-a", "safe-disable clicks")
 RUN_B = Holder("DAG run migrate/run-b", "deploy clicks")
@@ -56,10 +56,7 @@ def test_release_frees_the_job_only_for_its_holder(control: ControlArea) -> None
 
 def test_an_expired_lease_can_be_taken(control: ControlArea) -> None:
     take(control, RUN_A, 0.01)
-    deadline = time.monotonic() + 5
-    while hold_state(control.read_json(ControlArea.HOLD)) != "expired":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    until(lambda: hold_state(control.read_json(ControlArea.HOLD)) == "expired", 5, what="the hold's expiry")
     assert take(control, RUN_B, 60).new is True
 
 
