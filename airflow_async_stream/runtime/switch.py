@@ -154,7 +154,7 @@ class InPlaceSwitch:
         trial = self.spark.newSession()
         to_set, _ = runtime_conf_changes(current, new)
         for key, value in to_set.items():
-            if self.spark.conf.isModifiable(key):  # the others need a new driver, which sets them at its start
+            if self.spark.conf.isModifiable(key):  # others need a new driver, which sets them at its start
                 trial.conf.set(key, value)
         trigger = new.trigger.spark_kwargs()
         if trigger:
