@@ -4,7 +4,9 @@ in order, with how often the walk moves between modules and back into one it had
     .venv/bin/python scripts/walk.py      # from a checkout's root; a fake driver stands in for Spark
 
 The switch is followed until the driver is asked (a status that names its configuration, no driver answering:
-its one-second wait ends it). Run it on two commits to compare a restructure's effect on both walks.
+its one-second wait ends it). Run it on two commits to compare a restructure's effect on both walks. The
+modules entered are fixed; the moves between them vary with how many polls a wait takes (121 to 132 for
+one deploy on one commit), so compare those over several runs.
 """
 
 from __future__ import annotations
@@ -23,24 +25,11 @@ ROOT = Path.cwd()
 PACKAGE = ROOT / "airflow_async_stream"
 sys.path.insert(0, str(ROOT))
 
-from airflow_async_stream.driver.args import parse_driver_arguments  # noqa: E402
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job  # noqa: E402
-from airflow_async_stream.driver.launcher import Submission  # noqa: E402
-from airflow_async_stream.driver.local import LocalLauncher  # noqa: E402
-from airflow_async_stream.hooks.connection_lookup import secret_options_for  # noqa: E402
 from airflow_async_stream.spec.load import parse_spec  # noqa: E402
 from airflow_async_stream.state.control import ControlArea  # noqa: E402
 from airflow_async_stream.state.hold import Holder  # noqa: E402
-from tests.fake_driver import command as fake_driver  # noqa: E402
-
-
-class _FakeDriverLauncher(LocalLauncher):
-    def __init__(self) -> None:
-        super().__init__(env={"PYTHONPATH": str(ROOT)}, secrets=secret_options_for)
-
-    def command(self, submission: Submission) -> list[str]:
-        args = parse_driver_arguments(submission.arguments)
-        return fake_driver(args.control_area, args.deployment_id, "--obey")
+from tests.fake_driver import launcher as fake_launcher  # noqa: E402
 
 
 def _module(filename: str) -> str | None:
@@ -79,7 +68,7 @@ def main() -> None:
         {"name": "walk", "checkpoint": checkpoint, "source": {"format": "rate"}, "sink": {"format": "noop"}}
     )
     holder = Holder("process 1 on walk-host", "the walk")
-    settings = DeploySettings(launcher=_FakeDriverLauncher(), startup_timeout_s=60)
+    settings = DeploySettings(launcher=fake_launcher(), startup_timeout_s=60)
     report("deploy_job", trace(lambda: deploy_job(spec, holder, settings)))
     control = ControlArea.for_checkpoint(checkpoint)
     stop_job(control, holder, settings, "the walk is done")

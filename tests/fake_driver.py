@@ -21,11 +21,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_async_stream.driver.process import identify
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import now
+
+if TYPE_CHECKING:
+    from airflow_async_stream.driver.local import LocalLauncher
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +56,22 @@ def started(
         alive=process,
     )
     return process
+
+
+def launcher() -> LocalLauncher:
+    """This host's launcher as the Airflow side builds it for a missing connection, whose spark-submit is a
+    fake driver that obeys stop requests (imported here only: a fake driver's own start imports nothing more)."""
+    from airflow_async_stream.driver.args import parse_driver_arguments
+    from airflow_async_stream.driver.launcher import Submission
+    from airflow_async_stream.driver.local import LocalLauncher
+    from airflow_async_stream.hooks.connection_lookup import secret_options_for
+
+    class FakeDriverLauncher(LocalLauncher):
+        def command(self, submission: Submission) -> list[str]:
+            args = parse_driver_arguments(submission.arguments)
+            return command(args.control_area, args.deployment_id, "--obey")
+
+    return FakeDriverLauncher(env={"PYTHONPATH": str(ROOT)}, secrets=secret_options_for)
 
 
 def main() -> None:

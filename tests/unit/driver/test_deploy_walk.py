@@ -10,30 +10,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from airflow_async_stream.driver.args import parse_driver_arguments
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
-from airflow_async_stream.driver.launcher import Submission
-from airflow_async_stream.driver.local import LocalLauncher
-from airflow_async_stream.hooks.connection_lookup import secret_options_for
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
-from tests.fake_driver import command as fake_driver
+from tests.fake_driver import launcher as fake_launcher
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "airflow_async_stream"
 HOLDER = Holder("process 1 on walk-host", "the deploy walk")
-
-
-class _FakeDriverLauncher(LocalLauncher):
-    """This host's launcher, as the Airflow side builds it for a missing connection, starting a fake driver."""
-
-    def __init__(self) -> None:
-        super().__init__(env={"PYTHONPATH": str(ROOT)}, secrets=secret_options_for)
-
-    def command(self, submission: Submission) -> list[str]:
-        args = parse_driver_arguments(submission.arguments)
-        return fake_driver(args.control_area, args.deployment_id, "--obey")
 
 
 def _module(filename: str) -> str | None:
@@ -60,7 +45,7 @@ def test_a_deploy_hands_work_to_the_driver_and_state_folders_only_and_enters_the
     spec = parse_spec(
         {"name": "walk", "checkpoint": checkpoint, "source": {"format": "rate"}, "sink": {"format": "noop"}}
     )
-    settings = DeploySettings(launcher=_FakeDriverLauncher(), startup_timeout_s=60)
+    settings = DeploySettings(launcher=fake_launcher(), startup_timeout_s=60)
     seen: list[tuple[str | None, str | None]] = []
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
