@@ -132,9 +132,9 @@ def _roll_back(step: Step, before: Before, error: str) -> dict[str, Any]:
     try:
         if item.action == "safe_disable":
             migration = replace(step.safe_disable(), spec=spec)
-            switched = migration.roll_back(error)
-            migration.wait_for_batches(switched, 1)
-            deployment_id = switched.deployment_id
+            stage = migration.roll_back(error)
+            migration.wait_for_batches(stage, 1)
+            deployment_id = stage.deployment_id
         else:
             deployment_id = step.deploy_and_confirm(spec, True, 1).deployment_id
     except AsyncStreamError as exc:
