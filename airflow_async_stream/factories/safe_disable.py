@@ -13,6 +13,7 @@ by a redeploy; in place, the stop and the gate happen inside the synchronous swi
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +117,12 @@ def _steps(plan: SafeDisable, hold_ttl_s: float, deferrable: bool, spec_file: st
         "wait_timeout_s": plan.wait_timeout_s,
         "deferrable": deferrable,
     }
+    if deferrable:
+        # A sensor resumed from the triggerer can be failed by the executor's late report of its deferral
+        # ("finished with state success, but the task instance's state attribute is running", an Airflow race:
+        # apache/airflow#72716, seen under load). One retry waits again from the same baseline, and its batches
+        # are committed by then; a timeout is never retried, and a dead job fails the retry at once.
+        wait |= {"retries": 1, "retry_delay": timedelta(seconds=5)}
     hold = TakeJobHoldOperator(
         task_id="hold_job", checkpoint=job.checkpoint, purpose=f"safe-disable {job.name}", ttl_s=hold_ttl_s
     )

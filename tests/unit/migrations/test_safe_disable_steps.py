@@ -63,6 +63,16 @@ def test_the_taskgroup_runs_the_steps_of_the_same_migration() -> None:
         assert tasks["safe_disable.hold_job"].ttl_s == migration.hold_ttl_s
 
 
+def test_a_deferred_wait_is_retried_once_and_the_steps_never() -> None:
+    """A resumed deferred sensor can be failed by Airflow's stale report of its deferral (apache/airflow#72716):
+    the waits get one retry when they defer; a step that changes the job is never run twice by a retry."""
+    waits = ("safe_disable.wait_async_batches", "safe_disable.wait_sync_batch")
+    deferred = _group(deferrable=True)
+    assert {(deferred[w].retries, deferred[w].retry_delay.total_seconds()) for w in waits} == {(1, 5.0)}
+    assert all(not task.retries for task_id, task in deferred.items() if task_id not in waits)
+    assert {_group(deferrable=False)[w].retries for w in waits} == {0}
+
+
 def test_fewer_than_two_async_batches_or_a_bad_sync_target_fail_at_dag_parse() -> None:
     with pytest.raises(ValueError, match="async_batches must be at least 2"):
         _group(async_batches=1)
