@@ -23,23 +23,24 @@ if [ "$#" -gt 0 ]; then
   "${types[@]}"
   exec .venv/bin/pytest --durations=15 "$@"
 fi
-# The full tier in two lanes. The integration tests start one Spark job at a time and leave most of the
-# second core idle (27 CPU-minutes in 32 minutes on two cores); the type check (36 s on a fresh clone), the unit
-# tests (no JVM, about 3 minutes of one core) and the install guide's walk (a pip install into a fresh venv, 70
-# of its 100 s) run beside them, and their report follows.
-beside=(tests/unit tests/integration/test_install.py)
-beside_log=$(mktemp)
-{ "${types[@]}" && exec .venv/bin/pytest "${beside[@]}" --durations=5; } >"$beside_log" 2>&1 &  # exec: the pid is pytest's
-beside_pid=$!
-trap 'kill "$beside_pid" 2>/dev/null || true; rm -f "$beside_log"' EXIT  # never left running behind a stop
-main=0
-.venv/bin/pytest tests/integration --ignore=tests/integration/test_install.py --durations=15 || main=$?
-other=0
-wait "$beside_pid" || other=$?
+# The full tier: one pytest on both cores (pytest-xdist, each file to one worker, in the order collected). The
+# integration files come first (tests/integration sorts before tests/unit) and the unit files, small and many,
+# fill the end; `--no-loadscope-reorder` keeps that order (xdist would otherwise start with the files that
+# hold the most tests, the unit ones, and leave the long integration files for last). One integration test
+# alone leaves most of the second core idle while it waits for batches, schedulers and browsers. The type check
+# (36 s on a fresh clone) runs beside them; its report follows.
+types_log=$(mktemp)
+"${types[@]}" >"$types_log" 2>&1 &
+types_pid=$!
+trap 'kill "$types_pid" 2>/dev/null || true; rm -f "$types_log"' EXIT  # never left running behind a stop
+tests_rc=0
+.venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=15 || tests_rc=$?
+types_rc=0
+wait "$types_pid" || types_rc=$?
 echo
-echo "---- run beside them: ${types[*]}, then ${beside[*]} (exit $other) ----"
-cat "$beside_log"
-if [ "$main" -ne 0 ] || [ "$other" -ne 0 ]; then
-  echo "FAILED: the integration tests exit $main; ${types[*]} and ${beside[*]} exit $other" >&2
+echo "---- ${types[*]} (exit $types_rc) ----"
+cat "$types_log"
+if [ "$tests_rc" -ne 0 ] || [ "$types_rc" -ne 0 ]; then
+  echo "FAILED: the tests exit $tests_rc; ${types[*]} exit $types_rc" >&2
   exit 1
 fi
