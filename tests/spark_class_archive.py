@@ -81,7 +81,7 @@ def ensure_archive() -> Path | None:
     CONF_DIR.mkdir(parents=True, exist_ok=True)
     try:
         archive = CACHE / _archive_name()
-        with open(CACHE / ".lock", "w") as lock:  # the full tier's two lanes: one trains, the other waits
+        with open(CACHE / ".lock", "w") as lock:  # the full tier's two workers: one trains, the other waits
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not archive.exists():
                 start = time.monotonic()
