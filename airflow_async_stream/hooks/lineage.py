@@ -11,7 +11,7 @@ from openlineage.client.event_v2 import Dataset as OLDataset
 from airflow_async_stream.exceptions import ConnectionLookupError, DeployError
 from airflow_async_stream.hooks.connection_lookup import connection_fields
 from airflow_async_stream.lineage.datasets import Dataset, configuration, job_datasets
-from airflow_async_stream.lineage.events import JOB_FACET, AsyncStreamJobFacet
+from airflow_async_stream.lineage.events import JOB_FACET, PRODUCER, AsyncStreamConfigurationJobFacet
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import kafka_options
 
@@ -34,11 +34,11 @@ def _ol(datasets: list[Dataset]) -> list[OLDataset]:
     return [OLDataset(namespace=d.namespace, name=d.name) for d in datasets]
 
 
-def operator_lineage(spec: JobSpec) -> OperatorLineage[OLDataset, AsyncStreamJobFacet]:
-    """The spec's inputs and outputs, and its configuration as the ``asyncStream`` job facet."""
+def operator_lineage(spec: JobSpec) -> OperatorLineage[OLDataset, AsyncStreamConfigurationJobFacet]:
+    """The spec's inputs and outputs, and its configuration as the ``asyncStream_configuration`` job facet."""
     inputs, outputs = job_datasets(spec, kafka_servers)
     return OperatorLineage(
         inputs=_ol(inputs),
         outputs=_ol(outputs),
-        job_facets={JOB_FACET: AsyncStreamJobFacet(configuration=configuration(spec))},
+        job_facets={JOB_FACET: AsyncStreamConfigurationJobFacet(**configuration(spec), producer=PRODUCER)},
     )

@@ -1,10 +1,12 @@
 """A job's datasets and configuration as OpenLineage names them, derived from its spec alone.
 
-Naming follows OpenLineage's dataset naming: a Kafka topic is ``kafka://<first bootstrap host:port>`` + the
-topic; a file or table path is its storage's namespace (``s3://bucket``, ``gs://bucket``, ``hdfs://host:port``,
-``abfss://container@account.dfs.core.windows.net``, ``file`` for a local path) + the path in it. Generated or
-discarded data (rate, noop, console, memory, ...) is no dataset. Nothing here reads a secret: Kafka servers
-named by a connection come from the caller, and the configuration carries option names and plain values only.
+Names follow OpenLineage's dataset naming (the table in docs/lineage.md, checked against the naming helpers of
+the OpenLineage Python client) the way its Spark integration applies it, so a job's datasets and Spark's own
+events meet in one graph: a Kafka topic is ``kafka://<first bootstrap server's host:port>`` (its security
+protocol prefix dropped) + the topic; a path is its storage's namespace + the path without a trailing slash,
+a bucket's or folder's root being ``/``. Generated or discarded data (rate, noop, console, memory, ...) is no
+dataset. Nothing here reads a secret: Kafka servers named by a connection come from the caller, and the
+configuration carries option names and plain values only.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from urllib.parse import urlsplit
 from airflow_async_stream.spec.endpoints import Sink, Source
 from airflow_async_stream.spec.model import JobSpec
 
-__all__ = ["Dataset", "configuration", "job_datasets", "path_dataset"]
+__all__ = ["Dataset", "configuration", "job_datasets", "kafka_server", "path_dataset"]
 
 #: Source options that name Kafka topics; ``subscribePattern`` names none (the topics are found at run time).
 _KAFKA_TOPIC_OPTIONS = ("subscribe", "assign")
 _S3_SCHEMES = {"s3", "s3a", "s3n"}
 _AZURE_SCHEMES = {"abfs": "abfss", "abfss": "abfss", "wasb": "wasbs", "wasbs": "wasbs"}
+#: Kafka's usual broker port, for a bootstrap server given without one (the naming asks for host:port).
+KAFKA_PORT = 9092
+_LOCAL_HOSTS = {"", "localhost"}
 
 #: The Kafka servers a connection names (its ``kafka.bootstrap.servers``), or None where it cannot be read.
 ServersOf = Callable[[str], "str | None"]
@@ -56,8 +61,21 @@ def _kafka_namespace(endpoint: Source | Sink, options: dict[str, str], servers_o
     servers = options.get("kafka.bootstrap.servers")
     if not servers and endpoint.connection and servers_of is not None:
         servers = servers_of(endpoint.connection)
-    first = (servers or "").split(",")[0].strip()
-    return f"kafka://{first or 'unknown'}"
+    return f"kafka://{kafka_server(servers or '') or 'unknown'}"
+
+
+def kafka_server(servers: str) -> str:
+    """The first of Kafka's bootstrap servers as ``host:port``: ``SASL_SSL://b1:9093,b2`` -> ``b1:9093``."""
+    first = servers.split(",")[0].strip()
+    if "://" in first:
+        first = first.split("://", 1)[1]
+    first = first.rstrip("/")
+    if not first:
+        return ""
+    host, colon, port = first.rpartition(":")
+    if not colon or not port.isdigit() or host.endswith(":"):  # no port (an IPv6 address keeps its brackets)
+        return f"{first}:{KAFKA_PORT}"
+    return first
 
 
 def _topics(options: dict[str, str], sink: bool) -> list[str]:
@@ -77,17 +95,30 @@ def path_dataset(path: str) -> Dataset:
     """A file or table path as OpenLineage names it: its storage's namespace and the path within."""
     parts = urlsplit(path)
     scheme = parts.scheme.lower()
-    if not scheme or scheme == "file" or len(scheme) == 1:  # a local path (or a Windows drive letter)
-        return Dataset("file", parts.path if scheme == "file" else path)
+    if not scheme or len(scheme) == 1:  # a local path (or a Windows drive letter)
+        return Dataset("file", _path(path))
+    if scheme == "file":  # file:///p and file://localhost/p are local; file://host/p is that host's
+        host = parts.netloc.lower()
+        return Dataset("file" if host in _LOCAL_HOSTS else f"file://{host}", _path(parts.path))
     if scheme in _S3_SCHEMES:
-        return Dataset(f"s3://{parts.netloc}", parts.path.lstrip("/"))
+        return Dataset(f"s3://{parts.netloc}", _key(parts.path))
     if scheme == "gs":
-        return Dataset(f"gs://{parts.netloc}", parts.path.lstrip("/"))
+        return Dataset(f"gs://{parts.netloc}", _key(parts.path))
     if scheme in _AZURE_SCHEMES:
         container, _, account = parts.netloc.partition("@")
         service = account.split(".")[0]
-        return Dataset(f"{_AZURE_SCHEMES[scheme]}://{container}@{service}.dfs.core.windows.net", parts.path.lstrip("/"))
-    return Dataset(f"{scheme}://{parts.netloc}", parts.path or "/")
+        return Dataset(f"{_AZURE_SCHEMES[scheme]}://{container}@{service}.dfs.core.windows.net", _key(parts.path))
+    return Dataset(f"{scheme}://{parts.netloc}", _path(parts.path))
+
+
+def _path(path: str) -> str:
+    """A file system's path: no trailing slash, the root ``/``."""
+    return path.rstrip("/") or "/"
+
+
+def _key(path: str) -> str:
+    """An object store's key: no leading or trailing slash, the bucket's root ``/``."""
+    return path.strip("/") or "/"
 
 
 def configuration(spec: JobSpec) -> dict[str, Any]:

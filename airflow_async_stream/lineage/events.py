@@ -14,24 +14,48 @@ from openlineage.client.facet_v2 import JobFacet, RunFacet, error_message_run, j
 from airflow_async_stream import __version__
 from airflow_async_stream.lineage.datasets import Dataset
 
-__all__ = ["JOB_FACET", "PROGRESS_FACET", "AsyncStreamJobFacet", "AsyncStreamProgressRunFacet", "run_event"]
+__all__ = [
+    "JOB_FACET",
+    "PROGRESS_FACET",
+    "AsyncStreamConfigurationJobFacet",
+    "AsyncStreamProgressRunFacet",
+    "run_event",
+    "schema_url",
+]
 
-#: The facets' keys in an event (``job.facets``, ``run.facets``).
-JOB_FACET = "asyncStream"
-PROGRESS_FACET = "asyncStreamProgress"
+#: The facets' keys in an event (``job.facets``, ``run.facets``): OpenLineage's ``{prefix}_{name}`` for custom facets.
+JOB_FACET = "asyncStream_configuration"
+PROGRESS_FACET = "asyncStream_progress"
 PRODUCER = f"https://pypi.org/project/airflow-async-stream/{__version__}"
-_SCHEMA = "urn:airflow-async-stream:facet:{}:1"  # the fields are documented in docs/lineage.md
+#: Where the facets' JSON schemas are published: the tag of the release that first ships this version of them
+#: (OpenLineage asks of a custom facet's ``_schemaURL`` an immutable URL, one per version of the schema; a release
+#: that changes a schema moves this to its own tag). The same files ship in the package (lineage/facets/).
+SCHEMAS_TAG = "v0.2.0"
+_SCHEMAS = f"https://raw.githubusercontent.com/airflow-async-stream/airflow-async-stream/{SCHEMAS_TAG}"
+SCHEMA_FOLDER = "airflow_async_stream/lineage/facets"
+
+
+def schema_url(facet: str) -> str:
+    """The ``_schemaURL`` of one of this project's facets (a JSON pointer into its published schema)."""
+    return f"{_SCHEMAS}/{SCHEMA_FOLDER}/{facet}.json#/$defs/{facet}"
 
 
 @define
-class AsyncStreamJobFacet(JobFacet):
+class AsyncStreamConfigurationJobFacet(JobFacet):
     """How the streaming job runs: async progress settings, trigger, formats and plain options (no secrets)."""
 
-    configuration: dict[str, Any]
+    job: str
+    checkpoint: str
+    async_progress: dict[str, Any]
+    trigger: dict[str, Any]
+    stateful: bool
+    source: dict[str, Any] | None = None
+    sink: dict[str, Any] | None = None
+    application: str | None = None
 
     @staticmethod
     def _get_schema() -> str:
-        return _SCHEMA.format("AsyncStreamJobFacet")
+        return schema_url("AsyncStreamConfigurationJobFacet")
 
 
 @define
@@ -48,7 +72,7 @@ class AsyncStreamProgressRunFacet(RunFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return _SCHEMA.format("AsyncStreamProgressRunFacet")
+        return schema_url("AsyncStreamProgressRunFacet")
 
 
 def new_run_id() -> str:
@@ -99,7 +123,7 @@ def run_event(
         "jobType": job_type_job.JobTypeJobFacet(processingType="STREAMING", integration="SPARK", jobType="JOB"),
     }
     if configuration is not None:
-        job_facets[JOB_FACET] = AsyncStreamJobFacet(configuration=configuration, producer=PRODUCER)
+        job_facets[JOB_FACET] = AsyncStreamConfigurationJobFacet(**configuration, producer=PRODUCER)
     inputs, outputs = datasets
     return RunEvent(
         eventType=getattr(RunState, state),

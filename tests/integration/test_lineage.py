@@ -115,7 +115,7 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
     complete = next(e for e in deploy if e["eventType"] == "COMPLETE")
     assert [(d["namespace"], d["name"]) for d in complete["inputs"]] == [("file", str(source))]
     assert [(d["namespace"], d["name"]) for d in complete["outputs"]] == [("file", str(sink))]
-    config = complete["job"]["facets"]["asyncStream"]["configuration"]
+    config = complete["job"]["facets"]["asyncStream_configuration"]
     assert config["trigger"] == {"kind": "processing_time", "interval_ms": 500}
     assert config["source"]["from_connections"] == ["tenantKey"]
     stop = _events(received, "lineage_events.stop")
@@ -131,10 +131,10 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
     assert (parent["job"]["namespace"], parent["job"]["name"]) == ("airflow-tests", "lineage_events.deploy")
     assert driver[0]["job"]["namespace"] == "airflow-tests"
     assert [(d["namespace"], d["name"]) for d in driver[0]["outputs"]] == [("file", str(sink))]
-    batches = sum(e["run"]["facets"]["asyncStreamProgress"]["batches"] for e in driver[1:])
+    batches = sum(e["run"]["facets"]["asyncStream_progress"]["batches"] for e in driver[1:])
     status = ControlArea.for_checkpoint(checkpoint_dir).read_status()
     assert status is not None and batches == status.batches >= 3  # every batch counted once
-    rows = sum(e["run"]["facets"]["asyncStreamProgress"]["rows"] for e in driver[1:])
+    rows = sum(e["run"]["facets"]["asyncStream_progress"]["rows"] for e in driver[1:])
     assert rows == 30
 
     # The link the deploy handed spark-submit: the same parent, the transport without its key.

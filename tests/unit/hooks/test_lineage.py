@@ -43,10 +43,10 @@ def test_deploy_names_kafka_topics_from_its_connection_and_never_its_secret(monk
     sent = as_sent(deploy.get_openlineage_facets_on_start())
     assert sent["inputs"] == [{"namespace": "kafka://broker.prod:9094", "name": "clicks", "facets": {}}]
     assert [(d["namespace"], d["name"]) for d in sent["outputs"]] == [("kafka://broker.prod:9094", "clicks-enriched")]
-    config = sent["job_facets"]["asyncStream"]["configuration"]
+    config = sent["job_facets"]["asyncStream_configuration"]
     assert config["async_progress"] == {"enabled": True, "checkpoint_interval_ms": 1000}
     assert config["source"]["connection"] == "kafka_prod"
-    assert sent["job_facets"]["asyncStream"]["_schemaURL"]
+    assert sent["job_facets"]["asyncStream_configuration"]["_schemaURL"]
     assert "s3cret-pw-77" not in json.dumps(sent) and "app" not in json.dumps(config["source"])
     complete = as_sent(deploy.get_openlineage_facets_on_complete(None))
     assert complete == sent
@@ -58,7 +58,7 @@ def test_deploy_facets_carry_its_overrides() -> None:
         spec=rate_noop("r"),
         overrides={"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}},
     )
-    config = as_sent(deploy.get_openlineage_facets_on_start())["job_facets"]["asyncStream"]["configuration"]
+    config = as_sent(deploy.get_openlineage_facets_on_start())["job_facets"]["asyncStream_configuration"]
     assert config["async_progress"] == {"enabled": True, "checkpoint_interval_ms": 0}
 
 
@@ -80,7 +80,7 @@ def test_migration_steps_report_the_configuration_they_leave() -> None:
         group = safe_disable_async_progress(rate_noop("m", async_progress={"enabled": True}))
     steps = {t.task_id.split(".")[-1]: t for t in group}
     async_of = {
-        task: as_sent(steps[task].get_openlineage_facets_on_start())["job_facets"]["asyncStream"]["configuration"][
+        task: as_sent(steps[task].get_openlineage_facets_on_start())["job_facets"]["asyncStream_configuration"][
             "async_progress"
         ]
         for task in ("to_interval_0", "to_synchronous")

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from openlineage.client.naming import dataset as naming
 
 from airflow_async_stream.lineage.datasets import Dataset, configuration, job_datasets, path_dataset
 from airflow_async_stream.spec.load import parse_spec
@@ -49,21 +50,52 @@ def test_a_topic_pattern_names_no_dataset() -> None:
     assert job_datasets(job) == ([], [])
 
 
+#: OpenLineage's naming table as its Python client (openlineage-python 1.54.0, ``openlineage.client.naming.dataset``)
+#: builds it, beside each path a spec may give: the names must be the client's, to the character.
+NAMING_TABLE = [
+    ("/data/in/events", naming.LocalFileSystem(path="/data/in/events")),
+    ("/data/in/events/", naming.LocalFileSystem(path="/data/in/events")),
+    ("file:///data/in/events", naming.LocalFileSystem(path="/data/in/events")),
+    ("file://localhost/data/in/", naming.LocalFileSystem(path="/data/in")),
+    ("file://nas7/share/events", naming.RemoteFileSystem(host="nas7", path="/share/events")),
+    ("s3a://lake/raw/events", naming.S3(bucket_name="lake", object_key="raw/events")),
+    ("s3://lake/raw/events/", naming.S3(bucket_name="lake", object_key="raw/events")),
+    ("s3n://lake/", naming.S3(bucket_name="lake", object_key="/")),
+    ("s3a://lake", naming.S3(bucket_name="lake", object_key="/")),
+    ("gs://lake/raw/", naming.GCS(bucket_name="lake", object_key="raw")),
+    ("gs://lake", naming.GCS(bucket_name="lake", object_key="/")),
+    ("hdfs://nn:8020/warehouse/t/", naming.HDFS(namenode_host="nn", namenode_port="8020", path="/warehouse/t")),
+    ("hdfs://nn:8020", naming.HDFS(namenode_host="nn", namenode_port="8020", path="/")),
+    ("abfss://box@acct.dfs.core.windows.net/raw/t/", naming.ABFSS(container="box", service="acct", path="raw/t")),
+    ("abfs://box@acct.dfs.core.windows.net/raw/t", naming.ABFSS(container="box", service="acct", path="raw/t")),
+    (
+        "wasbs://box@acct.blob.core.windows.net/raw",
+        naming.WASBS(container="box", service_name="acct", object_key="raw"),
+    ),
+    ("wasb://box@acct.blob.core.windows.net/", naming.WASBS(container="box", service_name="acct", object_key="/")),
+]
+
+
+@pytest.mark.parametrize(("path", "expected"), NAMING_TABLE, ids=[path for path, _ in NAMING_TABLE])
+def test_paths_are_named_as_openlineage_names_them(path: str, expected: naming.DatasetNaming) -> None:
+    assert path_dataset(path) == Dataset(expected.get_namespace(), expected.get_name())
+
+
 @pytest.mark.parametrize(
-    ("path", "namespace", "name"),
+    ("servers", "host", "port"),
     [
-        ("/data/in/events", "file", "/data/in/events"),
-        ("file:///data/in/events", "file", "/data/in/events"),
-        ("s3a://lake/raw/events", "s3://lake", "raw/events"),
-        ("s3://lake/raw/events", "s3://lake", "raw/events"),
-        ("gs://lake/raw", "gs://lake", "raw"),
-        ("hdfs://nn:8020/warehouse/t", "hdfs://nn:8020", "/warehouse/t"),
-        ("abfss://box@acct.dfs.core.windows.net/raw/t", "abfss://box@acct.dfs.core.windows.net", "raw/t"),
-        ("wasbs://box@acct.blob.core.windows.net/raw", "wasbs://box@acct.dfs.core.windows.net", "raw"),
+        ("b1:9092,b2:9092", "b1", "9092"),
+        ("SASL_SSL://broker.example.com:9093", "broker.example.com", "9093"),
+        ("PLAINTEXT://b1:9092, PLAINTEXT://b2:9092", "b1", "9092"),
+        (" b1 ", "b1", "9092"),  # no port: Kafka's usual one, as the naming asks for host:port
+        ("[::1]:9094", "[::1]", "9094"),
     ],
 )
-def test_paths_are_named_by_their_storage(path: str, namespace: str, name: str) -> None:
-    assert path_dataset(path) == Dataset(namespace, name)
+def test_kafka_topics_are_named_as_openlineage_names_them(servers: str, host: str, port: str) -> None:
+    job = spec({"format": "kafka", "options": {"kafka.bootstrap.servers": servers, "subscribe": "clicks"}},
+               {"format": "noop"})  # fmt: skip
+    expected = naming.Kafka(bootstrap_server_host=host, port=port, topic="clicks")
+    assert job_datasets(job)[0] == [Dataset(expected.get_namespace(), expected.get_name())]
 
 
 def test_file_source_and_sink_paths_are_datasets() -> None:

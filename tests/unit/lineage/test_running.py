@@ -52,7 +52,7 @@ def test_a_run_starts_reports_what_ran_since_the_last_event_and_completes() -> N
     kinds = sent.kinds()
     assert kinds[0] == "START" and kinds[-1] == "COMPLETE" and kinds.count("START") == 1
     assert set(kinds[1:-1]) == {"RUNNING"}
-    progress = [e.run.facets["asyncStreamProgress"] for e in sent.events[1:]]
+    progress = [e.run.facets["asyncStream_progress"] for e in sent.events[1:]]
     assert sum(p.batches for p in progress) == 4 and sum(p.rows for p in progress) == 35
     first = next(p for p in progress if p.batches)
     assert (first.batches, first.latency_ms_p50, first.latency_ms_max, first.last_batch_id) == (3, 40.0, 50.0, 2)
@@ -63,7 +63,7 @@ def test_a_run_starts_reports_what_ran_since_the_last_event_and_completes() -> N
     assert start.run.facets["parent"].run.runId == PARENT["run_id"]
     assert start.run.facets["parent"].root.job.name == "d"
     assert start.job.facets["jobType"].processingType == "STREAMING"
-    assert start.job.facets["asyncStream"].configuration["async_progress"]["enabled"] is True
+    assert start.job.facets["asyncStream_configuration"].async_progress["enabled"] is True
 
 
 def test_after_a_switch_in_place_the_same_run_carries_the_new_configuration() -> None:
@@ -72,7 +72,7 @@ def test_after_a_switch_in_place_the_same_run_carries_the_new_configuration() ->
     run.started()
     run.switched(parse_spec(rate_noop("clicks", async_progress={"enabled": False})))
     run.ended("stopped")
-    configs = [e.job.facets["asyncStream"].configuration["async_progress"]["enabled"] for e in sent.events]
+    configs = [e.job.facets["asyncStream_configuration"].async_progress["enabled"] for e in sent.events]
     assert configs == [True, False] and len({e.run.runId for e in sent.events}) == 1
 
 
@@ -157,7 +157,7 @@ def test_events_go_out_through_the_openlineage_clients_http_transport(receiver: 
     assert "ol-key-3e1" not in json.dumps([r["event"] for r in received])
     running = next(r["event"] for r in received if r["event"]["eventType"] == "RUNNING")
     assert running["job"] == {**running["job"], "namespace": "streams", "name": "async-stream-clicks"}
-    assert running["run"]["facets"]["asyncStreamProgress"]["batches"] == 1
+    assert running["run"]["facets"]["asyncStream_progress"]["batches"] == 1
     assert running["run"]["facets"]["parent"]["job"]["name"] == "d.deploy"
 
 

@@ -33,7 +33,7 @@ def test_each_recorded_batch_counts_once_and_a_stop_completes_the_run(tmp_path: 
         governor.record_progress(progress_event(batch_id))
     governor._finish("stopped")
     assert [e.eventType.value for e in sent] == ["START", "COMPLETE"]
-    progress = sent[-1].run.facets["asyncStreamProgress"]
+    progress = sent[-1].run.facets["asyncStream_progress"]
     assert (progress.batches, progress.rows, progress.last_batch_id) == (3, 30, 2)
 
 
