@@ -25,7 +25,7 @@ from airflow_async_stream.exceptions import (
     AsyncStreamError,
     DesiredStateError,
 )
-from airflow_async_stream.spec.load import spec_json_schema
+from airflow_async_stream.spec.schema import spec_json_schema
 
 __all__ = ["build_parser", "main"]
 

@@ -14,11 +14,11 @@ from airflow_async_stream.spec.load import (
     parse_spec,
     read_spec_file,
     resolve_spec,
-    spec_json_schema,
     spec_operand,
 )
 from airflow_async_stream.spec.model import AsyncProgress, JobSpec, Logs, Trigger
 from airflow_async_stream.spec.rules import ASYNC_SINKS
+from airflow_async_stream.spec.schema import spec_json_schema
 
 __all__ = [
     "ASYNC_SINKS",

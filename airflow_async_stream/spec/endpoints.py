@@ -17,10 +17,19 @@ from pydantic import (
 from airflow_async_stream.spec.rules import RuleViolationError
 from airflow_async_stream.spec.secret_options import looks_secret
 
-__all__ = ["OptionValue", "Sink", "Source", "StrictModel", "Transform", "refuse_secret_keys", "stringify"]
+__all__ = [
+    "RESERVED_SINK_OPTIONS",
+    "OptionValue",
+    "Sink",
+    "Source",
+    "StrictModel",
+    "Transform",
+    "refuse_secret_keys",
+    "stringify",
+]
 
 #: Writer options the spec owns; setting them by hand in ``sink.options`` would bypass the rules.
-_RESERVED_SINK_OPTIONS = {
+RESERVED_SINK_OPTIONS = {
     "checkpointlocation": "checkpoint",
     "asyncprogresstrackingenabled": "async_progress.enabled",
     "asyncprogresstrackingcheckpointintervalms": "async_progress.checkpoint_interval_ms",
@@ -143,7 +152,7 @@ class Sink(_Endpoint):
     @classmethod
     def _no_reserved_options(cls, options: dict[str, Any]) -> dict[str, Any]:
         for key in options:
-            owner = _RESERVED_SINK_OPTIONS.get(key.lower())
+            owner = RESERVED_SINK_OPTIONS.get(key.lower())
             if owner:
                 raise ValueError(f"option {key!r} is set by the spec field {owner}, not in sink.options")
         return options

@@ -28,7 +28,6 @@ __all__ = [
     "parse_spec",
     "read_spec_file",
     "resolve_spec",
-    "spec_json_schema",
     "spec_operand",
 ]
 
@@ -118,14 +117,6 @@ def read_spec_file(path: str | Path) -> Any:
     if problems:
         raise SpecError(problems, str(path))
     return data
-
-
-def spec_json_schema() -> dict[str, Any]:
-    """The JSON Schema of a job spec file, for editors and CI linters."""
-    schema = JobSpec.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "airflow-async-stream job spec"
-    return schema
 
 
 SpecInput = JobSpec | dict[str, Any] | str | Path

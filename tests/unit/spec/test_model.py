@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.spec.load import load_spec, parse_spec, resolve_spec, spec_json_schema
+from airflow_async_stream.spec.load import load_spec, parse_spec, resolve_spec
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.schema import spec_json_schema
 
 REPO = Path(__file__).resolve().parents[3]
 
