@@ -5,7 +5,18 @@ from __future__ import annotations
 import logging
 import sys
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_BAD_STATE", "EXIT_BROKEN_PIPE", "EXIT_OK", "PREFIX", "fail", "main", "progress_log"]
+__all__ = [
+    "BAD_STATE_MEANS",
+    "EXIT_BAD_INPUT",
+    "EXIT_BAD_STATE",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_OK",
+    "PREFIX",
+    "exit_code_table",
+    "fail",
+    "main",
+    "progress_log",
+]
 
 #: Exit codes, the same for every command: done; the job or checkpoint is in a state the command reports as
 #: bad (an UNSAFE verdict, a diagnosis, a hold that refuses a stop, a switch not made as asked); bad input (a
@@ -13,6 +24,38 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_BAD_STATE", "EXIT_BROKEN_PIPE", "EXIT_OK", "P
 EXIT_OK, EXIT_BAD_STATE, EXIT_BAD_INPUT = 0, 1, 2
 #: What a shell reports for a program ended by SIGPIPE (128 + 13), as `git log | head` does.
 EXIT_BROKEN_PIPE = 141
+#: What exit 1 means, per command (the README's table and ``--help`` print this); a command not named never
+#: exits 1. 0 is done with nothing found wrong, 2 bad input, 141 the reader went away.
+BAD_STATE_MEANS = {
+    "status": "the job failed (its state is `failed`)",
+    "inspect": "a synchronous restart is UNSAFE (`--no-fail` exits 0 then)",
+    "doctor": "it found something wrong",
+    "stop": "the job had failed (before or while stopping), a hold refused the stop, or its driver was not seen "
+    "to exit",
+    "resume": "the job runs already, or could not be brought back",
+    "release": "the hold has not expired (add `--force`), or it cannot be read",
+    "switch": "the switch was not made as asked",
+    "list": "a job's records could not be read",
+}
+#: The commands that never exit 1 (their findings are bad input: 2).
+_NEVER_BAD_STATE = ("validate", "plan", "report", "incidents", "schema")
+
+
+def exit_code_table() -> str:
+    """The exit codes, per command, as a Markdown table (the README's) and as ``--help`` shows them."""
+    rows = [
+        "| code | means |",
+        "| --- | --- |",
+        "| 0 | done, and nothing found wrong |",
+        *(f"| 1 | `{command}`: {means} |" for command, means in BAD_STATE_MEANS.items()),
+        f"| 1 | never for {', '.join(f'`{c}`' for c in _NEVER_BAD_STATE)} |",
+        "| 2 | bad input: a spec error (`validate`, `plan`, a `--set`), a bad argument, a JOB that names nothing, or "
+        "something the command needs that is not there (no Java for `--analyze`) |",
+        "| 141 | the reader of the output went away (`... \\| head`) |",
+    ]
+    return "\n".join(rows)
+
+
 #: Every line a command writes to stderr about what went wrong starts with this.
 PREFIX = "airflow-async-stream: "
 

@@ -96,7 +96,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if waiting is not None:  # a deploy from any host would wait for that host's exit record, then refuse
         print(f"but {waiting.describe()}: a deploy waits for it{waiting.remedy(args.job)}")
         return EXIT_BAD_STATE
-    return EXIT_BAD_STATE if outcome.was_live and state == State.FAILED else EXIT_OK
+    return EXIT_BAD_STATE if state == State.FAILED else EXIT_OK
 
 
 def cmd_release(args: argparse.Namespace) -> int:

@@ -9,10 +9,11 @@ import json
 import logging
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, NoReturn
 
-from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, fail
+from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, exit_code_table, fail
 from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.incidents import add_incidents
@@ -138,8 +139,32 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(fail(f"{where + ': ' if where else ''}{message} (see {self.prog} --help)"))
 
 
+#: What ``--help`` says of the tool (the module's docstring is for the code's readers).
+_DESCRIPTION = (
+    "Check, see and change the PySpark Structured Streaming jobs airflow-async-stream deploys: validate spec "
+    "files, plan a rollout, look at a job (status, inspect, report, doctor, incidents), and stop, resume, "
+    "release or switch it. Only stop, resume, release and switch change anything."
+)
+
+
+def _exit_codes_text() -> str:
+    """The README's exit-code table as plain lines."""
+    rows = [line.strip("|").split("|", 1) for line in exit_code_table().splitlines()[2:]]
+    lines = [
+        textwrap.fill(means.strip().replace("`", "").replace("\\", ""), 79, initial_indent=f"  {code.strip():<5}",
+                      subsequent_indent=" " * 7)
+        for code, means in rows
+    ]  # fmt: skip
+    return "exit codes:\n" + "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="airflow-async-stream", description=__doc__)
+    parser = _Parser(
+        prog="airflow-async-stream",
+        description=textwrap.fill(_DESCRIPTION, 79, break_on_hyphens=False),
+        epilog=_exit_codes_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     add_validate(sub)
     p = sub.add_parser("plan", help="compare a folder of job specs with what runs, and say what a rollout would do")

@@ -16,7 +16,7 @@ from airflow_async_stream.insight.overview import hold_of
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents
-from airflow_async_stream.state.records import now
+from airflow_async_stream.state.records import State, now
 from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
 from airflow_async_stream.supervise.record import read_supervision
 
@@ -203,7 +203,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
         _print_status(report)
-    return EXIT_OK
+    return EXIT_BAD_STATE if (report["status"] or {}).get("state") == State.FAILED else EXIT_OK
 
 
 def _kinds(names: list[str]) -> str:

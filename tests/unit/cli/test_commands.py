@@ -166,7 +166,9 @@ def test_status_of_a_failed_job_names_the_doctor_command_that_runs_as_shown(tmp_
     control.write_json(
         "status.json", {**control.read_json("status.json"), "state": "failed", "error": "boom", "query_id": "q"}
     )
-    [line] = [line for line in cli("status", str(tmp_path / "ck")).stdout.splitlines() if line.startswith("diagnose")]
+    shown = cli("status", str(tmp_path / "ck"))
+    assert shown.returncode == 1, shown  # the exit-code table: `status` of a failed job
+    [line] = [line for line in shown.stdout.splitlines() if line.startswith("diagnose")]
     command = line.split(None, 1)[1].split("  (")[0]
     assert command == f"airflow-async-stream doctor {control.url}"
     doctor = cli(*command.split()[1:])
@@ -429,7 +431,7 @@ def _killed_on_another_host(tmp_path: Path, exit_recorded: bool) -> ControlArea:
 def test_a_stop_of_a_driver_killed_on_another_host_records_it_failed_once(tmp_path: Path) -> None:
     control = _killed_on_another_host(tmp_path, exit_recorded=True)
     result = cli("stop", str(tmp_path / "ck"))
-    assert (result.returncode, result.stdout.strip()) == (0, "was not running: state failed"), result
+    assert (result.returncode, result.stdout.strip()) == (1, "was not running: state failed"), result
     assert control.read_status().state == "failed"  # type: ignore[union-attr]  # never "running" again
     assert [i["kind"] for i in json.loads(cli("incidents", "--json", str(tmp_path / "ck")).stdout)["incidents"]] == ["crash"]  # fmt: skip
 
@@ -441,4 +443,24 @@ def test_a_stop_after_a_lost_host_names_driver_gone(tmp_path: Path) -> None:
     assert "was not running: state failed" in result.stdout
     assert "host worker-b has not confirmed yet" in result.stdout and "--driver-gone worker-b" in result.stdout
     assert cli("stop", str(tmp_path / "ck"), "--driver-gone", "worker-b").returncode == 0
-    assert cli("stop", str(tmp_path / "ck")).returncode == 0  # confirmed: a deploy goes on
+    confirmed = cli("stop", str(tmp_path / "ck"))  # confirmed: a deploy goes on; the job had failed (exit 1)
+    assert (confirmed.returncode, confirmed.stdout.strip()) == (1, "was not running: state failed"), confirmed
+
+
+def test_help_speaks_to_users_and_prints_the_readmes_exit_codes() -> None:
+    from airflow_async_stream.cli import exit_code_table
+
+    shown = cli("--help")
+    assert shown.returncode == 0
+    assert ".py" not in shown.stdout and "``" not in shown.stdout  # no notes for the code's readers
+    assert "exit codes:" in shown.stdout and "status: the job failed" in shown.stdout
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert exit_code_table() in readme
+
+
+def test_status_exits_0_for_a_running_job_and_1_once_it_failed(tmp_path: Path) -> None:
+    control = fake_deployment(tmp_path)
+    assert cli("status", str(tmp_path / "ck")).returncode == 0
+    control.write_json("status.json", {**control.read_json("status.json"), "state": "failed", "error": "boom"})
+    assert cli("status", str(tmp_path / "ck")).returncode == 1
+    assert cli("status", "--json", str(tmp_path / "ck")).returncode == 1
