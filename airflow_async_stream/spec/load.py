@@ -3,10 +3,11 @@ every bad field, and never echoes an option's value."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -32,7 +33,28 @@ __all__ = [
 ]
 
 
-def _field_of(error: Any) -> list[tuple[str, str]]:
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (``Trigger``, ``AsyncProgress | None``), or None for a mapping or a scalar."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for arg in get_args(annotation) if (m := _model_in(arg)) is not None), None)
+
+
+def _nearest_key(root: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """The field of the model at ``loc`` whose name is nearest the unknown key at its end, if one is near."""
+    model: type[BaseModel] | None = root
+    for part in loc[:-1]:
+        fields = model.model_fields if model else {}
+        field = fields.get(str(part)) or next((f for f in fields.values() if f.alias == part), None)
+        model = _model_in(field.annotation) if field else None
+    if model is None:
+        return None
+    names = [field.alias or name for name, field in model.model_fields.items()]
+    near = difflib.get_close_matches(str(loc[-1]).lower(), names, n=1, cutoff=0.6)
+    return near[0] if near else None
+
+
+def _field_of(error: Any, root: type[BaseModel] = JobSpec) -> list[tuple[str, str]]:
     """Turn one pydantic error into ``(field, reason)`` pairs, keeping our rule fields."""
     ctx_error = (error.get("ctx") or {}).get("error")
     prefix = ".".join(str(p) for p in error["loc"])
@@ -42,7 +64,12 @@ def _field_of(error: Any) -> list[tuple[str, str]]:
         return [(prefix or "(spec)", str(ctx_error))]
     reason = error["msg"]
     if error["type"] == "extra_forbidden":
-        reason = "unknown key (check the spelling; unknown keys are refused)"
+        near = _nearest_key(root, tuple(error["loc"]))
+        reason = (
+            f"unknown key: did you mean `{near}`?"
+            if near
+            else "unknown key (check the spelling; unknown keys are refused)"
+        )
     elif error["type"] == "missing":
         reason = "is required"
     elif _may_echo(error):
@@ -80,7 +107,7 @@ def parse_part(model: type[_M], spec: Mapping[str, Any], key: str, source: str |
     try:
         return model.model_validate(spec.get(key) or {})
     except ValidationError as exc:
-        problems = [(f"{key}.{field}" if field != "(spec)" else key, reason) for err in exc.errors() for field, reason in _field_of(err)]  # fmt: skip
+        problems = [(f"{key}.{field}" if field != "(spec)" else key, reason) for err in exc.errors() for field, reason in _field_of(err, model)]  # fmt: skip
         raise SpecError(problems, source) from None
 
 

@@ -107,19 +107,28 @@ def test_relative_checkpoint_is_refused_and_urls_are_accepted() -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "field"),
+    ("data", "field", "nearest"),
     [
         (
             good(async_progress={"enabled": True, "checkpoint_intervall_ms": 5}),
             "async_progress.checkpoint_intervall_ms",
+            "checkpoint_interval_ms",
         ),
-        (good(sink={"format": "noop", "option": {}}), "sink.option"),
-        (good(trigers={"once": True}), "trigers"),
-        (good(trigger={"processingTime": "1 second"}), "trigger.processingTime"),
+        (good(sink={"format": "noop", "option": {}}), "sink.option", "options"),
+        (good(source={"format": "rate", "shema": "id INT"}), "source.shema", "schema"),  # the field's alias
+        (good(trigers={"once": True}), "trigers", "trigger"),
+        (good(triger={"once": True}), "triger", "trigger"),
+        (good(trigger={"processingTime": "1 second"}), "trigger.processingTime", "processing_time"),
+        (good(restart={"max_retrys": 3}), "restart.max_retrys", "max_restarts"),
+        (good(restart={"jitter": 3}), "restart.jitter", None),  # nothing near enough: no guess
+        (good(zzz=1), "zzz", None),
     ],
 )
-def test_unknown_keys_are_refused(data: dict[str, Any], field: str) -> None:
-    assert "unknown key" in problems(data)[field]
+def test_unknown_keys_are_refused_with_the_nearest_field(data: dict[str, Any], field: str, nearest: str | None) -> None:
+    reason = problems(data)[field]
+    assert reason.startswith("unknown key")
+    assert reason == (f"unknown key: did you mean `{nearest}`?" if nearest else
+                      "unknown key (check the spelling; unknown keys are refused)")  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["../etc", "Upper", "a b", "", "x" * 64, "-lead", "a;rm -rf /"])
