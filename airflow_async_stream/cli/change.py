@@ -132,7 +132,7 @@ _NOT_IN_PLACE = {
 
 def cmd_switch(args: argparse.Namespace) -> int:
     from airflow_async_stream.switch.allowed import assign, parse_assignment
-    from airflow_async_stream.switch.request import running_spec, switch_in_place
+    from airflow_async_stream.switch.request import not_running, running_spec, switch_in_place
 
     control = control_for(args.job)
     try:
@@ -149,6 +149,9 @@ def cmd_switch(args: argparse.Namespace) -> int:
     try:
         spec = parse_spec(mapping, source="the spec with --set applied")
         change = change_of(current.to_mapping(), spec.to_mapping(), args.require_sync_safe)
+        stopped = not_running(control)
+        if stopped is not None:  # no driver to ask, whatever the change
+            return fail(f"not switched: {stopped}", EXIT_BAD_STATE)
         if change.need is Need.NOTHING:  # asking a driver would pause the stream for nothing
             print(f"nothing to switch: the job already runs with {_describe_spec(current)}; not asked, no pause")
             return EXIT_OK

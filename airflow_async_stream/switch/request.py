@@ -28,7 +28,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import DagRunLookup, Holder
 from airflow_async_stream.state.incidents import Kind, record_change
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import State, now
+from airflow_async_stream.state.records import State, Status, now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchRequest
 from airflow_async_stream.switch.account import await_account
 from airflow_async_stream.switch.change import Need, change_of
@@ -177,13 +177,22 @@ def why_not_in_place(control: ControlArea, spec: JobSpec, require_sync_safe: boo
     return None
 
 
-def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_safe: bool, judge: bool = True) -> str:
-    """The running deployment to ask, after the checks that need no driver (``judge``: of the change too)."""
-    status = control.read_status()
+def not_running(control: ControlArea, status: Status | None = None) -> str | None:
+    """Why the job has no running driver to switch (None: it runs); ``status`` as read, else read here."""
+    status = status or control.read_status()
     judged = liveness(status)
     if status is None or not judged.live or status.state != State.RUNNING:
         state = status.state if status else "never deployed"
-        raise NotSwitchableError(f"{control.url}: the job is not running ({state}; {judged.reason}): deploy it")
+        return f"{control.url}: the job is not running ({state}; {judged.reason}): deploy it"
+    return None
+
+
+def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_safe: bool, judge: bool = True) -> str:
+    """The running deployment to ask, after the checks that need no driver (``judge``: of the change too)."""
+    status = control.read_status()
+    why = not_running(control, status)
+    if why is not None or status is None:
+        raise NotSwitchableError(why or control.url)
     if status.configuration is None:
         raise NotSwitchableError(
             f"{control.url}: deployment {status.deployment_id} runs a driver that does not switch in place "

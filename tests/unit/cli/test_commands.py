@@ -464,3 +464,17 @@ def test_status_exits_0_for_a_running_job_and_1_once_it_failed(tmp_path: Path) -
     control.write_json("status.json", {**control.read_json("status.json"), "state": "failed", "error": "boom"})
     assert cli("status", str(tmp_path / "ck")).returncode == 1
     assert cli("status", "--json", str(tmp_path / "ck")).returncode == 1
+
+
+def test_a_switch_of_a_stopped_job_says_it_is_not_running_whatever_the_change(tmp_path: Path) -> None:
+    """It said "the job already runs with async progress off" of a job that was stopped."""
+    control = fake_deployment(tmp_path)
+    sync = yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck"), "async_progress": {"enabled": False}}
+    control.write_bytes(ControlArea.SPEC, json.dumps(sync).encode())
+    control.write_json("status.json", {**control.read_json("status.json"), "state": "stopped"})
+    for setting in ("async_progress.enabled=false", "async_progress.checkpoint_interval_ms=500"):
+        result = cli("switch", str(tmp_path / "ck"), "--set", setting)
+        assert result.returncode == 1 and result.stdout == "", result
+        assert "not switched: " in result.stderr and "the job is not running (stopped;" in result.stderr
+        assert "already runs" not in result.stderr + result.stdout
+        assert control.read_json(ControlArea.SWITCH_REQUEST) is None
