@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK
 from airflow_async_stream.cli.names import find_job
-from airflow_async_stream.insight.doctor import diagnose
+from airflow_async_stream.insight.doctor import FINE, diagnose
 from airflow_async_stream.insight.symptoms import read_symptoms
 
 __all__ = ["add_doctor", "cmd_doctor"]
@@ -20,8 +20,11 @@ def _print(data: dict[str, Any]) -> None:
     print(f"diagnosis    {data['diagnosis']}: {data['summary']}")
     for number, line in enumerate(data["evidence"]):
         print(f"{'evidence' if number == 0 else '':<12} - {line}")
-    verdict = "SAFE" if data["sync_restart_safe"] else "UNSAFE"
-    print(f"sync restart {verdict}: {data['inspection']['reason']}")
+    if data["inspection"]["exists"]:
+        verdict = "SAFE" if data["sync_restart_safe"] else "UNSAFE"
+        print(f"sync restart {verdict}: {data['inspection']['reason']}")
+    else:  # nothing to restart: no verdict to give
+        print(f"sync restart -: {data['inspection']['reason']}")
     print(f"cure         {data['cure']}")
     if data["choices"]:
         print("choices (nothing here changes the checkpoint):")
@@ -40,7 +43,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, sort_keys=True))
     else:
         _print(data)
-    return EXIT_OK if data["diagnosis"] == "nothing_known" else EXIT_BAD_STATE
+    return EXIT_OK if data["diagnosis"] in FINE else EXIT_BAD_STATE
 
 
 def add_doctor(sub: Any, job_help: str) -> None:

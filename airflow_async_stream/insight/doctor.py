@@ -23,8 +23,11 @@ KINDS = (
     "unsafe_checkpoint",
     "never_started",
     "failed",
+    "never_deployed",
     "nothing_known",
 )
+#: The diagnoses that find nothing wrong (``doctor`` exits 0 on them).
+FINE = frozenset({"never_deployed", "nothing_known"})
 
 
 @dataclass
@@ -56,7 +59,7 @@ def diagnose(symptoms: Symptoms) -> Diagnosis:
         "control_area": symptoms.control_area,
         "inspection": inspection.to_json(),
     }
-    for judge in (_second_writer, _stray_commit, batch_missing, _unsafe, _never_started, _failed):
+    for judge in (_second_writer, _stray_commit, batch_missing, _unsafe, _never_started, _failed, _never_deployed):
         found = judge(symptoms)
         if found is not None:
             return Diagnosis(**base, **found)
@@ -68,6 +71,18 @@ def diagnose(symptoms: Symptoms) -> Diagnosis:
         cure="nothing to cure" + (" (the job runs)" if symptoms.live else ""),
         evidence=symptoms.status_lines(),
     )
+
+
+def _never_deployed(symptoms: Symptoms) -> dict[str, Any] | None:
+    """No checkpoint and no record of a deploy: nothing ran, so nothing can be wrong yet."""
+    if symptoms.inspection.exists or symptoms.control_area:
+        return None
+    return {
+        "diagnosis": "never_deployed",
+        "summary": f"the job was never deployed: no checkpoint at {symptoms.checkpoint} and no control area",
+        "cure": "nothing to cure: deploy it (its first start makes the checkpoint)",
+        "evidence": [],
+    }
 
 
 def _second_writer(symptoms: Symptoms) -> dict[str, Any] | None:

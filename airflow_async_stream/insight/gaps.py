@@ -16,9 +16,10 @@ from airflow_async_stream.insight.symptoms import Symptoms
 __all__ = ["MIGRATION", "batch_missing"]
 
 MIGRATION = (
-    "the safe-disable migration: safe_disable_async_progress(<the job's spec>) from "
-    "airflow_async_stream.factories in a DAG (as dags/example_safe_disable.py does), or a rollout whose "
-    "desired folder holds the job's synchronous spec (it plans a safe-disable for it)"
+    "the safe-disable migration: a DAG task group from `from airflow_async_stream.factories import "
+    "safe_disable_async_progress` and `safe_disable_async_progress(\"<the job's spec file>\")` (the README's "
+    'section "Turning async progress tracking off: the safe-disable migration" has a whole DAG), or a '
+    "rollout whose desired folder holds the job's synchronous spec (it plans a safe-disable for it)"
 )
 
 

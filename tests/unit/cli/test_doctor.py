@@ -60,3 +60,27 @@ def test_nothing_at_the_path_is_a_usage_error(capsys: pytest.CaptureFixture[str]
     (tmp_path / "empty").mkdir()
     code, _, err = doctor(capsys, tmp_path / "nowhere")
     assert code == 2 and "nothing at" in err
+
+
+def test_a_spec_never_deployed_has_nothing_to_cure_and_no_unsafe_verdict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """It said "sync restart UNSAFE: no checkpoint" beside "nothing to cure"."""
+    spec = tmp_path / "specs" / "fresh.yaml"
+    spec.parent.mkdir()
+    spec.write_text(f"name: fresh\ncheckpoint: {tmp_path}/ck\nsource: {{format: rate}}\nsink: {{format: noop}}\n")
+    code, out, _ = doctor(capsys, spec)
+    assert code == 0 and "diagnosis    never_deployed: the job was never deployed" in out
+    assert "UNSAFE" not in out and "sync restart -: no checkpoint at" in out
+    assert "cure         nothing to cure: deploy it" in out
+    code, out, _ = doctor(capsys, spec, "--json")
+    assert (code, json.loads(out)["diagnosis"]) == (0, "never_deployed")
+
+
+def test_the_cure_names_what_a_pip_user_has(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    make_checkpoint(tmp_path / "ck", [0, 4, 7], [0, 4])
+    code, out, _ = doctor(capsys, tmp_path / "ck", "--json")
+    cure = json.loads(out)["cure"]
+    assert code == 1 and "dags/" not in cure and "from airflow_async_stream.factories import" in cure
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert "## Turning async progress tracking off: the safe-disable migration" in readme  # the section it names
