@@ -215,6 +215,20 @@ def _kinds(names: list[str]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
 
 
+#: The gaps the text names, newest last (``--json --full`` lists them all).
+GAPS_SHOWN = 5
+
+
+def _gaps(gaps: list[tuple[int, int]]) -> str:
+    """The newest gaps, and how many are left out: '7 (newest 5: 40-41, ...; 2 older left out: --json --full)'."""
+    shown = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in gaps[-GAPS_SHOWN:]) or "none"
+    if len(gaps) <= GAPS_SHOWN:
+        return shown
+    return (
+        f"{len(gaps)} (newest {GAPS_SHOWN}: {shown}; {len(gaps) - GAPS_SHOWN} older left out: --json --full lists all)"
+    )
+
+
 def _print_inspection(inspection: Inspection) -> None:
     verdict = "SAFE" if inspection.sync_restart_safe else "UNSAFE"
     print(f"checkpoint      {inspection.checkpoint}")
@@ -224,7 +238,7 @@ def _print_inspection(inspection: Inspection) -> None:
             print(f"{log + '/':<15} (absent)")
             continue
         newest = " ".join(str(i) for i in view.ids[-8:])
-        gaps = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in view.gaps[-5:]) or "none"
+        gaps = _gaps(view.gaps)
         headers = ", ".join(f"{k}: {v}" for k, v in view.headers.items()) or "-"
         print(f"{log + '/':<15} {len(view.ids)} batches, newest {newest or '-'}; gaps {gaps}; headers {headers}")
         if view.skipped:

@@ -202,6 +202,18 @@ def test_inspect_for_people(tmp_path: Path) -> None:
     assert f"cure            airflow-async-stream doctor {tmp_path / 'ck'}  (the cure" in result.stdout
 
 
+def test_inspect_says_how_many_gaps_its_text_leaves_out(tmp_path: Path) -> None:
+    """It listed the newest five gaps and dropped the rest without a word (the JSON had them all)."""
+    from tests.helpers import make_checkpoint
+
+    ids = list(range(0, 17, 2))  # 0 2 ... 16: gaps 1, 3, ..., 15
+    make_checkpoint(tmp_path / "ck", ids, ids)
+    result = cli("inspect", "--no-fail", str(tmp_path / "ck"))
+    assert "gaps 8 (newest 5: 7, 9, 11, 13, 15; 3 older left out: --json --full lists all)" in result.stdout, result
+    full = json.loads(cli("inspect", "--json", "--full", str(tmp_path / "ck")).stdout)
+    assert full["offsets"]["gaps"] == [[i, i] for i in range(1, 16, 2)]
+
+
 def test_inspect_json_for_machines(tmp_path: Path) -> None:
     data = json.loads(cli("inspect", "--json", str(gapped_checkpoint(tmp_path / "ck"))).stdout)
     assert (data["latest_offset"], data["latest_commit"], data["sync_restart_safe"]) == (7, 7, False)
