@@ -46,6 +46,8 @@ def _print_plan(items: list[Any]) -> None:
                 print(f"{'':<24}   {field}: {change['from']!r} -> {change['to']!r}")
         for advice in item.advice:
             print(f"{'':<24}   advice: {advice['summary']}")
+        if item.analysis and item.analysis["ok"]:
+            print(f"{'':<24}   analysis: ok ({item.analysis['seconds']:.2f} s)")
         for problem in (item.analysis or {}).get("problems", []):
             print(f"{'':<24}   analysis: {problem['field']}: {problem['reason']}")
         for note in (item.analysis or {}).get("not_checked", []):
@@ -55,6 +57,11 @@ def _print_plan(items: list[Any]) -> None:
     held = sum(1 for i in items if i.held_back)
     held_back = f" ({held} not retried: failed before)" if held else ""
     print(f"{total}: " + ", ".join(f"{n} {a}" for a, n in counts.items()) + held_back if items else "no jobs")
+    analyzed = [i.analysis for i in items if i.analysis]
+    if analyzed:
+        wrong = sum(1 for a in analyzed if not a["ok"])
+        print(f"analysis: {len(analyzed)} change{'' if len(analyzed) == 1 else 's'} analyzed, "
+              f"{len(analyzed) - wrong} ok, {wrong} wrong")  # fmt: skip
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:

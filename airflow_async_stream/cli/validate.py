@@ -19,7 +19,7 @@ from airflow_async_stream.spec.folder import spec_files
 from airflow_async_stream.spec.load import load_spec
 from airflow_async_stream.spec.model import JobSpec
 
-__all__ = ["add_validate", "spec_paths"]
+__all__ = ["add_validate", "spec_paths", "summary"]
 
 
 def spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
@@ -131,11 +131,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         seconds = run.seconds if run else None
         print(json.dumps({"ok": not wrong, "files": ordered, "spark": spark, "seconds": seconds}, indent=2))
     elif run and not args.quiet:
-        print(
-            f"{len(loaded)} analyzed in {run.seconds:.1f} s (Spark {run.spark_version} started in "
-            f"{run.spark_start_seconds:.1f} s): {len(ordered) - wrong} ok, {wrong} wrong"
-        )
+        print(summary(len(ordered), wrong, len(loaded), run))
     return EXIT_BAD_INPUT if wrong else EXIT_OK
+
+
+def summary(files: int, wrong: int, analyzed: int, run: Any) -> str:
+    """'6 files: 1 ok, 5 wrong; 1 analyzed in 3.2 s (...), 5 refused by their rules before it'."""
+    refused = files - analyzed
+    before = f", {refused} refused by their rules before it" if refused else ""
+    return (
+        f"{files} file{'' if files == 1 else 's'}: {files - wrong} ok, {wrong} wrong; {analyzed} analyzed in "
+        f"{run.seconds:.1f} s (Spark {run.spark_version} started in {run.spark_start_seconds:.1f} s){before}"
+    )
 
 
 def add_validate(sub: Any) -> None:

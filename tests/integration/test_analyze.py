@@ -192,7 +192,7 @@ def test_text_output_gives_a_line_per_problem_and_note_and_exit_0_when_all_are_r
     )
     assert lines[1].startswith(f"{folder / 'kafka.yaml'}: ok (kafka, async progress off; analyzed in ")
     assert lines[2].startswith(f"{folder / 'sql.yaml'}: ok (sql, async progress off; analyzed in ")
-    assert lines[3].startswith("2 analyzed in ") and lines[3].endswith(": 2 ok, 0 wrong")
+    assert lines[3].startswith("2 files: 2 ok, 0 wrong; 2 analyzed in ") and lines[3].endswith(" s)")
 
 
 def test_plan_with_analyze_carries_each_changes_verdict_and_exits_2_on_a_wrong_one(tmp_path: Path) -> None:
@@ -221,4 +221,7 @@ def test_plan_with_analyze_carries_each_changes_verdict_and_exits_2_on_a_wrong_o
         )
     )
     assert any(x.strip().startswith("not checked: source: this host's Spark has no Kafka connector") for x in lines)
+    kafka = lines.index(next(x for x in lines if x.startswith("kafka ")))
+    assert any(x.strip().startswith("analysis: ok (") for x in lines[kafka + 1 : kafka + 4]), lines  # its verdict
+    assert lines[-2] == "analysis: 2 changes analyzed, 1 ok, 1 wrong"
     assert lines[-1] == "1 problem(s) found by analysis: a rollout with analyze=True would change no job"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.helpers import rate_noop
@@ -55,3 +56,32 @@ def test_analyze_of_specs_that_fail_their_rules_starts_no_spark(tmp_path: Path) 
     result = cli("validate", "--analyze", str(folder), env={"JAVA_HOME": str(tmp_path / "no-jdk")})
     assert result.returncode == 2  # the rules refused it; Java was never needed
     assert "trigger.processing_time" in result.stdout and "analyzing" not in result.stderr
+
+
+def test_the_analyze_summary_counts_files_and_analyses_apart() -> None:
+    """A folder of six specs, five refused by their rules, read "1 analyzed ...: 0 ok, 5 wrong"."""
+    from types import SimpleNamespace
+
+    from airflow_async_stream.cli.validate import summary
+
+    run = SimpleNamespace(seconds=3.21, spark_version="4.2.0", spark_start_seconds=2.5)
+    assert summary(6, 5, 1, run) == (
+        "6 files: 1 ok, 5 wrong; 1 analyzed in 3.2 s (Spark 4.2.0 started in 2.5 s), 5 refused by their rules before it"
+    )
+    assert summary(1, 0, 1, run) == "1 file: 1 ok, 0 wrong; 1 analyzed in 3.2 s (Spark 4.2.0 started in 2.5 s)"
+
+
+def test_plan_text_gives_each_analyzed_change_its_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan --analyze` showed a verdict only in --json: a change analyzed ok said nothing in the text."""
+    from airflow_async_stream.cli.commands import _print_plan
+    from airflow_async_stream.rollout.item import PlanItem
+
+    ok = {"ok": True, "seconds": 0.42, "problems": [], "not_checked": [], "file": "a.yaml"}
+    wrong = {"ok": False, "seconds": 0.3, "problems": [{"field": "transform.sql", "reason": "no column x"}],
+             "not_checked": [], "file": "b.yaml"}  # fmt: skip
+    _print_plan([PlanItem("a", "deploy", "new", analysis=ok), PlanItem("b", "deploy", "new", analysis=wrong),
+                 PlanItem("c", "unchanged", "as desired")])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].strip() == "analysis: ok (0.42 s)"
+    assert lines[3].strip() == "analysis: transform.sql: no column x"
+    assert lines[-1] == "analysis: 2 changes analyzed, 1 ok, 1 wrong"
