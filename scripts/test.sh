@@ -9,8 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/browser.sh
-bash scripts/services.sh
+if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and starts no Redis or PostgreSQL
+  bash scripts/browser.sh
+  bash scripts/services.sh
+fi
 .venv/bin/ruff check airflow_async_stream dags tests bench
 .venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench
 types=(.venv/bin/mypy)  # the package's types ([tool.mypy] in pyproject.toml)
