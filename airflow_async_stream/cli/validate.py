@@ -1,5 +1,6 @@
-"""``validate``: check spec files (the rules that need no JVM), and with ``--analyze`` build each valid spec's
-query on one local Spark, as the driver would, without starting it (driver/analyze.py).
+"""``validate``: check spec files (the rules that need no JVM), with ``--checkpoint`` against each job's
+checkpoint as a deploy judges it (read-only), and with ``--analyze`` build each valid spec's query on one local
+Spark, as the driver would, without starting it (driver/analyze.py).
 
 One line per problem, ``FILE: FIELD: REASON``; ``FILE: not checked: ...`` for what this host cannot reach. Exit
 0 when every spec is right, 2 when one is wrong or the analysis could not run (no Java, no pyspark).
@@ -85,6 +86,23 @@ def _print(verdict: dict[str, Any], quiet: bool) -> None:
         print(f"{file}: ok ({verdict['job']}, async progress {state}{how})", flush=True)
 
 
+def _against_checkpoints(loaded: list[tuple[str, JobSpec]], verdicts: dict[str, dict[str, Any]]) -> None:
+    """What a deploy would refuse of each spec on its checkpoint (a synchronous start over async mode's gaps):
+    a problem on ``checkpoint``; a checkpoint this host cannot read is noted, not failed. Reads, never writes."""
+    from airflow_async_stream.driver.start import refuse_unsafe_sync_start
+    from airflow_async_stream.exceptions import UnsafeSyncRestartError
+
+    for name, spec in loaded:
+        try:
+            refuse_unsafe_sync_start(spec, allow=False)
+        except UnsafeSyncRestartError as exc:
+            verdicts[name] = _verdict(name, spec.name, [("checkpoint", str(exc).removeprefix(f"{spec.name}: "))], spec)
+        except (OSError, ImportError, ValueError) as exc:  # a storage this host has no client for, or cannot reach
+            verdicts[name] = _verdict(name, spec.name, [], spec, not_checked=[f"checkpoint: not read here: {exc}"])
+        else:
+            verdicts[name] = _verdict(name, spec.name, [], spec)
+
+
 def _analyze(loaded: list[tuple[str, JobSpec]], args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]], Any]:
     from airflow_async_stream.driver.analyze import Analysis, analyze_specs
 
@@ -109,21 +127,51 @@ def _analyze(loaded: list[tuple[str, JobSpec]], args: argparse.Namespace) -> tup
     return verdicts, run
 
 
+def _checkpoint_step(
+    loaded: list[tuple[str, JobSpec]], verdicts: dict[str, dict[str, Any]], args: argparse.Namespace
+) -> tuple[list[tuple[str, JobSpec]], dict[str, dict[str, Any]]]:
+    """``--checkpoint``: the specs a deploy would refuse get their verdict now; the rest go on, with notes."""
+    checked: dict[str, dict[str, Any]] = {}
+    if not args.checkpoint:
+        return loaded, checked
+    _against_checkpoints(loaded, checked)
+    for name, verdict in checked.items():
+        if not verdict["ok"]:
+            verdicts[name] = verdict
+            if not args.json:
+                _print(verdict, args.quiet)
+    return [(name, spec) for name, spec in loaded if checked[name]["ok"]], checked
+
+
+def _analyze_step(
+    loaded: list[tuple[str, JobSpec]],
+    checked: dict[str, dict[str, Any]],
+    verdicts: dict[str, dict[str, Any]],
+    args: argparse.Namespace,
+) -> Any:
+    """``--analyze``: each spec's query built on one local Spark (a checkpoint's notes kept beside)."""
+    for name, _ in loaded if not (args.json or args.quiet) else []:  # what the analysis's lines will not repeat
+        for note in checked.get(name, {}).get("not_checked", []):
+            print(f"{name}: not checked: {note}")
+    analyzed, run = _analyze(loaded, args)
+    for name, verdict in analyzed.items():
+        verdict["not_checked"] = checked.get(name, {}).get("not_checked", []) + verdict["not_checked"]
+    verdicts.update(analyzed)
+    return run
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     paths, empty = spec_paths(args.files)
     loaded, verdicts = _load(paths, empty)
     if not args.json:
         for verdict in verdicts.values():
             _print(verdict, args.quiet)
-    run = None
-    if args.analyze and loaded:
-        analyzed, run = _analyze(loaded, args)
-        verdicts.update(analyzed)
-    else:
-        for name, spec in loaded:
-            verdicts[name] = _verdict(name, spec.name, [], spec)
-            if not args.json:
-                _print(verdicts[name], args.quiet)
+    loaded, checked = _checkpoint_step(loaded, verdicts, args)
+    run = _analyze_step(loaded, checked, verdicts, args) if args.analyze and loaded else None
+    for name, spec in loaded if run is None else []:
+        verdicts[name] = checked.get(name) or _verdict(name, spec.name, [], spec)
+        if not args.json:
+            _print(verdicts[name], args.quiet)
     ordered = [verdicts[name] for name in [*empty, *paths]]
     wrong = sum(1 for v in ordered if not v["ok"])
     if args.json:
@@ -136,9 +184,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def summary(files: int, wrong: int, analyzed: int, run: Any) -> str:
-    """'6 files: 1 ok, 5 wrong; 1 analyzed in 3.2 s (...), 5 refused by their rules before it'."""
+    """'6 files: 1 ok, 5 wrong; 1 analyzed in 3.2 s (...), 5 refused before it'."""
     refused = files - analyzed
-    before = f", {refused} refused by their rules before it" if refused else ""
+    before = f", {refused} refused before it" if refused else ""
     return (
         f"{files} file{'' if files == 1 else 's'}: {files - wrong} ok, {wrong} wrong; {analyzed} analyzed in "
         f"{run.seconds:.1f} s (Spark {run.spark_version} started in {run.spark_start_seconds:.1f} s){before}"
@@ -157,6 +205,12 @@ def add_validate(sub: Any) -> None:
         action="store_true",
         help="also build each query on a local Spark without starting it (SQL, columns, types, stateful operators "
         "with async on, source options, output mode); one JVM for all files; needs Java 17+",
+    )
+    p.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="also judge each spec against its checkpoint as a deploy does, read-only (a synchronous spec over a "
+        "checkpoint async mode left with gaps is refused: run the safe-disable migration)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output: every file's verdict")
     p.set_defaults(func=cmd_validate)

@@ -66,7 +66,7 @@ def test_the_analyze_summary_counts_files_and_analyses_apart() -> None:
 
     run = SimpleNamespace(seconds=3.21, spark_version="4.2.0", spark_start_seconds=2.5)
     assert summary(6, 5, 1, run) == (
-        "6 files: 1 ok, 5 wrong; 1 analyzed in 3.2 s (Spark 4.2.0 started in 2.5 s), 5 refused by their rules before it"
+        "6 files: 1 ok, 5 wrong; 1 analyzed in 3.2 s (Spark 4.2.0 started in 2.5 s), 5 refused before it"
     )
     assert summary(1, 0, 1, run) == "1 file: 1 ok, 0 wrong; 1 analyzed in 3.2 s (Spark 4.2.0 started in 2.5 s)"
 
@@ -85,3 +85,29 @@ def test_plan_text_gives_each_analyzed_change_its_verdict(capsys: pytest.Capture
     assert lines[1].strip() == "analysis: ok (0.42 s)"
     assert lines[3].strip() == "analysis: transform.sql: no column x"
     assert lines[-1] == "analysis: 2 changes analyzed, 1 ok, 1 wrong"
+
+
+def test_validate_checkpoint_refuses_what_a_deploy_refuses_and_writes_nothing(tmp_path: Path) -> None:
+    """`validate` said ok for a synchronous spec over a checkpoint with async gaps, which every deploy refuses."""
+    from tests.helpers import snapshot
+    from tests.unit.helpers import gapped_checkpoint, write_spec
+
+    gapped_checkpoint(tmp_path / "ck-gaps")
+    specs = tmp_path / "specs"
+    write_spec(specs, "sync.yaml", rate_noop("sync-job", checkpoint=str(tmp_path / "ck-gaps")))
+    write_spec(specs, "async.yaml", rate_noop("async-job", checkpoint=str(tmp_path / "ck-gaps"),
+                                              async_progress={"enabled": True}))  # fmt: skip
+    write_spec(specs, "fresh.yaml", rate_noop("fresh-job", checkpoint=str(tmp_path / "ck-none")))
+    assert cli("validate", str(specs)).returncode == 0  # the spec alone is right
+    before = snapshot(tmp_path / "ck-gaps")
+    result = cli("validate", "--checkpoint", str(specs))
+    assert snapshot(tmp_path / "ck-gaps") == before
+    assert result.returncode == 2, result
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{specs / 'sync.yaml'}: checkpoint: a synchronous deploy is refused: offsets/6 is "
+                               "missing")  # fmt: skip
+    assert "safe-disable migration" in lines[0]
+    assert f"{specs / 'async.yaml'}: ok (async-job, async progress on)" in lines
+    assert f"{specs / 'fresh.yaml'}: ok (fresh-job, async progress off)" in lines
+    data = json.loads(cli("validate", "--checkpoint", "--json", str(specs)).stdout)
+    assert [f["ok"] for f in data["files"]] == [True, True, False]  # async, fresh, sync (the folder's order)
