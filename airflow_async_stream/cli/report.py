@@ -55,8 +55,24 @@ def _print_groups(groups: list[dict[str, Any]]) -> None:
         print(f"  {g['deployment_id']:<26} {describe(g['configuration']):<{width}} {g['batches']:>7} {rate:>8} "
               f"{_ms(g['p50_ms']):>6} {_ms(g['p90_ms']):>6} {_ms(g['p99_ms']):>6} {managed:>11} "
               f"{_share(g['offset_management_share']):>6}")  # fmt: skip
+        notes = _group_notes(g)
+        if notes:
+            print(f"  {'':<26} {notes}")
     if any(g["async"] for g in groups):
         print("  * async: walCommit + commitOffsets time only the hand-off to a background thread, not a cost")
+
+
+def _group_notes(group: dict[str, Any]) -> str:
+    """What the group's row leaves out: startup batches (not in the percentiles) and batches run again."""
+    notes = []
+    if group["startup_batches"]:
+        n, slowest = group["startup_batches"], group["startup_ms"]
+        notes.append(f"{n} startup batch{'es' if n != 1 else ''} (a query start's first, up to {_ms(slowest)} ms) "
+                     "left out of p50/p90/p99")  # fmt: skip
+    if group["re_runs"]:
+        notes.append(f"{group['re_runs']} batch{'es' if group['re_runs'] != 1 else ''} run again after a restart, "
+                     "counted once")  # fmt: skip
+    return "; ".join(notes)
 
 
 def _print_report(data: dict[str, Any]) -> None:

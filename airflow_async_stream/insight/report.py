@@ -93,23 +93,43 @@ class Group:
     def is_async(self) -> bool | None:
         return is_async(self.configuration)
 
+    def runs(self) -> tuple[list[Batch], int, list[Batch]]:
+        """Each batch id once (its last run: Spark runs a batch again when a query restarts over batches async
+        mode never made durable), how many runs were such re-runs, and the startup batches: the first batch
+        of each query start (a 1-3 s batch beside steady ones of tens of ms), left out of the percentiles."""
+        last: dict[int, Batch] = {}
+        first_of_run: dict[str, Batch] = {}
+        for batch in self.batches:
+            last[batch.batch_id] = batch
+            first_of_run.setdefault(batch.query_run_id, batch)
+        unique = sorted(last.values(), key=lambda b: (b.start, b.batch_id))
+        startup = [b for b in unique if first_of_run.get(b.query_run_id) is b]
+        return unique, len(self.batches) - len(unique), startup
+
     def figures(self) -> dict[str, Any]:
-        latencies = [b.latency_ms for b in self.batches]
-        managed = [b.offset_management_ms for b in self.batches]
-        first, last = self.batches[0], self.batches[-1]
-        span = last.start + last.latency_ms / 1000 - first.start
+        unique, re_runs, startup = self.runs()
+        steady = [b for b in unique if not any(b is s for s in startup)] or unique
+        latencies = [b.latency_ms for b in steady]
+        managed = [b.offset_management_ms for b in steady]
+        first, last = unique[0], unique[-1]
         p50, om = percentile(latencies, 50), percentile(managed, 50)
+        # A batch's rows came in since the batch before began: the first batch's rows are the time before it.
+        span = last.start - first.start
+        rows_per_s = round(sum(b.rows for b in unique[1:]) / span, 1) if len(unique) > 1 and span > 0 else None
         return {
             "deployment_id": self.deployment_id,
             "configuration": self.configuration,
             "async": self.is_async,
-            "first_batch": first.batch_id,
-            "last_batch": last.batch_id,
+            "first_batch": min(b.batch_id for b in unique),
+            "last_batch": max(b.batch_id for b in unique),
             "started": first.start,
-            "ended": last.start + last.latency_ms / 1000,
-            "batches": len(self.batches),
-            "rows": sum(b.rows for b in self.batches),
-            "rows_per_s": round(sum(b.rows for b in self.batches) / span, 1) if span > 0 else None,
+            "ended": max(b.start + b.latency_ms / 1000 for b in unique),
+            "batches": len(unique),
+            "re_runs": re_runs,
+            "startup_batches": len(unique) - len(steady),  # left out of the percentiles
+            "startup_ms": max((b.latency_ms for b in startup), default=None),
+            "rows": sum(b.rows for b in unique),
+            "rows_per_s": rows_per_s,
             "p50_ms": p50,
             "p90_ms": percentile(latencies, 90),
             "p99_ms": percentile(latencies, 99),

@@ -48,6 +48,9 @@ def test_the_text_report_shows_figures_changes_and_advice(tmp_path: Path, capsys
     assert "re-run now   20 batches, 2,000 rows since batch 7 reached offsets/" in out  # the async run's 30..49
     assert "switch: sync, trigger 100 milliseconds -> async 3000 ms, trigger 100 milliseconds" in out
     assert "advice: none" in out  # share high, eligible, interval long enough: keep it on
+    notes = [line.strip() for line in out.splitlines() if "left out of p50/p90/p99" in line]
+    assert notes == ["1 startup batch (a query start's first, up to 200 ms) left out of p50/p90/p99",
+                     "1 startup batch (a query start's first, up to 80 ms) left out of p50/p90/p99"]  # fmt: skip
 
 
 def test_json_carries_the_promised_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
