@@ -20,10 +20,18 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.insight.report import Report, describe, percentile
+from airflow_async_stream.insight.report import Report, describe, is_async, percentile
 from airflow_async_stream.spec.rules import ASYNC_SINKS
 
-__all__ = ["Limits", "advise"]
+__all__ = ["SOURCES", "Limits", "advise"]
+
+#: The public documents the advice follows, by the titles a user looks them up by.
+SOURCES = {
+    "databricks": 'Databricks docs, "What is asynchronous progress tracking?"',
+    "spark": 'Apache Spark, "Structured Streaming Programming Guide"',
+    "state": 'Databricks blog, "Speed Up Streaming Queries With Asynchronous State Checkpointing"',
+    "subsecond": 'Databricks blog, "Latency goes subsecond in Apache Spark Structured Streaming"',
+}
 
 #: Offset management at least this share of a synchronous batch's p50: async progress tracking is worth it.
 SHARE_WORTH = 0.25
@@ -90,20 +98,35 @@ def _turn_on(report: Report, managed: dict[str, Any], spec: dict[str, Any] | Non
             "figures": figures,
         }
     rows_per_s = report.latest.figures()["rows_per_s"] if report.latest else None
+    turned_off = _turned_off(report)
     unknown = ""
     if not (spec or {}).get("sink"):  # no spec recorded, or an application that builds its own writer
         unknown = " (its sink is not known here: check the query is stateless and writes to Kafka)"
+    before = ""
+    if turned_off:
+        before = (f"it was turned off at batch {turned_off['batch_id']} ({turned_off['kind']}): if that was for "
+                  "exactly-once delivery end to end, keep it off; else ")  # fmt: skip
     return {
         "kind": "turn_on",
-        "summary": f"turn async progress tracking on: offset management is {share:.0%} of a synchronous batch "
-        f"(p50 {managed['offset_management_ms']:.0f} of {managed['p50_ms']:.0f} ms); expected p50 saving about "
-        f"{managed['offset_management_ms']:.0f} ms{unknown}",
-        "figures": figures | {"expected_saving_ms": managed["offset_management_ms"]},
-        "gives_up": "exactly-once end to end (a batch's offset range can change after a failure, seed 001); "
+        "summary": f"{before}turn async progress tracking on: offset management is {share:.0%} of a synchronous "
+        f"batch (p50 {managed['offset_management_ms']:.0f} of {managed['p50_ms']:.0f} ms); expected p50 saving "
+        f"about {managed['offset_management_ms']:.0f} ms{unknown}",
+        "figures": figures
+        | {"expected_saving_ms": managed["offset_management_ms"]}
+        | ({"turned_off_at_batch": turned_off["batch_id"]} if turned_off else {}),
+        "gives_up": "exactly-once end to end (a batch's offset range can change after a failure: "
+        f"{SOURCES['databricks']}, Limitations); "
         f"a failure re-runs the input since the last durable checkpoint: {_rerun_cost(rows_per_s, DEFAULT_INTERVAL_MS)}",
         "how": "set async_progress.enabled: true in the spec and roll it out, or run "
         f"`airflow-async-stream switch {_job(report)} --set async_progress.enabled=true`",
     }
+
+
+def _turned_off(report: Report) -> dict[str, Any] | None:
+    """The newest change in the batches read that turned async progress tracking off (a migration's last step,
+    a switch or a deploy): someone chose synchronous, for a reason the advice cannot see."""
+    changes: list[dict[str, Any]] = report.changes()
+    return next((c for c in reversed(changes) if is_async(c["from"]) and is_async(c["to"]) is False), None)
 
 
 def _turn_off(report: Report, managed: dict[str, Any] | None, spec: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -122,8 +145,11 @@ def _turn_off(report: Report, managed: dict[str, Any] | None, spec: dict[str, An
         "summary": "turn async progress tracking off: " + "; ".join(why),
         "figures": figures,
         "gives_up": "the offset-management saving, if any",
-        "how": "run the safe-disable migration (safe_disable_async_progress, or a rollout of a spec with "
-        'async_progress.enabled: false): a plain restart with it off can fail with "batch x doesn\'t exist"',
+        "how": f"in place: `airflow-async-stream switch {_job(report)} --set async_progress.enabled=false "
+        "--require-sync-safe` (the running driver turns it off once a synchronous restart is safe, no new driver); "
+        "or the safe-disable migration (safe_disable_async_progress, or a rollout of a spec with "
+        'async_progress.enabled: false). A plain restart with it off can fail with "batch x doesn\'t exist" '
+        f"({SOURCES['databricks']}, Turning off asynchronous progress tracking)",
     }
 
 
@@ -151,7 +177,7 @@ def _backlog(report: Report, managed: dict[str, Any] | None) -> dict[str, Any] |
         f"so a backlog builds and gives the benefit back{seen}",
         "figures": {"interval_ms": interval, "writes_per_s": round(writes_per_s, 2), "load": round(load, 3)}
         | {"async_p50_ms": figures["p50_ms"], "sync_p50_ms": managed["p50_ms"], "suggested_interval_ms": suggested},
-        "gives_up": "a longer interval makes a failure re-run more input (seed 001)",
+        "gives_up": f"a longer interval makes a failure re-run more input ({SOURCES['databricks']})",
         "how": f"`airflow-async-stream switch {_job(report)} --set async_progress.checkpoint_interval_ms={suggested}`",
     }
 
@@ -183,7 +209,7 @@ def _rerun_limit(report: Report, limits: Limits) -> dict[str, Any] | None:
             "max_rerun_s": limits.max_rerun_s,
             "suggested_interval_ms": suggested,
         },
-        "gives_up": "more frequent durable offset writes: part of the latency saving (seed 004)",
+        "gives_up": f"more frequent durable offset writes: part of the latency saving ({SOURCES['subsecond']})",
         "how": f"`airflow-async-stream switch {_job(report)} --set async_progress.checkpoint_interval_ms={suggested}`",
     }
 
@@ -200,7 +226,7 @@ def _state(report: Report) -> dict[str, Any] | None:
         "summary": f"state checkpointing, not async progress tracking ({verdict}): the state store's commit takes "
         f"p50 {state['commit_ms_per_task']:.0f} ms per task, {state['commit_share']:.0%} of the batch",
         "figures": figures | {"worth": worth},
-        "gives_up": "a failure may re-run two batches instead of one (seed 003)",
+        "gives_up": f"a failure may re-run two batches instead of one ({SOURCES['state']})",
         "how": "in open-source Spark: the RocksDB state store with changelog checkpointing "
         "(spark_conf spark.sql.streaming.stateStore.providerClass="
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider and "

@@ -115,3 +115,43 @@ def test_a_job_in_real_time_mode_is_told_async_cannot_run_there() -> None:
     report = build_report(batch_events([200.0] * 20, [120.0] * 20, conf=real_time))
     (advice,) = advise(report, KAFKA)
     assert advice["kind"] == "keep_off" and "its trigger is real time" in advice["summary"]
+
+
+def every_text(advice: list[dict]) -> str:
+    return " ".join(str(a.get(k, "")) for a in advice for k in ("summary", "gives_up", "how"))
+
+
+def test_advice_cites_public_documents_by_title_never_a_seed_number() -> None:
+    """It cited "seed 001"/"seed 004", which no user can look up."""
+    from airflow_async_stream.insight.advice import SOURCES
+
+    texts = [
+        every_text(advise(build_report(batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False))), KAFKA)),
+        every_text(advise(build_report(sync_then_async(5.0, 3000)), KAFKA)),
+        every_text(advise(build_report(sync_then_async(120.0, 100, every_s=0.1)), KAFKA, Limits(max_rerun_rows=1))),
+    ]
+    assert all("seed" not in text for text in texts), texts
+    assert SOURCES["databricks"] in texts[0] and SOURCES["databricks"] in texts[1]
+
+
+def test_turning_it_off_offers_the_switch_in_place_beside_the_migration() -> None:
+    (advice,) = [a for a in advise(build_report(sync_then_async(5.0, 3000)), KAFKA) if a["kind"] == "turn_off"]
+    assert "`airflow-async-stream switch JOB --set async_progress.enabled=false --require-sync-safe`" in advice["how"]
+    assert "safe-disable migration" in advice["how"]
+
+
+def test_after_it_was_turned_off_the_advice_to_turn_it_on_says_so() -> None:
+    """Right after a migration turned async off, the advice was to turn it on again without a word of why it was off."""
+    events = batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False))
+    events += batch_events([80.0] * 20, [1.0] * 20, start=1_800_000_020.0, first_batch=20, run="r2",
+                           conf=configuration(True, 0))  # fmt: skip
+    events += batch_events([200.0] * 20, [120.0] * 20, start=1_800_000_040.0, first_batch=40, run="r3",
+                           conf=configuration(False))  # fmt: skip
+    (advice,) = advise(build_report(events), KAFKA)
+    assert advice["kind"] == "turn_on" and advice["figures"]["turned_off_at_batch"] == 40
+    assert advice["summary"].startswith("it was turned off at batch 40 (switch): if that was for exactly-once "
+                                        "delivery end to end, keep it off; else turn async progress tracking on")  # fmt: skip
+    (fresh,) = advise(build_report(events[:20]), KAFKA)  # never async: nothing to say of why it is off
+    assert (
+        fresh["summary"].startswith("turn async progress tracking on") and "turned_off_at_batch" not in fresh["figures"]
+    )
