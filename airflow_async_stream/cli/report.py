@@ -67,7 +67,7 @@ def _group_notes(group: dict[str, Any]) -> str:
     notes = []
     if group["startup_batches"]:
         n, slowest = group["startup_batches"], group["startup_ms"]
-        notes.append(f"{n} startup batch{'es' if n != 1 else ''} (a query start's first, up to {_ms(slowest)} ms) "
+        notes.append(f"{n} startup batch{'es' if n != 1 else ''} (a query start's first, up to {slowest:,.0f} ms) "
                      "left out of p50/p90/p99")  # fmt: skip
     if group["re_runs"]:
         notes.append(f"{group['re_runs']} batch{'es' if group['re_runs'] != 1 else ''} run again after a restart, "
