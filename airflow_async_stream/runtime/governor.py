@@ -154,19 +154,22 @@ class Governor(ProgressRecording):
             spark.streams.removeListener(listener)
         self.finish_after(self._query or query)
 
-    def _started(self, query: StreamingQuery, **changes: Any) -> None:
-        self._query_id = str(query.id)
+    def _started(self, query: StreamingQuery, run_id: str | None = None, **changes: Any) -> None:
+        """A query runs: recorded in the status. Its ids are read once each (two py4j calls apiece, made while a
+        switch's new query starts its first batch); ``run_id`` when the caller has read it already."""
+        query_id, run_id = str(query.id), run_id or str(query.runId)
+        self._query_id = query_id
         self._query = query
         if self.lineage is not None:
             self.lineage.started()  # START once: a switch continues the run
         with self._lock:
-            self._configurations[str(query.runId)] = self.configuration
+            self._configurations[run_id] = self.configuration
             while len(self._configurations) > CONFIGURATIONS_KEPT:
                 self._configurations.popitem(last=False)
         self._write(
             state=State.RUNNING,
-            query_id=str(query.id),
-            query_run_id=str(query.runId),
+            query_id=query_id,
+            query_run_id=run_id,
             configuration=self.configuration,
             **changes,
         )
@@ -185,7 +188,8 @@ class Governor(ProgressRecording):
         """A new query runs on the checkpoint: from ``spec`` after a switch (``record``), or the previous one
         again after a failed switch. Stability is judged afresh for a new spec."""
         changed = record is not None
-        self._started(query, switches=self._status.switches + (1 if changed else 0))
+        run_id = record.query_run_id if record is not None else None
+        self._started(query, run_id, switches=self._status.switches + (1 if changed else 0))
         if record is not None and spec is not None:
             self.spec = spec
             if self.lineage is not None:

@@ -116,19 +116,20 @@ class InPlaceSwitch:
             _log.warning("the new query did not start (%s): starting the previous configuration again", exc)
             started = self._start(current, target)
             return self._settle(started, record.but(after=configuration_of(current)), SwitchOutcome.FAILED, str(exc))
+        started_at, run_id = now(), str(started.runId)  # read once: each read is a py4j call beside the first batch
         record = record.but(
             phase=SwitchPhase.STARTED,
             outcome=outcome,
             after=configuration_of(target),
-            started_at=now(),
-            query_run_id=str(started.runId),
+            started_at=started_at,
+            query_run_id=run_id,
             reason=None if outcome == SwitchOutcome.SWITCHED else gate,
         )
         self.control.remove(ControlArea.SWITCH_REQUEST)  # before any account: its asker may ask again at once
         self._write(record)  # before the governor may settle it at the first batch
-        self._publish(target, started)
+        self._publish(target, run_id)
         self.governor.switched(started, target, last_before, record)
-        _log.info("switched in place to %s: run %s", record.after, started.runId)
+        _log.info("switched in place to %s: run %s", record.after, run_id)
         return started
 
     def _judge(self, current: JobSpec, request: SwitchRequest) -> JobSpec:
@@ -222,7 +223,7 @@ class InPlaceSwitch:
             self.governor.switched(query, self.governor.spec, None, None)
         return query
 
-    def _publish(self, spec: JobSpec, query: StreamingQuery) -> None:
+    def _publish(self, spec: JobSpec, run_id: str) -> None:
         """spec.json and deployment.json describe what runs now (a rollout plans from them)."""
         self.control.write_bytes(ControlArea.SPEC, spec.to_json_bytes())
         deployment = self.control.read_deployment()
@@ -232,7 +233,7 @@ class InPlaceSwitch:
                 deployment.but(
                     async_progress=configuration["async_progress"],
                     trigger=configuration["trigger"],
-                    query_run_id=str(query.runId),
+                    query_run_id=run_id,
                 )
             )
 
