@@ -165,13 +165,18 @@ def _exit_codes_text() -> str:
     return "exit codes:\n" + "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+def _root_parser() -> _Parser:
+    """The tool's parser: what it does, and its exit codes after the commands."""
+    return _Parser(
         prog="airflow-async-stream",
         description=textwrap.fill(_DESCRIPTION, 79, break_on_hyphens=False),
         epilog=_exit_codes_text(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _root_parser()
     sub = parser.add_subparsers(dest="command", required=True)
     add_validate(sub)
     p = sub.add_parser("plan", help="compare a folder of job specs with what runs, and say what a rollout would do")

@@ -12,8 +12,8 @@ from typing import Any
 from airflow_async_stream.cli import EXIT_OK, fail
 from airflow_async_stream.cli.names import find_job
 from airflow_async_stream.insight.advice import Limits
+from airflow_async_stream.insight.groups import describe
 from airflow_async_stream.insight.read import job_report
-from airflow_async_stream.insight.report import describe
 
 __all__ = ["add_report", "cmd_report", "parse_duration"]
 

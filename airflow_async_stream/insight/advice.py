@@ -8,7 +8,7 @@ Each piece names its figures, what it gives up, and what the user runs to act on
   ``SHARE_SMALL`` of a synchronous batch; the way off is the safe-disable migration.
 - ``measure``: async on and no synchronous batch in the log: with async on, ``walCommit``/``commitOffsets`` time
   only a hand-off, so the saving cannot be judged from these batches.
-- ``interval`` (seeds 001, 004): durable offset writes cost more of each second than ``BACKLOG_LOAD`` (a backlog
+- ``interval`` (seeds 001, 004; interval.py): durable offset writes cost more of each second than ``BACKLOG_LOAD`` (a backlog
   builds and gives the benefit back), or async batches are as slow as synchronous ones were; or, with a limit
   the user sets, the input a failure would re-run (up to the interval's worth) is over that limit.
 - ``state_checkpointing`` (seed 003): a stateful query; the state store's commit time per task against the batch.
@@ -16,42 +16,23 @@ Each piece names its figures, what it gives up, and what the user runs to act on
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
-from airflow_async_stream.insight.report import Report, describe, is_async, percentile
+from airflow_async_stream.insight.documents import SOURCES
+from airflow_async_stream.insight.groups import describe, is_async, percentile
+from airflow_async_stream.insight.interval import DEFAULT_INTERVAL_MS, Limits, backlog, rerun_cost, rerun_limit
+from airflow_async_stream.insight.report import Report
 from airflow_async_stream.spec.rules import ASYNC_SINKS
 
-__all__ = ["SOURCES", "Limits", "advise"]
+__all__ = ["Limits", "advise"]
 
-#: The public documents the advice follows, by the titles a user looks them up by.
-SOURCES = {
-    "databricks": 'Databricks docs, "What is asynchronous progress tracking?"',
-    "spark": 'Apache Spark, "Structured Streaming Programming Guide"',
-    "state": 'Databricks blog, "Speed Up Streaming Queries With Asynchronous State Checkpointing"',
-    "subsecond": 'Databricks blog, "Latency goes subsecond in Apache Spark Structured Streaming"',
-}
 
 #: Offset management at least this share of a synchronous batch's p50: async progress tracking is worth it.
 SHARE_WORTH = 0.25
 #: Under this share, what async progress tracking saves is small.
 SHARE_SMALL = 0.10
-#: Durable offset writes busy at least this share of each second build a backlog (seed 004).
-BACKLOG_LOAD = 0.8
-#: Async batches at least this slow against synchronous ones have given the benefit back.
-GIVEN_BACK = 0.9
 #: A state store commit at least this share of the batch makes state checkpointing worth trying (seed 003).
 STATE_WORTH = 0.2
-DEFAULT_INTERVAL_MS = 1000
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What the user accepts a failure to re-run (None: no limit)."""
-
-    max_rerun_rows: int | None = None
-    max_rerun_s: float | None = None
 
 
 def _ineligible(spec: dict[str, Any] | None, report: Report) -> list[str]:
@@ -67,21 +48,6 @@ def _ineligible(spec: dict[str, Any] | None, report: Report) -> list[str]:
         if trigger.get(kind):
             why.append(f"its trigger is {kind.replace('_', ' ')}")
     return why
-
-
-def _job(report: Report) -> str:
-    """How the command line names the job: by name, or else by its checkpoint."""
-    return report.job or report.checkpoint or "JOB"
-
-
-def _interval(report: Report) -> int:
-    configuration = (report.latest.configuration if report.latest else None) or {}
-    return int((configuration.get("async_progress") or {}).get("checkpoint_interval_ms", DEFAULT_INTERVAL_MS))
-
-
-def _rerun_cost(rows_per_s: float | None, interval_ms: int) -> str:
-    rows = f", about {rows_per_s * interval_ms / 1000:,.0f} rows at {rows_per_s:,.0f} rows/s" if rows_per_s else ""
-    return f"up to {interval_ms} ms of input{rows}"
 
 
 def _turn_on(report: Report, managed: dict[str, Any], spec: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -116,9 +82,9 @@ def _turn_on(report: Report, managed: dict[str, Any], spec: dict[str, Any] | Non
         | ({"turned_off_at_batch": turned_off["batch_id"]} if turned_off else {}),
         "gives_up": "exactly-once end to end (a batch's offset range can change after a failure: "
         f"{SOURCES['databricks']}, Limitations); "
-        f"a failure re-runs the input since the last durable checkpoint: {_rerun_cost(rows_per_s, DEFAULT_INTERVAL_MS)}",
+        f"a failure re-runs the input since the last durable checkpoint: {rerun_cost(rows_per_s, DEFAULT_INTERVAL_MS)}",
         "how": "set async_progress.enabled: true in the spec and roll it out, or run "
-        f"`airflow-async-stream switch {_job(report)} --set async_progress.enabled=true`",
+        f"`airflow-async-stream switch {report.named} --set async_progress.enabled=true`",
     }
 
 
@@ -145,72 +111,11 @@ def _turn_off(report: Report, managed: dict[str, Any] | None, spec: dict[str, An
         "summary": "turn async progress tracking off: " + "; ".join(why),
         "figures": figures,
         "gives_up": "the offset-management saving, if any",
-        "how": f"in place: `airflow-async-stream switch {_job(report)} --set async_progress.enabled=false "
+        "how": f"in place: `airflow-async-stream switch {report.named} --set async_progress.enabled=false "
         "--require-sync-safe` (the running driver turns it off once a synchronous restart is safe, no new driver); "
         "or the safe-disable migration (safe_disable_async_progress, or a rollout of a spec with "
         'async_progress.enabled: false). A plain restart with it off can fail with "batch x doesn\'t exist" '
         f"({SOURCES['databricks']}, Turning off asynchronous progress tracking)",
-    }
-
-
-def _backlog(report: Report, managed: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Offset writes that cannot keep up: predicted from their synchronous cost, or seen in the async batches."""
-    latest = report.latest
-    if latest is None or not managed:
-        return None
-    interval, figures = _interval(report), latest.figures()
-    span = figures["ended"] - figures["started"]
-    batches_per_s = len(latest.batches) / span if span > 0 else 0.0
-    writes_per_s = min(batches_per_s, 1000 / interval) if interval > 0 else batches_per_s
-    load = writes_per_s * managed["offset_management_ms"] / 1000
-    given_back = (figures["p50_ms"] or 0.0) >= GIVEN_BACK * managed["p50_ms"]
-    if load < BACKLOG_LOAD and not given_back:
-        return None
-    suggested = max(100, math.ceil(2 * managed["offset_management_ms"] / 100) * 100)
-    seen = (
-        f"; async p50 {figures['p50_ms']:.0f} ms against synchronous {managed['p50_ms']:.0f} ms" if given_back else ""
-    )
-    return {
-        "kind": "interval",
-        "summary": f"raise the checkpoint interval to about {suggested} ms: {writes_per_s:.1f} durable offset writes "
-        f"a second at p50 {managed['offset_management_ms']:.0f} ms each keep them busy {load:.0%} of the time, "
-        f"so a backlog builds and gives the benefit back{seen}",
-        "figures": {"interval_ms": interval, "writes_per_s": round(writes_per_s, 2), "load": round(load, 3)}
-        | {"async_p50_ms": figures["p50_ms"], "sync_p50_ms": managed["p50_ms"], "suggested_interval_ms": suggested},
-        "gives_up": f"a longer interval makes a failure re-run more input ({SOURCES['databricks']})",
-        "how": f"`airflow-async-stream switch {_job(report)} --set async_progress.checkpoint_interval_ms={suggested}`",
-    }
-
-
-def _rerun_limit(report: Report, limits: Limits) -> dict[str, Any] | None:
-    """The input a failure would re-run, at most the interval's worth, against the user's limit."""
-    if report.latest is None or (limits.max_rerun_rows is None and limits.max_rerun_s is None):
-        return None
-    interval, rows_per_s = _interval(report), report.latest.figures()["rows_per_s"] or 0.0
-    allowed = []
-    if limits.max_rerun_s is not None:
-        allowed.append(limits.max_rerun_s * 1000)
-    if limits.max_rerun_rows is not None and rows_per_s > 0:
-        allowed.append(limits.max_rerun_rows / rows_per_s * 1000)
-    if not allowed or interval <= min(allowed):
-        return None
-    suggested = int(min(allowed) // 100 * 100)
-    return {
-        "kind": "interval",
-        "summary": f"lower the checkpoint interval to {suggested} ms: a failure re-runs {_rerun_cost(rows_per_s, interval)}, "
-        "over the limit you set",
-        "figures": {
-            "interval_ms": interval,
-            "rows_per_s": rows_per_s,
-            "rerun_rows": round(rows_per_s * interval / 1000),
-        }
-        | {
-            "max_rerun_rows": limits.max_rerun_rows,
-            "max_rerun_s": limits.max_rerun_s,
-            "suggested_interval_ms": suggested,
-        },
-        "gives_up": f"more frequent durable offset writes: part of the latency saving ({SOURCES['subsecond']})",
-        "how": f"`airflow-async-stream switch {_job(report)} --set async_progress.checkpoint_interval_ms={suggested}`",
     }
 
 
@@ -256,5 +161,5 @@ def advise(report: Report, spec: dict[str, Any] | None = None, limits: Limits | 
                     "how": "the safe-disable migration ends with synchronous batches; report again after it",
                 }
             )
-        found += [_backlog(report, managed), _rerun_limit(report, limits or Limits())]
+        found += [backlog(report, managed), rerun_limit(report, limits or Limits())]
     return [a for a in found if a is not None]

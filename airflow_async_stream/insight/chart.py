@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_async_stream.exceptions import AsyncStreamError
-from airflow_async_stream.insight.report import configuration_key, describe, percentile
+from airflow_async_stream.insight.groups import configuration_key, describe, percentile
 
 if TYPE_CHECKING:
     from airflow_async_stream.insight.report import Report

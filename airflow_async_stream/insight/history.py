@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_async_stream.insight.report import Report, describe
+from airflow_async_stream.insight.groups import describe
+from airflow_async_stream.insight.report import Report
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome

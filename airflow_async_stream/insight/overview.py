@@ -22,10 +22,11 @@ from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
 from airflow_async_stream.insight.checkup import TAIL_BYTES, Checkup, check_up
+from airflow_async_stream.insight.groups import describe
 from airflow_async_stream.insight.health import DOWN, Verdict, restart_outlook
 from airflow_async_stream.insight.history import dags, history, last_change, last_migration, summarized
 from airflow_async_stream.insight.read import job_report, recorded_spec
-from airflow_async_stream.insight.report import build_report, describe
+from airflow_async_stream.insight.report import build_report
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents

@@ -7,7 +7,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from airflow_async_stream.runtime.progress import (
     ProgressListener,
     ProgressRecording,
 )
+from airflow_async_stream.runtime.query import stop_between_batches
 from airflow_async_stream.runtime.switch_request import refuse_unreadable
 from airflow_async_stream.spec.secret_options import Redactor
 from airflow_async_stream.state.control import ControlArea
@@ -155,8 +155,7 @@ class Governor(ProgressRecording):
         self.finish_after(self._query or query)
 
     def _started(self, query: StreamingQuery, run_id: str | None = None, **changes: Any) -> None:
-        """A query runs: recorded in the status. Its ids are read once each (two py4j calls apiece, made while a
-        switch's new query starts its first batch); ``run_id`` when the caller has read it already."""
+        """A query runs (``run_id``: read already). Each id is read once: a py4j call beside its first batch."""
         query_id, run_id = str(query.id), run_id or str(query.runId)
         self._query_id = query_id
         self._query = query
@@ -241,22 +240,9 @@ class Governor(ProgressRecording):
         """Stop between micro-batches on a stop request."""
         self._write(state=State.STOPPING, stop_reason=request.reason)
         _log.info("stop requested (%s): stopping between micro-batches", self.redact(str(request.reason)))
-        forced = self.stop_between_batches(query, request.graceful_timeout_s)
+        forced = stop_between_batches(query, request.graceful_timeout_s)
         with self._lock:
             self._status = self._status.but(forced_stop=forced)
-
-    @staticmethod
-    def stop_between_batches(query: StreamingQuery, timeout_s: float) -> bool:
-        """Wait until no trigger is active, then stop; stop anyway after ``timeout_s`` (True: forced)."""
-        deadline = time.monotonic() + timeout_s
-        forced = False
-        while query.isActive and query.status.get("isTriggerActive"):
-            if time.monotonic() > deadline:
-                forced = True
-                break
-            time.sleep(0.01)
-        query.stop()
-        return forced
 
     def request_stop_from_signal(self) -> None:
         """SIGTERM to the driver is treated as a stop request for this deployment."""

@@ -1,10 +1,12 @@
-"""Build a job's streaming query from its spec, and find stateful operators before Spark does."""
+"""Build a job's streaming query from its spec, find stateful operators before Spark does, and stop it between
+micro-batches."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
 import io
+import time
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import SpecError
@@ -13,6 +15,7 @@ from airflow_async_stream.spec.model import JobSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 __all__ = [
@@ -123,3 +126,16 @@ def apply_spec_to_writer(
     if trigger:
         writer = writer.trigger(**trigger)
     return writer
+
+
+def stop_between_batches(query: StreamingQuery, timeout_s: float) -> bool:
+    """Wait until no trigger is active, then stop; stop anyway after ``timeout_s`` (True: forced)."""
+    deadline = time.monotonic() + timeout_s
+    forced = False
+    while query.isActive and query.status.get("isTriggerActive"):
+        if time.monotonic() > deadline:
+            forced = True
+            break
+        time.sleep(0.01)
+    query.stop()
+    return forced

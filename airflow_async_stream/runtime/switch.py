@@ -18,10 +18,16 @@ import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_async_stream.exceptions import SpecError
-from airflow_async_stream.runtime.switch_request import abandon_stale_request, not_applied, not_rehearsable
-from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.runtime.query import stop_between_batches
+from airflow_async_stream.runtime.switch_request import (
+    abandon_stale_request,
+    gated_target,
+    not_applied,
+    not_rehearsable,
+)
+from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.state.checkpoint import inspect_checkpoint, resume_point
+from airflow_async_stream.state.checkpoint import resume_point
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest
@@ -46,8 +52,6 @@ class Governed(Protocol):
     spec: JobSpec | None
     configuration: dict[str, Any] | None
     last_event: dict[str, Any] | None
-
-    def stop_between_batches(self, query: StreamingQuery, timeout_s: float) -> bool: ...
 
     def flush_progress(self, query: StreamingQuery) -> None: ...
 
@@ -97,7 +101,7 @@ class InPlaceSwitch:
             return self._settle(query, record.but(after=configuration_of(current)), SwitchOutcome.FAILED, str(exc))
         self._write(record)
         _log.info("switching in place (request %s): stopping between micro-batches", request.request_id)
-        forced = self.governor.stop_between_batches(query, request.graceful_timeout_s)
+        forced = stop_between_batches(query, request.graceful_timeout_s)
         self.governor.flush_progress(query)
         last_before = self.governor.last_event
         record = record.but(
@@ -108,7 +112,7 @@ class InPlaceSwitch:
             committed_before=resume_point(current.checkpoint),
         )
         self._write(record)
-        target, outcome, gate = self._gate(current, new, request)
+        target, outcome, gate = gated_target(new, request)
         record = record.but(gate=gate)
         try:
             started = self._start(target, current)
@@ -116,20 +120,19 @@ class InPlaceSwitch:
             _log.warning("the new query did not start (%s): starting the previous configuration again", exc)
             started = self._start(current, target)
             return self._settle(started, record.but(after=configuration_of(current)), SwitchOutcome.FAILED, str(exc))
-        started_at, run_id = now(), str(started.runId)  # read once: each read is a py4j call beside the first batch
         record = record.but(
             phase=SwitchPhase.STARTED,
             outcome=outcome,
             after=configuration_of(target),
-            started_at=started_at,
-            query_run_id=run_id,
+            started_at=now(),
+            query_run_id=str(started.runId),  # read once (a py4j call beside the first batch): from here, the record's
             reason=None if outcome == SwitchOutcome.SWITCHED else gate,
         )
         self.control.remove(ControlArea.SWITCH_REQUEST)  # before any account: its asker may ask again at once
         self._write(record)  # before the governor may settle it at the first batch
-        self._publish(target, run_id)
+        self._publish(target, record.query_run_id)
         self.governor.switched(started, target, last_before, record)
-        _log.info("switched in place to %s: run %s", record.after, run_id)
+        _log.info("switched in place to %s: run %s", record.after, record.query_run_id)
         return started
 
     def _judge(self, current: JobSpec, request: SwitchRequest) -> JobSpec:
@@ -184,22 +187,6 @@ class InPlaceSwitch:
             return self._settle(query, record, SwitchOutcome.FAILED, str(exc))
         return self._settle(query, record, SwitchOutcome.REHEARSED, "Spark builds and analyzes the new query")
 
-    def _gate(self, current: JobSpec, new: JobSpec, request: SwitchRequest) -> tuple[JobSpec, str, str | None]:
-        """What to start: ``new``, unless it is synchronous, gated, and the stopped checkpoint is not safe."""
-        if not request.require_sync_safe or new.async_progress.enabled:
-            return new, SwitchOutcome.SWITCHED, None
-        inspection = inspect_checkpoint(new.checkpoint)
-        _log.info(
-            "gate: latest offset %s, latest commit %s; %s",
-            inspection.latest_offset,
-            inspection.latest_commit,
-            inspection.reason,
-        )
-        if inspection.sync_restart_safe:
-            return new, SwitchOutcome.SWITCHED, inspection.reason
-        fallback = deep_merge(new.to_mapping(), {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}})
-        return parse_spec(fallback), SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0, inspection.reason
-
     def _start(self, spec: JobSpec, previous: JobSpec) -> StreamingQuery:
         """Set the session's runtime settings and the writer's options from ``spec``, and start the query."""
         from airflow_async_stream.runtime.query import apply_spec_to_writer
@@ -223,7 +210,7 @@ class InPlaceSwitch:
             self.governor.switched(query, self.governor.spec, None, None)
         return query
 
-    def _publish(self, spec: JobSpec, run_id: str) -> None:
+    def _publish(self, spec: JobSpec, run_id: str | None) -> None:
         """spec.json and deployment.json describe what runs now (a rollout plans from them)."""
         self.control.write_bytes(ControlArea.SPEC, spec.to_json_bytes())
         deployment = self.control.read_deployment()

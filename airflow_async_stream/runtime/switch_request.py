@@ -7,7 +7,9 @@ import logging
 from collections.abc import Callable
 
 from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token
 from airflow_async_stream.state.incidents import Incident, Kind, record_incident
@@ -16,7 +18,7 @@ from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, Sw
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["abandon_stale_request", "not_applied", "not_rehearsable", "refuse_unreadable"]
+__all__ = ["abandon_stale_request", "gated_target", "not_applied", "not_rehearsable", "refuse_unreadable"]
 
 
 def abandon_stale_request(control: ControlArea, deployment_id: str, redact: Callable[[str], str] = str) -> None:
@@ -98,3 +100,17 @@ def not_rehearsable(current: JobSpec, new: JobSpec, has_query: bool) -> str | No
     if new.source != current.source:
         return "the source changed: only a new driver reads it with its connections"
     return None
+
+
+def gated_target(new: JobSpec, request: SwitchRequest) -> tuple[JobSpec, str, str | None]:
+    """What a switch starts once the query stopped: ``new``, unless it is synchronous, gated, and the stopped
+    checkpoint is not safe for it (then ``new`` with async on at interval 0); the outcome, and the gate's reason."""
+    if not request.require_sync_safe or new.async_progress.enabled:
+        return new, SwitchOutcome.SWITCHED, None
+    inspection = inspect_checkpoint(new.checkpoint)
+    _log.info("gate: latest offset %s, latest commit %s; %s",
+              inspection.latest_offset, inspection.latest_commit, inspection.reason)  # fmt: skip
+    if inspection.sync_restart_safe:
+        return new, SwitchOutcome.SWITCHED, inspection.reason
+    fallback = deep_merge(new.to_mapping(), {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}})
+    return parse_spec(fallback), SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0, inspection.reason

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_async_stream.insight.groups import percentile
 from airflow_async_stream.insight.health import UP, Health, Verdict
-from airflow_async_stream.insight.report import percentile
 from airflow_async_stream.state.records import Status
 
 __all__ = ["GAUGES", "HEALTH_CODES", "INCIDENTS", "PREFIX", "Figures", "figures_of", "stat_name"]

@@ -22,7 +22,7 @@ import pytest
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.exceptions import DriverFailedError
-from airflow_async_stream.insight.report import percentile
+from airflow_async_stream.insight.groups import percentile
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder

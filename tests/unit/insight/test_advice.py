@@ -123,7 +123,7 @@ def every_text(advice: list[dict]) -> str:
 
 def test_advice_cites_public_documents_by_title_never_a_seed_number() -> None:
     """It cited "seed 001"/"seed 004", which no user can look up."""
-    from airflow_async_stream.insight.advice import SOURCES
+    from airflow_async_stream.insight.documents import SOURCES
 
     texts = [
         every_text(advise(build_report(batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False))), KAFKA)),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from airflow_async_stream.insight.report import build_report, percentile
+from airflow_async_stream.insight.groups import percentile
+from airflow_async_stream.insight.report import build_report
 from tests.unit.helpers import batch_events, configuration
 
 SYNC, ASYNC = configuration(False), configuration(True, 3000)
