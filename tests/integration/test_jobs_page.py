@@ -36,6 +36,14 @@ pytestmark = pytest.mark.integration
 BATCHES = 12  # per configuration
 
 
+def _steady(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The batches the report's percentiles count: each query start's first batch left out."""
+    firsts: dict[str, dict[str, Any]] = {}
+    for event in events:
+        firsts.setdefault(event["query_run_id"], event)
+    return [e for e in events if firsts[e["query_run_id"]] is not e] or events
+
+
 def _ran(control: ControlArea, enabled: bool) -> list[dict[str, Any]]:
     return [
         e
@@ -171,7 +179,7 @@ def test_the_pages_show_a_real_job_to_a_logged_in_user_only(stack: tuple[Airflow
     assert orders["incident"]["diagnosis"].startswith("never_started: ")
     assert "status.json" in rows["broken"]["error"] and rows["broken"]["state"] is None
     clicks = rows["clicks"]
-    fast = [e["duration_ms"]["triggerExecution"] for e in _ran(control, True)]
+    fast = [e["duration_ms"]["triggerExecution"] for e in _steady(_ran(control, True))]
     assert clicks["error"] is None and clicks["state"] == "running" and clicks["live"] is True
     assert clicks["health"]["verdict"] in ("healthy", "idle") and clicks["incident"] is None
     assert clicks["restart"]["outlook"] in ("safe", "needs_migration")  # running async: never UNSAFE
