@@ -13,14 +13,15 @@ __all__ = [
     "EXIT_OK",
     "PREFIX",
     "exit_code_table",
+    "exit_codes",
     "fail",
     "main",
     "progress_log",
 ]
 
-#: Exit codes, the same for every command: done; the job or checkpoint is in a state the command reports as
-#: bad (an UNSAFE verdict, a diagnosis, a hold that refuses a stop, a switch not made as asked); bad input (a
-#: spec, a ``--set``, an argument, a JOB that names nothing, something the command needs that is unreachable).
+#: Exit codes: done; the job or checkpoint is in a state the command reports as bad (per command:
+#: BAD_STATE_MEANS); bad input (a spec, a ``--set``, an argument, a JOB that names nothing, something the
+#: command needs that is unreachable).
 EXIT_OK, EXIT_BAD_STATE, EXIT_BAD_INPUT = 0, 1, 2
 #: What a shell reports for a program ended by SIGPIPE (128 + 13), as `git log | head` does.
 EXIT_BROKEN_PIPE = 141
@@ -41,19 +42,22 @@ BAD_STATE_MEANS = {
 _NEVER_BAD_STATE = ("validate", "plan", "report", "incidents", "schema")
 
 
+def exit_codes() -> list[tuple[int, str]]:
+    """The exit codes and what each means, per command: the README's table and ``--help`` print them."""
+    return [
+        (EXIT_OK, "done, and nothing found wrong"),
+        *((EXIT_BAD_STATE, f"`{command}`: {means}") for command, means in BAD_STATE_MEANS.items()),
+        (EXIT_BAD_STATE, f"never for {', '.join(f'`{c}`' for c in _NEVER_BAD_STATE)}"),
+        (EXIT_BAD_INPUT, "bad input: a spec error (`validate`, `plan`, a `--set`), a bad argument, a JOB that names "
+         "nothing, or something the command needs that is not there (no Java for `--analyze`)"),
+        (EXIT_BROKEN_PIPE, "the reader of the output went away (`... | head`)"),
+    ]  # fmt: skip
+
+
 def exit_code_table() -> str:
-    """The exit codes, per command, as a Markdown table (the README's) and as ``--help`` shows them."""
-    rows = [
-        "| code | means |",
-        "| --- | --- |",
-        "| 0 | done, and nothing found wrong |",
-        *(f"| 1 | `{command}`: {means} |" for command, means in BAD_STATE_MEANS.items()),
-        f"| 1 | never for {', '.join(f'`{c}`' for c in _NEVER_BAD_STATE)} |",
-        "| 2 | bad input: a spec error (`validate`, `plan`, a `--set`), a bad argument, a JOB that names nothing, or "
-        "something the command needs that is not there (no Java for `--analyze`) |",
-        "| 141 | the reader of the output went away (`... \\| head`) |",
-    ]
-    return "\n".join(rows)
+    """The exit codes as the README's Markdown table."""
+    rows = [f"| {code} | {means.replace('|', chr(92) + '|')} |" for code, means in exit_codes()]
+    return "\n".join(["| code | means |", "| --- | --- |", *rows])
 
 
 #: Every line a command writes to stderr about what went wrong starts with this.

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, NoReturn
 
-from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, exit_code_table, fail
+from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, exit_codes, fail
 from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.incidents import add_incidents
@@ -156,12 +156,10 @@ _DESCRIPTION = (
 
 def _exit_codes_text() -> str:
     """The README's exit-code table as plain lines."""
-    rows = [line.strip("|").split("|", 1) for line in exit_code_table().splitlines()[2:]]
     lines = [
-        textwrap.fill(means.strip().replace("`", "").replace("\\", ""), 79, initial_indent=f"  {code.strip():<5}",
-                      subsequent_indent=" " * 7)
-        for code, means in rows
-    ]  # fmt: skip
+        textwrap.fill(means.replace("`", ""), 79, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7)
+        for code, means in exit_codes()
+    ]
     return "exit codes:\n" + "\n".join(lines)
 
 
