@@ -9,9 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and starts no Redis or PostgreSQL
+if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and starts no Redis, PostgreSQL or Azurite
   bash scripts/browser.sh
   bash scripts/services.sh
+  bash scripts/stores.sh
 fi
 .venv/bin/ruff check airflow_async_stream dags tests bench
 .venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench

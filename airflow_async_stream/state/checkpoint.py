@@ -19,10 +19,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from airflow_async_stream.exceptions import CheckpointReadError, UnsafeSyncRestartError
+from airflow_async_stream.state.storage import open_url
 from airflow_async_stream.waits import Log
 
 __all__ = [
@@ -46,7 +46,7 @@ _SHOWN = 20  # newest ids and gaps shown in the summary
 
 
 def _fs(checkpoint: str) -> tuple[Any, str]:
-    fs, root = fsspec.core.url_to_fs(checkpoint)
+    fs, root = open_url(checkpoint)
     return fs, str(root)
 
 

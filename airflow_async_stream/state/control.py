@@ -42,6 +42,7 @@ from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.progress_log import ProgressWriter, Retention
 from airflow_async_stream.state.records import SUFFIX, Deployment, DriverExit, Hold, Status, now
 from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
+from airflow_async_stream.state.storage import open_url
 from airflow_async_stream.state.typed import Record
 
 __all__ = ["ControlArea", "control_url_for", "read_file", "read_json_object", "replace_file"]
@@ -122,7 +123,7 @@ class ControlArea:
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
-        self.fs, self.root = fsspec.core.url_to_fs(self.url)
+        self.fs, self.root = open_url(self.url)
         #: The progress log's limits, for the writer of this process's deployment (the driver sets the spec's).
         self.progress_retention = Retention()
         self._progress: ProgressWriter | None = None

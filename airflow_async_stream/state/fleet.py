@@ -22,13 +22,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Self
 
-import fsspec
-
 from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError, SpecError
 from airflow_async_stream.spec.folder import FLEET_FILE
 from airflow_async_stream.spec.load import read_spec_file
 from airflow_async_stream.state.control import read_json_object, replace_file
 from airflow_async_stream.state.records import SUFFIX, now
+from airflow_async_stream.state.storage import open_url
 
 __all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex"]
 
@@ -71,7 +70,7 @@ class FleetIndex:
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
-        self.fs, self.root = fsspec.core.url_to_fs(self.url)
+        self.fs, self.root = open_url(self.url)
 
     @classmethod
     def for_folder(cls, folder: str | Path) -> Self:

@@ -12,12 +12,11 @@ import os
 import posixpath
 from dataclasses import dataclass
 
-import fsspec
-
 from airflow_async_stream.exceptions import AsyncStreamError, SettingsError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import RETIRED, FleetIndex
 from airflow_async_stream.state.records import SUFFIX
+from airflow_async_stream.state.storage import open_url
 
 __all__ = ["OPTIONS", "SECTION", "Found", "configured", "find_jobs", "named", "once_each", "split_setting"]
 
@@ -61,7 +60,7 @@ def _from_index(url: str) -> list[Found]:
 
 
 def _from_folder(url: str) -> list[Found]:
-    fs, root = fsspec.core.url_to_fs(url)
+    fs, root = open_url(url)
     if not fs.isdir(root):
         raise FileNotFoundError(f"no folder at {url}")
     base = url.rstrip("/")
