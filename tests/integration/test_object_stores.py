@@ -158,3 +158,13 @@ def test_the_checkpoint_reader_over_a_copied_checkpoint_sees_new_commits(store: 
     fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True)  # the driver, in another process
     fs.pipe_file(f"{root}/commits/3", (Path(local) / "commits" / "2").read_bytes())  # the driver commits batch 3
     assert check_commits(url, 2, 1).done  # a poller's client must not answer from its cached listing
+
+
+@pytest.mark.parametrize("store", ["s3"], indirect=True)
+def test_on_s3_a_read_is_one_get_and_a_missing_record_one_404(store: Any) -> None:
+    control = _area(store)
+    control.write_json(ControlArea.STATUS, {"state": "running"})
+    store.reset()
+    control.read_json(ControlArea.STATUS)
+    control.stop_request_for("d1")  # what the driver polls for: usually not there
+    assert dict(store.requests.counts) == {"GET": 2}  # no HEAD for the size, no LIST to tell a folder apart
