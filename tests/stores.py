@@ -253,3 +253,21 @@ def copy_tree(local: Path, url: str) -> int:
         fs.pipe_file(f"{root}/{path.relative_to(local).as_posix()}", path.read_bytes())
         count += 1
     return count
+
+
+@contextlib.contextmanager
+def control_area_at(checkpoint: str, url: str) -> Iterator[None]:
+    """Put the control area of ``checkpoint`` at ``url`` (an object store) for deploys from this process: the
+    driver's checkpoint stays local (Spark here has no object-store jar), its control area is the store's."""
+    from airflow_async_stream.state.control import ControlArea
+
+    original = ControlArea.for_checkpoint.__func__  # type: ignore[attr-defined]
+
+    def for_checkpoint(cls: type[ControlArea], path: str) -> ControlArea:
+        return cls(url) if path.rstrip("/") == checkpoint.rstrip("/") else original(cls, path)
+
+    ControlArea.for_checkpoint = classmethod(for_checkpoint)  # type: ignore[method-assign, assignment]
+    try:
+        yield
+    finally:
+        ControlArea.for_checkpoint = classmethod(original)  # type: ignore[method-assign, assignment]

@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = load_submitted_spec(control, args)
         logs = spec.log_settings
         control.progress_retention = Retention(logs.progress_max_bytes, logs.progress_max_age_hours * 3600)
+        governor.write_every(logs.write_interval_s(control.appendable))
         log.info(
             "deployment %s of job %s: Spark logs at %s; the progress log keeps %d bytes, %s hours",
             args.deployment_id,

@@ -11,6 +11,7 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.runtime.heartbeat import StatusWrites
 from airflow_async_stream.runtime.progress import (
     CONFIGURATIONS_KEPT,
     ProgressListener,
@@ -21,7 +22,7 @@ from airflow_async_stream.runtime.switch_request import refuse_unreadable
 from airflow_async_stream.spec.secret_options import Redactor
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import start_refusal
-from airflow_async_stream.state.records import HEARTBEAT_INTERVAL_S, State, Status, now
+from airflow_async_stream.state.records import State, Status, now
 from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
 from airflow_async_stream.switch.allowed import configuration_of
 
@@ -37,10 +38,8 @@ _log = logging.getLogger(__name__)
 #: How long a stop on SIGTERM waits for the running micro-batch.
 _SIGTERM_GRACEFUL_TIMEOUT_S = 60.0
 
-_STOP_POLL_S = 0.25
 
-
-class Governor(ProgressRecording):
+class Governor(StatusWrites, ProgressRecording):
     """Owns the status record of one deployment and the query it runs."""
 
     def __init__(self, control: ControlArea, deployment_id: str, job: str, redact: Redactor | None = None) -> None:
@@ -74,18 +73,6 @@ class Governor(ProgressRecording):
         self._heartbeat = threading.Thread(target=self._beat, name="async-stream-heartbeat", daemon=True)
 
     # -- status ---------------------------------------------------------------------------------------
-
-    def _write(self, heartbeat: bool = False, **changes: Any) -> None:
-        """Update and write the status record; writes are serialised so an older snapshot never lands last."""
-        with self._lock:
-            if heartbeat and self._stop_heartbeat.is_set():
-                return  # the final status is written (or about to be): a heartbeat must not overwrite it
-            self._status = self._status.but(**changes, heartbeat_at=now(), updated_at=now())
-            self.control.write_status(self._status, self.redact.json)
-
-    def _beat(self) -> None:
-        while not self._stop_heartbeat.wait(HEARTBEAT_INTERVAL_S):
-            self._write(heartbeat=True, **self.trigger_facts())
 
     @property
     def query_restarts(self) -> list[float]:
@@ -209,7 +196,7 @@ class Governor(ProgressRecording):
             switch = self._switch_request() if switchable else None
             if switch:
                 return switch
-            query.awaitTermination(_STOP_POLL_S)  # type: ignore[arg-type]  # PySpark takes seconds as a float too
+            query.awaitTermination(self.request_poll_s)  # type: ignore[arg-type]  # PySpark takes seconds as a float too
         return None
 
     def stop_request(self) -> StopRequest | None:

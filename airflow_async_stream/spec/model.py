@@ -112,7 +112,8 @@ SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "
 
 
 class Logs(StrictModel):
-    """What a job may keep of its logs: Spark's log level, the driver log's rotation, the progress log's retention.
+    """What a job may keep of its logs: Spark's log level, the driver log's rotation, the progress log's retention,
+    and how often the driver writes its records on an object store.
 
     With the defaults a job's control area holds at most ``driver_log_files * driver_log_max_bytes`` of driver
     log and ``1.25 * progress_max_bytes`` of progress log, however long it runs.
@@ -142,6 +143,21 @@ class Logs(StrictModel):
         gt=0,
         description="Progress segments whose batches are all older than this are removed.",
     )
+
+    control_write_interval_s: StrictInt | float | None = Field(
+        default=None,
+        ge=0,
+        le=60,
+        description="How often the driver writes its status and progress log on storage that cannot append "
+        "(object stores): one request per interval, the heartbeat included; 0 writes each as it happens. Unset: "
+        f"{progress_log.OBJECT_STORE_WRITE_INTERVAL_S:g} on object stores, 0 on local disks and HDFS.",
+    )
+
+    def write_interval_s(self, appendable: bool) -> float:
+        """The control write interval in effect on storage that can (``appendable``) or cannot append."""
+        if self.control_write_interval_s is not None:
+            return float(self.control_write_interval_s)
+        return 0.0 if appendable else progress_log.OBJECT_STORE_WRITE_INTERVAL_S
 
     @field_validator("spark_level", mode="before")
     @classmethod

@@ -27,65 +27,25 @@ Both the driver and Airflow reach it through fsspec, so it works wherever the ch
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import socket
-import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state import progress_log
-from airflow_async_stream.state.progress_log import ProgressWriter, Retention
+from airflow_async_stream.state.progress_log import Retention
+from airflow_async_stream.state.progress_writer import ProgressWriter
 from airflow_async_stream.state.records import SUFFIX, Deployment, DriverExit, Hold, Status, now
 from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
-from airflow_async_stream.state.storage import open_url
+from airflow_async_stream.state.storage import open_url, read_file, read_json_object, replace_file
 from airflow_async_stream.state.typed import Record
 
-__all__ = ["ControlArea", "control_url_for", "read_file", "read_json_object", "replace_file"]
+__all__ = ["ControlArea", "control_url_for"]
 
 
 _R = TypeVar("_R", bound=Record)
-
-
-def replace_file(fs: fsspec.AbstractFileSystem, target: str, payload: bytes) -> None:
-    """Replace a file atomically, so a reader never sees half of it: a temporary file beside it and a rename
-    on local disks, a single put on object stores (whose puts are atomic)."""
-    if isinstance(fs, LocalFileSystem):
-        folder, name = posixpath.split(target)
-        tmp = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, target)
-    else:
-        fs.pipe_file(target, payload)
-
-
-def read_file(fs: fsspec.AbstractFileSystem, path: str) -> bytes:
-    """A file's bytes; on local disks a plain read (fsspec's costs 2x for a small file, 5x for a missing one)."""
-    if isinstance(fs, LocalFileSystem):
-        with open(path, "rb") as fh:
-            return fh.read()
-    return bytes(fs.cat_file(path))
-
-
-def read_json_object(fs: fsspec.AbstractFileSystem, path: str, where: str) -> dict[str, Any] | None:
-    """A file's JSON object, or None when the file does not exist; ControlAreaError naming ``where`` when it
-    holds anything else (a record that cannot be read is an error, never taken for a missing one)."""
-    try:
-        raw = read_file(fs, path)
-    except FileNotFoundError:
-        return None
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # not JSON, a number past Python's limit, nesting past the stack
-        raise ControlAreaError(f"{where} is not valid JSON: {str(exc)[:200]}") from None
-    if not isinstance(data, dict):
-        raise ControlAreaError(f"{where} should hold a JSON object, found {type(data).__name__}")
-    return data
 
 
 def control_url_for(checkpoint: str) -> str:
@@ -126,6 +86,8 @@ class ControlArea:
         self.fs, self.root = open_url(self.url)
         #: The progress log's limits, for the writer of this process's deployment (the driver sets the spec's).
         self.progress_retention = Retention()
+        #: How often the driver writes its records here (seconds); 0: each as it happens (records.py).
+        self.write_interval_s = 0.0
         self._progress: ProgressWriter | None = None
 
     @classmethod
@@ -223,8 +185,19 @@ class ControlArea:
         """Add one event to the progress log as its deployment's writer (see progress_log.py)."""
         deployment = str(event.get("deployment_id") or "unknown")
         if self._progress is None or self._progress.deployment_id != deployment:
-            self._progress = ProgressWriter(self, deployment, self.progress_retention)
+            self.flush_progress()
+            buffered = self.write_interval_s > 0
+            self._progress = ProgressWriter(self, deployment, self.progress_retention, buffered)
         self._progress.append(event)
+
+    def flush_progress(self) -> bool:
+        """Write the progress lines waiting in memory (with a write interval); False when none waited."""
+        return self._progress.flush() if self._progress is not None else False
+
+    @property
+    def progress_waiting(self) -> int:
+        """Progress lines waiting in memory for the next write."""
+        return self._progress.pending if self._progress is not None else 0
 
     def read_progress(self, deployment_id: str | None = None) -> list[dict[str, Any]]:
         """Progress events in the order written, optionally only one deployment's; a torn last line is skipped."""

@@ -25,9 +25,8 @@ from typing import Any, Self
 from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError, SpecError
 from airflow_async_stream.spec.folder import FLEET_FILE
 from airflow_async_stream.spec.load import read_spec_file
-from airflow_async_stream.state.control import read_json_object, replace_file
 from airflow_async_stream.state.records import SUFFIX, now
-from airflow_async_stream.state.storage import open_url
+from airflow_async_stream.state.storage import open_url, read_json_object, replace_file
 
 __all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex"]
 

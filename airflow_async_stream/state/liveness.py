@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_async_stream.state.records import ACTIVE_STATES, HEARTBEAT_STALE_S, DriverExit, Status, now
+from airflow_async_stream.state.records import ACTIVE_STATES, DriverExit, Status, now
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
@@ -46,7 +46,7 @@ def local_pid_alive(pid: int) -> bool:
 
 def liveness(
     status: Status | Mapping[str, Any] | None,
-    stale_after_s: float = HEARTBEAT_STALE_S,
+    stale_after_s: float | None = None,
     exited: DriverExit | None = None,
 ) -> Liveness:
     """Judge a status record: live only in an active state with a fresh heartbeat (and a living local pid),
@@ -70,7 +70,7 @@ def liveness(
             f"state is {state} but the heartbeat is {-age:.0f} s in the future (more than the {CLOCK_SKEW_S:.0f} s "
             "clock skew allowed): not believed",
         )
-    if age > stale_after_s:
+    if age > (status.stale_after_s if stale_after_s is None else stale_after_s):
         return Liveness(False, f"state is {state} but the last heartbeat is {age:.0f} s old: the driver is gone")
     pid = status.pid
     if pid and status.host == socket.gethostname() and not local_pid_alive(int(pid)):

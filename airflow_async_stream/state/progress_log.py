@@ -4,7 +4,7 @@ Segments live in the control area's ``progress/`` folder, named
 ``<deployment_id>-<n>-t<unix seconds of its first line>.jsonl`` (deployment ids start with their UTC time:
 ordered by deployment id, then by number, they run oldest first). A segment takes at most ``SEGMENT_LINES`` lines and a quarter of the log's size
 limit; on storage that can append (local disks, HDFS) lines are appended to it, on object stores it is
-rewritten whole as it grows. Whenever a segment is started, the oldest whole segments go while the log is
+rewritten whole as it grows, at most once per ``logs.control_write_interval_s`` (the lines wait in memory). Whenever a segment is started, the oldest whole segments go while the log is
 over its size, or once every line in them is older than its age limit (a segment's lines are all older than
 the next segment's start), so the log never holds more than ``max_bytes``. The segment being written is
 never removed.
@@ -15,24 +15,25 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from airflow_async_stream.state.typed import fits
 
-__all__ = ["ProgressWriter", "Retention", "Segment", "segments", "tail_events"]
+__all__ = ["Area", "Retention", "Segment", "segments", "tail_events"]
 
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
 #: The defaults of the spec's ``logs.progress_max_bytes`` and ``logs.progress_max_age_hours``.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_AGE_HOURS = 168
+#: The default of the spec's ``logs.control_write_interval_s`` on object stores: at most 360 writes a job-hour.
+OBJECT_STORE_WRITE_INTERVAL_S = 10.0
 _NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6,})-t(?P<started>\d+)\.jsonl")
 
 
-class _Area(Protocol):
+class Area(Protocol):
     """What the progress log needs of a control area (see control.py)."""
 
     fs: Any
@@ -67,7 +68,7 @@ class Segment:
     started_at: float
 
 
-def segments(area: _Area) -> list[Segment]:
+def segments(area: Area) -> list[Segment]:
     """Every segment of the progress log, oldest first (in name order)."""
     try:
         listed = area.fs.ls(area.path(area.PROGRESS), detail=True)
@@ -85,7 +86,7 @@ def segments(area: _Area) -> list[Segment]:
     return [segment for _, segment in sorted(numbered, key=lambda pair: pair[0])]
 
 
-def read_events(area: _Area, files: list[Segment]) -> list[dict[str, Any]]:
+def read_events(area: Area, files: list[Segment]) -> list[dict[str, Any]]:
     """The events of ``files`` in order; a torn last line or a file removed meanwhile is skipped."""
     events = []
     for segment in files:
@@ -97,7 +98,7 @@ def read_events(area: _Area, files: list[Segment]) -> list[dict[str, Any]]:
     return events
 
 
-def tail_events(area: _Area, max_bytes: int) -> list[dict[str, Any]]:
+def tail_events(area: Area, max_bytes: int) -> list[dict[str, Any]]:
     """The newest events, from about the last ``max_bytes`` of the log (newest files first, each read from an
     offset): a bounded read, whatever the log's size; the line cut at the start is dropped."""
     chunks: list[list[dict[str, Any]]] = []
@@ -148,7 +149,7 @@ def files_of(all_files: list[Segment], deployment_id: str | None) -> list[Segmen
 
 
 def latest_event(
-    area: _Area, deployment_id: str, where: Callable[[dict[str, Any]], bool] | None = None
+    area: Area, deployment_id: str, where: Callable[[dict[str, Any]], bool] | None = None
 ) -> dict[str, Any] | None:
     """A deployment's newest event (that ``where`` accepts), reading its segments newest first (usually one
     small file)."""
@@ -161,57 +162,3 @@ def latest_event(
         if mine:
             return mine[-1]
     return None
-
-
-class ProgressWriter:
-    """The driver's side: append events of one deployment, start segments, apply the retention."""
-
-    def __init__(self, area: _Area, deployment_id: str, retention: Retention | None = None) -> None:
-        self.area, self.deployment_id = area, deployment_id
-        self.retention = retention or Retention()
-        self._number = -1
-        self._name = ""
-        self._lines: list[bytes] = []
-        self._size = 0
-
-    def append(self, event: dict[str, Any]) -> None:
-        line = (json.dumps(event, sort_keys=True) + "\n").encode()
-        full = len(self._lines) >= SEGMENT_LINES or self._size + len(line) > self.retention.segment_bytes
-        if self._number < 0 or (full and self._lines):
-            self._start_segment()
-        self._lines.append(line)
-        self._size += len(line)
-        path = self.area.path(self._name)
-        if self.area.appendable:
-            with self.area.fs.open(path, "ab") as fh:
-                fh.write(line)
-        else:
-            self.area.fs.pipe_file(path, b"".join(self._lines))
-
-    def _start_segment(self) -> None:
-        self._number += 1
-        self._lines, self._size = [], 0
-        folder = self.area.PROGRESS
-        self._name = f"{folder}/{self.deployment_id}-{self._number:06d}-t{int(time.time())}.jsonl"
-        self.area.fs.makedirs(self.area.path(folder), exist_ok=True)
-        self.apply_retention()
-
-    def apply_retention(self, now: float | None = None) -> list[str]:
-        """Remove the oldest whole segments beyond the limits; return their names."""
-        now = time.time() if now is None else now
-        files = [s for s in segments(self.area) if s.name != self._name]
-        room = self.retention.max_bytes - self.retention.segment_bytes  # what the segment being written may take
-        total = sum(s.size for s in files)
-        removed = []
-        for index, segment in enumerate(files):
-            following = files[index + 1].started_at if index + 1 < len(files) else now
-            too_old = following < now - self.retention.max_age_s
-            if total <= room and not too_old:
-                break
-            try:
-                self.area.fs.rm_file(self.area.path(segment.name))
-            except FileNotFoundError:
-                pass
-            total -= segment.size
-            removed.append(segment.name)
-        return removed

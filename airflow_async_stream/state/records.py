@@ -64,8 +64,9 @@ SUBMITTED, NOT_LAUNCHED = "submitted", "not launched"
 SUFFIX = ".async-stream"
 #: The driver rewrites its heartbeat this often (seconds) ...
 HEARTBEAT_INTERVAL_S = 2.0
-#: ... and a heartbeat older than this means the driver is gone.
+#: ... and a heartbeat older than this means the driver is gone (or than this many of its write intervals).
 HEARTBEAT_STALE_S = 20.0
+STALE_AFTER_INTERVALS = 3
 #: Slack on every hold, beyond the time limits of the steps it covers (seconds).
 HOLD_MARGIN_S = 60.0
 
@@ -133,6 +134,15 @@ class Status(Record):
     #: When the driver restarted its failed query itself (a transient failure: runtime/requery.py), newest last,
     #: at most the policy's ``max_restarts``: the supervisor's policy counts them with its own restarts.
     query_restarts: list[float] = field(default_factory=list)
+    #: How often the driver writes its records here, the heartbeat with them (object stores: the spec's
+    #: ``logs.control_write_interval_s``); 0: each as it happens, the heartbeat every HEARTBEAT_INTERVAL_S.
+    write_interval_s: float = 0.0
+
+    @property
+    def stale_after_s(self) -> float:
+        """How old its heartbeat may be while the driver lives: three of its write intervals, at least
+        HEARTBEAT_STALE_S (a driver writing every interval may skip one for its progress)."""
+        return max(HEARTBEAT_STALE_S, STALE_AFTER_INTERVALS * self.write_interval_s)
 
     def __post_init__(self) -> None:
         if isinstance(self.state, str) and self.state in State._value2member_map_:

@@ -1,4 +1,4 @@
-"""Where a URL's files live, opened the one way every reader and writer of the project opens them.
+"""Where a URL's files live, opened, read and replaced the one way every reader and writer of the project does.
 
 On object stores (``s3://``, ``abfs://``, ``gs://``, ...) fsspec's clients cache folder listings for the life of
 the process; a sensor, a triggerer or a watcher that lives for months would then never see a commit, a progress
@@ -11,11 +11,18 @@ a HEAD and a LIST (a LIST is billed as a PUT). With one part, a read is one GET,
 
 from __future__ import annotations
 
+import json
+import os
+import posixpath
+import uuid
 from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
-__all__ = ["LOCAL_PROTOCOLS", "is_local_url", "open_url"]
+from airflow_async_stream.exceptions import ControlAreaError
+
+__all__ = ["LOCAL_PROTOCOLS", "is_local_url", "open_url", "read_file", "read_json_object", "replace_file"]
 
 _S3 = frozenset({"s3", "s3a", "s3n"})
 #: Protocols of this host's own disk.
@@ -36,3 +43,40 @@ def open_url(url: str) -> tuple[Any, str]:
         options["max_concurrency"] = 1
     fs, path = fsspec.core.url_to_fs(url, **options)
     return fs, str(path)
+
+
+def replace_file(fs: fsspec.AbstractFileSystem, target: str, payload: bytes) -> None:
+    """Replace a file atomically, so a reader never sees half of it: a temporary file beside it and a rename
+    on local disks, a single put on object stores (whose puts are atomic)."""
+    if isinstance(fs, LocalFileSystem):
+        folder, name = posixpath.split(target)
+        tmp = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, target)
+    else:
+        fs.pipe_file(target, payload)
+
+
+def read_file(fs: fsspec.AbstractFileSystem, path: str) -> bytes:
+    """A file's bytes; on local disks a plain read (fsspec's costs 2x for a small file, 5x for a missing one)."""
+    if isinstance(fs, LocalFileSystem):
+        with open(path, "rb") as fh:
+            return fh.read()
+    return bytes(fs.cat_file(path))
+
+
+def read_json_object(fs: fsspec.AbstractFileSystem, path: str, where: str) -> dict[str, Any] | None:
+    """A file's JSON object, or None when the file does not exist; ControlAreaError naming ``where`` when it
+    holds anything else (a record that cannot be read is an error, never taken for a missing one)."""
+    try:
+        raw = read_file(fs, path)
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # not JSON, a number past Python's limit, nesting past the stack
+        raise ControlAreaError(f"{where} is not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, dict):
+        raise ControlAreaError(f"{where} should hold a JSON object, found {type(data).__name__}")
+    return data

@@ -151,3 +151,23 @@ def progress_event(batch_id: int, run: str = "11111111-2222-3333-4444-5555555555
         sources=[],
         stateOperators=[],
     )
+
+
+class Counted:
+    """A filesystem that counts what is asked of it (fsspec's memory filesystem underneath)."""
+
+    def __init__(self, fs: Any) -> None:
+        self.fs, self.puts, self.lists, self.fail = fs, 0, 0, False
+
+    def pipe_file(self, path: str, data: bytes, **kwargs: Any) -> None:
+        if self.fail:
+            raise OSError("503 Slow Down")
+        self.puts += 1
+        self.fs.pipe_file(path, data, **kwargs)
+
+    def ls(self, path: str, **kwargs: Any) -> Any:
+        self.lists += 1
+        return self.fs.ls(path, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fs, name)

@@ -238,6 +238,8 @@ def test_spark_logs_at_warn_unless_the_spec_asks_for_another_level() -> None:
         ({"progress_max_bytes": "16MB"}, "logs.progress_max_bytes", "valid integer"),
         ({"progress_max_age_hours": 0}, "logs.progress_max_age_hours", "greater than 0"),
         ({"driver_log_level": "WARN"}, "logs.driver_log_level", "unknown key"),
+        ({"control_write_interval_s": -1}, "logs.control_write_interval_s", "greater than or equal to 0"),
+        ({"control_write_interval_s": 600}, "logs.control_write_interval_s", "less than or equal to 60"),
     ],
 )
 def test_bad_log_settings_name_the_field(logs: dict[str, Any], field: str, needle: str) -> None:
@@ -249,6 +251,15 @@ def test_a_spec_without_log_settings_keeps_its_file_form_and_gets_the_defaults()
     assert "logs" not in spec.to_mapping()  # specs deployed before the section existed compare equal
     assert (spec.log_settings.driver_log_max_bytes, spec.log_settings.driver_log_files) == (4 * 1024 * 1024, 3)
     assert spec.log_settings.progress_max_bytes == 16 * 1024 * 1024
+
+
+def test_records_are_written_every_10_s_on_object_stores_and_as_they_come_on_disks_unless_set() -> None:
+    logs = parse_spec(good()).log_settings
+    assert (logs.write_interval_s(appendable=False), logs.write_interval_s(appendable=True)) == (10.0, 0.0)
+    logs = parse_spec(good(logs={"control_write_interval_s": 0})).log_settings
+    assert logs.write_interval_s(appendable=False) == 0.0  # as before, on purpose
+    logs = parse_spec(good(logs={"control_write_interval_s": 30})).log_settings
+    assert (logs.write_interval_s(appendable=False), logs.write_interval_s(appendable=True)) == (30.0, 30.0)
 
 
 def test_overrides_are_validated_with_the_spec() -> None:

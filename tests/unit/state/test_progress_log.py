@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.progress_log import ProgressWriter, Retention, segments, tail_events
+from airflow_async_stream.state.progress_log import Retention, segments, tail_events
+from airflow_async_stream.state.progress_writer import ProgressWriter
 
 DEP_A, DEP_B = "20261122T010000Z-aaaaaaaa", "20261122T020000Z-bbbbbbbb"
 
