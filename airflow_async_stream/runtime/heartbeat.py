@@ -47,7 +47,8 @@ class StatusWrites:
         with self._lock:
             if heartbeat and self._stop_heartbeat.is_set():
                 return  # the final status is written (or about to be): a heartbeat must not overwrite it
-            self._status = self._status.but(**changes, heartbeat_at=now(), updated_at=now())
+            files = self.control.progress_files()
+            self._status = self._status.but(**changes, heartbeat_at=now(), updated_at=now(), progress_files=files)
             self.control.write_status(self._status, self.redact.json)
             self._status_written_at = now()
 

@@ -194,6 +194,11 @@ class ControlArea:
         """Write the progress lines waiting in memory (with a write interval); False when none waited."""
         return self._progress.flush() if self._progress is not None else False
 
+    def progress_files(self) -> list[dict[str, Any]]:
+        """The newest two progress segments this process wrote, with their sizes (the status carries them)."""
+        written = self._progress.written if self._progress is not None else []
+        return [{"name": name, "bytes": size} for name, size in written]
+
     @property
     def progress_waiting(self) -> int:
         """Progress lines waiting in memory for the next write."""

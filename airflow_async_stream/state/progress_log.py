@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from airflow_async_stream.state.typed import fits
 
-__all__ = ["Area", "Retention", "Segment", "segments", "tail_events"]
+__all__ = ["Area", "Retention", "Segment", "segments", "tail_events", "tail_of"]
 
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
@@ -101,17 +101,33 @@ def read_events(area: Area, files: list[Segment]) -> list[dict[str, Any]]:
 def tail_events(area: Area, max_bytes: int) -> list[dict[str, Any]]:
     """The newest events, from about the last ``max_bytes`` of the log (newest files first, each read from an
     offset): a bounded read, whatever the log's size; the line cut at the start is dropped."""
+    return _tail(area, [(segment.name, segment.size) for segment in segments(area)], max_bytes)
+
+
+def tail_of(area: Area, files: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
+    """As tail_events, from ``files`` (a status's ``progress_files``, oldest first) without listing the log:
+    one request a file. Only the log's own files are read (the names come from a record on shared storage)."""
+    named = [(str(f.get("name") or ""), int(f.get("bytes") or 0)) for f in files]
+    return _tail(area, [(n, size) for n, size in named if _is_segment(area, n)], max_bytes)
+
+
+def _is_segment(area: Area, name: str) -> bool:
+    folder, base = posixpath.split(name)
+    return folder == area.PROGRESS and _NAME.fullmatch(base) is not None
+
+
+def _tail(area: Area, files: list[tuple[str, int]], max_bytes: int) -> list[dict[str, Any]]:
     chunks: list[list[dict[str, Any]]] = []
     left = max_bytes
-    for segment in reversed(segments(area)):
+    for name, size in reversed(files):
         if left <= 0:
             break
-        start = max(0, segment.size - left)
+        start = max(0, size - left)
         try:
-            data = area.fs.cat_file(area.path(segment.name), start=start)
+            data = area.fs.cat_file(area.path(name), start=start or None)
         except FileNotFoundError:
-            continue  # removed by the retention since it was listed
-        left -= segment.size
+            continue  # removed by the retention since it was listed or named
+        left -= size
         lines = data.decode("utf-8", errors="replace").splitlines()
         chunks.append(_parsed(lines[1:] if start else lines))
     return [event for chunk in reversed(chunks) for event in chunk]

@@ -41,10 +41,21 @@ class ProgressWriter:
         self._known: list[Segment] | None = None  # buffered: the segments, listed once
         #: Lines dropped because the store refused writes for longer than PENDING_LINES took to arrive.
         self.dropped = 0
+        #: The newest two segments written, (name, bytes) oldest first: the status names them for readers.
+        self._written: list[tuple[str, int]] = []
 
     @property
     def pending(self) -> int:
         return len(self._pending)
+
+    @property
+    def written(self) -> list[tuple[str, int]]:
+        """The newest two segments on the store and their sizes, oldest first: a reader reads the log's tail
+        from them without listing it."""
+        return list(self._written)
+
+    def _wrote(self) -> None:
+        self._written = [w for w in self._written if w[0] != self._name][-1:] + [(self._name, self._size)]
 
     def append(self, event: dict[str, Any]) -> None:
         line = (json.dumps(event, sort_keys=True) + "\n").encode()
@@ -64,6 +75,7 @@ class ProgressWriter:
                     fh.write(line)
             else:
                 self.area.fs.pipe_file(path, b"".join(self._lines))
+            self._wrote()
 
     def flush(self) -> bool:
         """Write the waiting lines (buffered): one request unless they overflow a whole segment. False when
@@ -72,11 +84,11 @@ class ProgressWriter:
             pending, self._pending = self._pending, []
             if not pending:
                 return False
-            before = (self._number, self._name, self._started, list(self._lines), self._size)
+            before = (self._number, self._name, self._started, list(self._lines), self._size, self.written)
             try:
                 self._write_lines(pending)
             except BaseException:
-                self._number, self._name, self._started, self._lines, self._size = before
+                self._number, self._name, self._started, self._lines, self._size, self._written = before
                 self._pending = pending + self._pending
                 raise
             return True
@@ -102,6 +114,7 @@ class ProgressWriter:
 
     def _put(self) -> None:
         self.area.fs.pipe_file(self.area.path(self._name), b"".join(self._lines))
+        self._wrote()
         if self._known is not None:
             self._known = [s for s in self._known if s.name != self._name]
             self._known.append(Segment(self._name, self._size, self.deployment_id, self._started))

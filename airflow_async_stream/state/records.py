@@ -137,6 +137,9 @@ class Status(Record):
     #: How often the driver writes its records here, the heartbeat with them (object stores: the spec's
     #: ``logs.control_write_interval_s``); 0: each as it happens, the heartbeat every HEARTBEAT_INTERVAL_S.
     write_interval_s: float = 0.0
+    #: The newest two progress segments written when it was, ``{"name", "bytes"}`` oldest first: the watcher
+    #: reads the log's tail from them, without listing the log.
+    progress_files: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def stale_after_s(self) -> float:

@@ -18,23 +18,19 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from airflow_async_stream.exceptions import AsyncStreamError, SpecError
 from airflow_async_stream.insight.health import DOWN, Health, Limits, Look, Verdict, judge
-from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.spec.load import parse_part
 from airflow_async_stream.spec.restart import Restart
-from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import create_once
 from airflow_async_stream.state.hold import hold_state
-from airflow_async_stream.state.liveness import liveness_of
-from airflow_async_stream.state.records import State, Status, now
+from airflow_async_stream.state.records import now
 from airflow_async_stream.state.typed import Record
+from airflow_async_stream.supervise.memory import Memory, Sighting, look, supervision_of
 from airflow_async_stream.supervise.metrics import Figures, figures_of
 from airflow_async_stream.supervise.policy import Act, case_for, decide
-from airflow_async_stream.supervise.record import read_supervision
 
 __all__ = ["EVENTS", "RESEND_AFTER_S", "Change", "Seen", "sweep", "watch_job"]
 
@@ -46,8 +42,6 @@ RECOVERED = "recovered"
 OK = frozenset({Verdict.HEALTHY, Verdict.IDLE})
 #: A down job nothing answered is announced again after this long.
 RESEND_AFTER_S = 120.0
-#: The newest progress the watcher reads of a running job (enough for the lag check's batches).
-TAIL_BYTES = 8 * 1024
 #: The claims kept (the newest).
 KEPT_CLAIMS = 8
 CLAIMS = "watch"
@@ -146,37 +140,45 @@ def _unanswered(control: ControlArea, health: Health, deployment_id: str | None,
 
 
 def watch_job(
-    name: str, control: ControlArea, checkpoint: str, at: float | None = None, measure: Measure | None = None
+    name: str,
+    control: ControlArea,
+    checkpoint: str,
+    at: float | None = None,
+    measure: Measure | None = None,
+    memory: Memory | None = None,
 ) -> Change | None:
     """Look at one job; record and return its change of health (None: no change, or another watcher's); its
-    figures (metrics.py) go to ``measure``."""
+    figures (metrics.py) go to ``measure``. With ``memory`` (kept between sweeps), only what changed is read."""
     at = now() if at is None else at
-    status, judged = liveness_of(control)
-    deployment = control.read_deployment()
-    running = status is not None and status.state == State.RUNNING and judged.live
-    events = progress_log.tail_events(control, TAIL_BYTES) if running else ()
-    spec = recorded_spec(control)
-    health = judge(Look.of(status, judged, deployment, events), Limits.of(spec), at)
-    if measure is not None:
-        measure(figures_of(name, status, health, events, _restarts_in_window(control, spec, status, at), at))
+    seen_now = look(control, memory)
+    status, judged, deployment, spec = seen_now.status, seen_now.liveness, seen_now.deployment, seen_now.spec
+    health = judge(Look.of(status, judged, deployment, seen_now.events), Limits.of(spec), at)
     verdict = health.verdict
+    if verdict in DOWN:
+        seen_now.supervision = None  # the supervisor acts on a job that is down: read its record afresh
+    if measure is not None:
+        restarts = _restarts_in_window(control, seen_now, at)
+        measure(figures_of(name, status, health, seen_now.events, restarts, at))
     deployment_id = status.deployment_id if status else (deployment.deployment_id if deployment else None)
     held = verdict in DOWN and hold_state(control.read_hold()) is None
     condition = _condition(verdict, deployment_id, held)
-    before = _caught_up(control, read_seen(control))
+    before = seen_now.seen if seen_now.seen is not None else _caught_up(control, read_seen(control))
     again = (
         before is not None and before.condition == condition and verdict in DOWN and not held
         and at - before.at > RESEND_AFTER_S and _unanswered(control, health, deployment_id, at)
     )  # fmt: skip
     if before is not None and before.condition == condition and not again:
+        seen_now.seen = before
         return None
     kept = before.unresolved if before else ""  # through starting, stopping, stopped
     unresolved = str(verdict) if verdict in EVENTS else "" if verdict in OK else kept
     seen = Seen(seq=(before.seq if before else 0) + 1, condition=condition, verdict=str(verdict),
                 deployment_id=deployment_id, held=held, at=at, unresolved=unresolved)  # fmt: skip
     if not _claim(control, seen):
+        seen_now.seen = None  # another watcher is ahead: read what it recorded next time
         return None
     control.write_json(control.WATCH, seen.to_json())
+    seen_now.seen = seen
     event = _event(verdict, before, held, deployment_id)
     if event is None:
         return None
@@ -185,29 +187,37 @@ def watch_job(
                   before.verdict if before else None, seen.seq)  # fmt: skip
 
 
-def _restarts_in_window(
-    control: ControlArea, spec: dict[str, Any] | None, status: Status | None, at: float
-) -> int | None:
+def _restarts_in_window(control: ControlArea, seen: Sighting, at: float) -> int | None:
     """The restarts within the job's ``restart.within``, the supervisor's and the driver's own (None when its
     spec cannot be read)."""
     try:
-        restart = parse_part(Restart, spec or {}, "restart")
+        restart = parse_part(Restart, seen.spec or {}, "restart")
     except SpecError:
         return None
-    return read_supervision(control).counted(restart.within_s, status.query_restarts if status else (), at)
+    status = seen.status
+    return supervision_of(control, seen).counted(restart.within_s, status.query_restarts if status else (), at)
 
 
 def sweep(
-    jobs: Iterable[tuple[str, str, str]], at: float | None = None, measure: Measure | None = None
+    jobs: Iterable[tuple[str, str, str]],
+    at: float | None = None,
+    measure: Measure | None = None,
+    memory: Memory | None = None,
 ) -> list[Change]:
     """Every change of health among ``jobs`` (``(name, control area, checkpoint)``), each job's figures to
-    ``measure``; a job whose records cannot be read is logged and skipped, never the end of the sweep."""
+    ``measure``; a job whose records cannot be read is logged and skipped, never the end of the sweep. With
+    ``memory`` (the watcher's, kept between sweeps: memory.py) a sweep reads only what changed."""
     changes = []
+    jobs = list(jobs)
+    if memory is not None:
+        memory.only(url for _, url, _ in jobs)
     for name, control_url, checkpoint in jobs:
         try:
-            change = watch_job(name, ControlArea(control_url), checkpoint, at, measure)
+            change = watch_job(name, ControlArea(control_url), checkpoint, at, measure, memory)
         except (AsyncStreamError, OSError, ValueError) as exc:
             _log.warning("%s (%s): not watched this sweep: %s", name, control_url, exc)
+            if memory is not None:
+                memory.forget(control_url)
             continue
         if change is not None:
             changes.append(change)

@@ -15,14 +15,18 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_async_stream.state.sources import find_jobs
+from airflow_async_stream.supervise.memory import Memory
 from airflow_async_stream.supervise.watch import Change, sweep
 from airflow_async_stream.triggers.stats import has_tags, send_change, send_figures
 
 __all__ = ["FleetHealthTrigger"]
 
 
-def _sweep_fleet(fleet_indexes: list[str], checkpoint_folders: list[str], log: Any) -> list[Change]:
-    """One sweep: the changes of health, each job's figures and each incident sent through Airflow's metrics."""
+def _sweep_fleet(
+    fleet_indexes: list[str], checkpoint_folders: list[str], log: Any, memory: Memory | None = None
+) -> list[Change]:
+    """One sweep: the changes of health, each job's figures and each incident sent through Airflow's metrics;
+    ``memory``: what the sweeps before read (supervise/memory.py)."""
     jobs = []
     for found in find_jobs(fleet_indexes, checkpoint_folders):
         if found.error:
@@ -30,7 +34,7 @@ def _sweep_fleet(fleet_indexes: list[str], checkpoint_folders: list[str], log: A
         elif not found.retired:
             jobs.append((found.name, found.control_area, found.checkpoint))
     tagged = has_tags()
-    changes = sweep(jobs, measure=lambda figures: send_figures(figures, tagged))
+    changes = sweep(jobs, measure=lambda figures: send_figures(figures, tagged), memory=memory)
     for change in changes:
         send_change(change, tagged)
     return changes
@@ -57,11 +61,13 @@ class FleetHealthTrigger(BaseEventTrigger):
 
     @classmethod
     async def open_shared_stream(cls, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-        """One sweep every ``poll_s``: the changes it found (a sweep that fails is logged and tried again)."""
+        """One sweep every ``poll_s``: the changes it found (a sweep that fails is logged and tried again). The
+        sweeps share a memory, so each reads only what changed since the one before."""
         trigger = cls(**kwargs)
+        memory = Memory()
         while True:
             try:
-                changes = await asyncio.to_thread(_sweep_fleet, trigger.fleet_indexes, trigger.checkpoint_folders, trigger.log)  # fmt: skip
+                changes = await asyncio.to_thread(_sweep_fleet, trigger.fleet_indexes, trigger.checkpoint_folders, trigger.log, memory)  # fmt: skip
             except Exception:  # noqa: BLE001 - one failed sweep (storage unreachable) must not end the watch
                 trigger.log.warning("The health sweep failed; trying again in %s s", trigger.poll_s, exc_info=True)
                 changes = []

@@ -1,6 +1,7 @@
 """The watcher's sweep: an event only on a change of health, never once per poll; one watcher of two emits a
 change; a watcher that died between its claim and its record is caught up; a down job nothing answered is
-announced again, a held one when its hold ends. Records written by hand (no Spark, no Airflow)."""
+announced again, a held one when its hold ends. Records written by hand (no Spark, no Airflow). Every test
+runs twice: sweeps that read everything, and sweeps that remember between them (the triggerer's, memory.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,22 @@ import pytest
 
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, release, take
+from airflow_async_stream.supervise.memory import Memory
 from airflow_async_stream.supervise.record import Supervision
-from airflow_async_stream.supervise.watch import RESEND_AFTER_S, read_seen, sweep
+from airflow_async_stream.supervise.watch import RESEND_AFTER_S, Change, read_seen, sweep
 from tests.helpers import rate_noop
+
+_MEMORY: list[Memory | None] = [None]
+
+
+@pytest.fixture(autouse=True, params=["reading everything", "remembering"])
+def memory(request: pytest.FixtureRequest) -> Memory | None:
+    _MEMORY[0] = Memory() if request.param == "remembering" else None
+    return _MEMORY[0]
+
+
+def _sweep(jobs: list[tuple[str, str, str]], at: float | None = None) -> list[Change]:
+    return sweep(jobs, at, memory=_MEMORY[0])
 
 
 @pytest.fixture
@@ -45,14 +59,14 @@ def _crash(control: ControlArea, deployment_id: str = "d1") -> None:
 
 
 def _watch(control: ControlArea, at: float | None = None) -> list[str]:
-    return [c.event for c in sweep([("job", control.url, control.url.removesuffix(".async-stream"))], at)]
+    return [c.event for c in _sweep([("job", control.url, control.url.removesuffix(".async-stream"))], at)]
 
 
 def test_an_event_only_when_health_changes(job: ControlArea) -> None:
     assert _watch(job) == []  # healthy at the first look: recorded, nothing to say
     assert read_seen(job).condition == "ok"  # type: ignore[union-attr]
     _crash(job)
-    changes = sweep([("job", job.url, "/ck")])
+    changes = _sweep([("job", job.url, "/ck")])
     assert [(c.event, c.deployment_id, c.was) for c in changes] == [("crashed", "d1", "healthy")]
     assert changes[0].reason.startswith("its query failed: java.lang.OutOfMemoryError")
     assert [_watch(job) for _ in range(5)] == [[]] * 5  # never once per poll
@@ -87,7 +101,7 @@ def test_a_down_job_nothing_answered_is_announced_again(job: ControlArea) -> Non
     assert _watch(job) == ["crashed"]
     later = time.time() + RESEND_AFTER_S + 1
     assert _watch(job, time.time() + RESEND_AFTER_S - 5) == []
-    again = sweep([("job", job.url, "/ck")], later)
+    again = _sweep([("job", job.url, "/ck")], later)
     assert [c.event for c in again] == ["crashed"] and again[0].reason.endswith("still down, nothing answered it")
     job.write_json(ControlArea.SUPERVISION, Supervision(restarts=[{"at": later, "answered": "d1"}]).to_json())
     assert _watch(job, later + 2 * RESEND_AFTER_S) == []  # answered: not again
@@ -108,7 +122,7 @@ def test_a_job_whose_records_cannot_be_read_is_skipped_not_the_sweep(job: Contro
     broken.ensure()
     broken.write_bytes(ControlArea.STATUS, b"{not json")
     _crash(job)
-    found = sweep([("broken", broken.url, "/b"), ("job", job.url, "/ck")])
+    found = _sweep([("broken", broken.url, "/b"), ("job", job.url, "/ck")])
     assert [c.job for c in found] == ["job"]
 
 
