@@ -1,7 +1,7 @@
 """Run the benchmarks and write bench/results/results.json, latency.png, switch.png and migration.png.
 
     python -m bench.run [--rounds 2] [--batches 30] [--cycles 5]
-        [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise]
+        [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise,control]
 
 Airflow runs on a private SQLite database in a temporary AIRFLOW_HOME; Spark on the embedded local master.
 """
@@ -37,6 +37,7 @@ for _name in JVM_ENVIRONMENT_CLEARED:  # neither side gets the tests' class-data
 
 from bench import (  # noqa: E402
     analyze_cost,
+    control_cost,
     fleet,
     latency,
     migration,
@@ -69,10 +70,11 @@ TARGETS = {
     "supervise": "a watcher sweep over 1,000 jobs <= 1 s; a SIGKILLed driver detected <= 5 s, running again "
     "<= a driver start + 10 s (the Flink operator's default reconcile interval: 60 s); a query restarted in "
     "its driver: the failure to its next batch <= a quarter of a driver start",
+    "control_writes_per_job_hour": "<= 360 on an object store (S3 server), >= 10x fewer than before at 1 batch/s",
 }
 
 
-DEFAULT_ONLY = "latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise"
+DEFAULT_ONLY = "latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise,control"
 
 
 def say(text: str) -> None:
@@ -138,6 +140,7 @@ def main() -> int:
         "migration": lambda: migration.run(args.rounds, say),
         "fleet": lambda: fleet.run(say),
         "supervise": lambda: supervise.run(say),
+        "control": lambda: control_cost.run(say),
     }
     begun = time.monotonic()
     failed: list[str] = []

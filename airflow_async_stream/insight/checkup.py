@@ -65,7 +65,8 @@ def check_up(
     that just went down asks the doctor a bounded number of times; later looks record the rest)."""
     status, judged = liveness_of(control)
     deployment = control.read_deployment()
-    events = progress_log.tail_events(control, TAIL_BYTES) if events is None else events
+    if events is None:  # from the files the status names: no listing of the log
+        events = progress_log.tail_of(control, status.progress_files if status else [], TAIL_BYTES)
     spec = recorded_spec(control) if spec is None else spec
     health = judge(Look.of(status, judged, deployment, events), Limits.of(spec), at)
     try:

@@ -106,7 +106,10 @@ def tail_events(area: Area, max_bytes: int) -> list[dict[str, Any]]:
 
 def tail_of(area: Area, files: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
     """As tail_events, from ``files`` (a status's ``progress_files``, oldest first) without listing the log:
-    one request a file. Only the log's own files are read (the names come from a record on shared storage)."""
+    one request a file; with none named, the log is listed. Only the log's own files are read (the names come
+    from a record on shared storage)."""
+    if not files:
+        return tail_events(area, max_bytes)
     named = [(str(f.get("name") or ""), int(f.get("bytes") or 0)) for f in files]
     return _tail(area, [(n, size) for n, size in named if _is_segment(area, n)], max_bytes)
 

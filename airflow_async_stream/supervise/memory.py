@@ -88,19 +88,13 @@ def look(control: ControlArea, memory: Memory | None = None) -> Sighting:
     if running and known is not None and quiet:
         events = known.events
     elif running and status is not None:
-        events = _tail(control, status)
+        events = progress_log.tail_of(control, status.progress_files, TAIL_BYTES)
     kept = known is not None and not moved
     seen = Sighting(status, judged, deployment, spec, events, known.supervision if kept and known else None,
                 known.seen if known else None)  # fmt: skip
     if memory is not None:
         memory.keep(control.url, seen)
     return seen
-
-
-def _tail(control: ControlArea, status: Status) -> list[dict[str, Any]]:
-    if status.progress_files:
-        return progress_log.tail_of(control, status.progress_files, TAIL_BYTES)
-    return progress_log.tail_events(control, TAIL_BYTES)  # a status naming no files: list the log
 
 
 def supervision_of(control: ControlArea, seen: Sighting) -> Supervision:
