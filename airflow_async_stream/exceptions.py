@@ -89,6 +89,10 @@ class ControlAreaError(AsyncStreamError, RuntimeError):
     """A control-area file is unreadable or malformed."""
 
 
+class StorageError(AsyncStreamError, OSError):
+    """A URL names storage this environment cannot reach: its client library is not installed."""
+
+
 class CheckpointReadError(AsyncStreamError, OSError):
     """Spark's checkpoint could not be read (permissions, a file where a folder should be)."""
 

@@ -39,7 +39,7 @@ from airflow_async_stream.state.progress_log import Retention
 from airflow_async_stream.state.progress_writer import ProgressWriter
 from airflow_async_stream.state.records import SUFFIX, Deployment, DriverExit, Hold, Status, now
 from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
-from airflow_async_stream.state.storage import open_url, read_file, read_json_object, replace_file
+from airflow_async_stream.state.storage import make_folder, open_url, read_file, read_json_object, replace_file
 from airflow_async_stream.state.typed import Record
 
 __all__ = ["ControlArea", "control_url_for"]
@@ -105,7 +105,7 @@ class ControlArea:
         return bool(self.fs.exists(self.root))
 
     def ensure(self) -> None:
-        self.fs.makedirs(self.root, exist_ok=True)
+        make_folder(self.fs, self.root)
 
     # -- JSON records ---------------------------------------------------------------------------------
 

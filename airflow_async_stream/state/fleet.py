@@ -26,7 +26,7 @@ from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError,
 from airflow_async_stream.spec.folder import FLEET_FILE
 from airflow_async_stream.spec.load import read_spec_file
 from airflow_async_stream.state.records import SUFFIX, now
-from airflow_async_stream.state.storage import open_url, read_json_object, replace_file
+from airflow_async_stream.state.storage import make_folder, open_url, read_json_object, replace_file
 
 __all__ = ["ACTIVE", "FLEET_FILE", "RETIRED", "FleetEntry", "FleetIndex"]
 
@@ -122,7 +122,7 @@ class FleetIndex:
         return None if data is None else FleetEntry.from_json(data, where)
 
     def _write(self, folder: str, entry: FleetEntry) -> None:
-        self.fs.makedirs(posixpath.join(self.root, folder), exist_ok=True)
+        make_folder(self.fs, posixpath.join(self.root, folder))
         replace_file(self.fs, self._path(folder, entry.job), json.dumps(entry.to_json(), indent=2).encode())
 
     def record_active(self, job: str, control_area: str, run_id: str | None) -> None:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from airflow_async_stream.state.progress_log import SEGMENT_LINES, Area, Retention, Segment, segments
+from airflow_async_stream.state.storage import make_folder, put
 
 __all__ = ["ProgressWriter"]
 
@@ -74,7 +75,7 @@ class ProgressWriter:
                 with self.area.fs.open(path, "ab") as fh:
                     fh.write(line)
             else:
-                self.area.fs.pipe_file(path, b"".join(self._lines))
+                put(self.area.fs, path, b"".join(self._lines))
             self._wrote()
 
     def flush(self) -> bool:
@@ -113,7 +114,7 @@ class ProgressWriter:
         self._size += len(line)
 
     def _put(self) -> None:
-        self.area.fs.pipe_file(self.area.path(self._name), b"".join(self._lines))
+        put(self.area.fs, self.area.path(self._name), b"".join(self._lines))
         self._wrote()
         if self._known is not None:
             self._known = [s for s in self._known if s.name != self._name]
@@ -126,7 +127,7 @@ class ProgressWriter:
         self._started = int(time.time())
         self._name = f"{folder}/{self.deployment_id}-{self._number:06d}-t{self._started}.jsonl"
         if self._number == 0 or not self.buffered:
-            self.area.fs.makedirs(self.area.path(folder), exist_ok=True)
+            make_folder(self.area.fs, self.area.path(folder))
         self.apply_retention()
 
     def _segments(self) -> list[Segment]:

@@ -20,11 +20,24 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.exceptions import ControlAreaError, StorageError
 
-__all__ = ["LOCAL_PROTOCOLS", "is_local_url", "open_url", "read_file", "read_json_object", "replace_file"]
+__all__ = [
+    "LOCAL_PROTOCOLS",
+    "is_local_url",
+    "make_folder",
+    "open_url",
+    "put",
+    "read_file",
+    "read_json_object",
+    "replace_file",
+]
 
 _S3 = frozenset({"s3", "s3a", "s3n"})
+#: What Azure's client says of a missing container (s3fs says FileNotFoundError).
+_NO_BUCKET = frozenset({"ContainerNotFound", "NoSuchBucket"})
+#: The package extra that brings a protocol's client (pyproject.toml).
+_EXTRAS = {**dict.fromkeys(_S3, "s3"), **dict.fromkeys(("abfs", "abfss", "az", "adl"), "azure")}
 #: Protocols of this host's own disk.
 LOCAL_PROTOCOLS = frozenset({"file", "local"})
 
@@ -35,13 +48,27 @@ def is_local_url(url: str) -> bool:
     return protocol is None or protocol in LOCAL_PROTOCOLS
 
 
+def make_folder(fs: fsspec.AbstractFileSystem, path: str) -> None:
+    """Make ``path`` a folder where storage has folders (local disks, HDFS). Object stores have none: a key is
+    written with its prefix, and s3fs's or adlfs's ``makedirs`` of a missing bucket or container creates it,
+    so a typo in a bucket's name would make a bucket in the user's account. There nothing is made."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    if LOCAL_PROTOCOLS & set(protocols) or {"hdfs", "viewfs"} & set(protocols):
+        fs.makedirs(path, exist_ok=True)
+
+
 def open_url(url: str) -> tuple[Any, str]:
     """fsspec's filesystem and the path within it; on anything but a local disk without the listing cache."""
     protocol, _ = fsspec.core.split_protocol(url)
     options: dict[str, Any] = {} if is_local_url(url) else {"use_listings_cache": False}
     if protocol in _S3:
         options["max_concurrency"] = 1
-    fs, path = fsspec.core.url_to_fs(url, **options)
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **options)
+    except ImportError as exc:
+        extra = _EXTRAS.get(str(protocol))
+        how = f'pip install "airflow-async-stream[{extra}]"' if extra else str(exc)
+        raise StorageError(f"{url}: {protocol}:// storage needs its client library here: {how}") from None
     return fs, str(path)
 
 
@@ -55,7 +82,21 @@ def replace_file(fs: fsspec.AbstractFileSystem, target: str, payload: bytes) -> 
             fh.write(payload)
         os.replace(tmp, target)
     else:
-        fs.pipe_file(target, payload)
+        put(fs, target, payload)
+
+
+def put(fs: fsspec.AbstractFileSystem, path: str, payload: bytes) -> None:
+    """Write a whole file on an object store (one request); a missing bucket or container is a ControlAreaError
+    naming the file (a write creates its key: only the bucket can be missing), never made."""
+    try:
+        fs.pipe_file(path, payload)
+    except Exception as exc:
+        if not isinstance(exc, FileNotFoundError) and getattr(exc, "error_code", None) not in _NO_BUCKET:
+            raise
+        raise ControlAreaError(
+            f"cannot write {fs.unstrip_protocol(path)}: its bucket or container does not exist "
+            f"({str(exc).splitlines()[0]}); nothing creates one: check the name, or create it"
+        ) from None
 
 
 def read_file(fs: fsspec.AbstractFileSystem, path: str) -> bytes:

@@ -13,7 +13,7 @@ from typing import Any
 import fsspec
 import pytest
 
-from airflow_async_stream.exceptions import JobHeldError
+from airflow_async_stream.exceptions import ControlAreaError, JobHeldError
 from airflow_async_stream.state import fence
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.state.commits import check_commits
@@ -168,3 +168,15 @@ def test_on_s3_a_read_is_one_get_and_a_missing_record_one_404(store: Any) -> Non
     control.read_json(ControlArea.STATUS)
     control.stop_request_for("d1")  # what the driver polls for: usually not there
     assert dict(store.requests.counts) == {"GET": 2}  # no HEAD for the size, no LIST to tell a folder apart
+
+
+def test_a_missing_bucket_is_never_created_and_a_write_there_says_it_is_missing(store: Any) -> None:
+    url = store.url("ck.async-stream").replace(f"://{getattr(store, 'bucket', None) or store.container}/", "://typo/")
+    control = ControlArea(url)
+    control.ensure()  # s3fs's and adlfs's makedirs would create the bucket or container
+    with pytest.raises(ControlAreaError, match=r"typo/ck\.async-stream/progress/.*: its bucket or container does"):
+        control.append_progress({"deployment_id": "d1", "batch_id": 0})
+    with pytest.raises(ControlAreaError, match=r"cannot write .*typo/ck\.async-stream/status\.json: its bucket or "
+                                               r"container does not exist"):  # fmt: skip
+        control.write_json(ControlArea.STATUS, {"state": "running"})
+    assert not fsspec.core.url_to_fs(url)[0].exists("typo")
