@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from airflow_async_stream.exceptions import ControlAreaError, DesiredStateError, SpecError
+from airflow_async_stream.exceptions import AsyncStreamError, ControlAreaError, DesiredStateError, SpecError
 from airflow_async_stream.spec.folder import FLEET_FILE
 from airflow_async_stream.spec.load import read_spec_file
 from airflow_async_stream.state.records import SUFFIX, now
@@ -60,6 +60,15 @@ class FleetEntry:
             raise ControlAreaError(f"{where} is not a fleet index entry (it needs `job` and `control_area`)")
         known = {"job", "control_area", "state", "updated_at", "run_id", "retired_at", "format"}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def _version(item: dict[str, Any]) -> Any:
+    """What changes when a listed file is rewritten: the store's ETag, else its time and size (None: unknown)."""
+    etag = item.get("ETag") or item.get("etag")
+    if etag:
+        return str(etag)
+    mtime = item.get("mtime") or item.get("LastModified") or item.get("last_modified") or item.get("created")
+    return (str(mtime), item.get("size")) if mtime is not None else None
 
 
 class FleetIndex:
@@ -115,6 +124,37 @@ class FleetIndex:
             return []
         names = (posixpath.basename(str(p)) for p in listed)
         return sorted(n[: -len(".json")] for n in names if n.endswith(".json") and not n.startswith("."))
+
+    def entries(self, remembered: dict[str, tuple[Any, FleetEntry]] | None = None) -> list[tuple[str, Any]]:
+        """Every job of ``jobs/`` with its entry (or the error reading it), from one listing; with
+        ``remembered`` (kept by the caller between calls), only entries whose listing changed are read."""
+        where = posixpath.join(self.root, self.JOBS)
+        try:
+            listed = self.fs.ls(where, detail=True)
+        except FileNotFoundError:
+            listed = []
+        found: list[tuple[str, Any]] = []
+        for item in sorted(listed, key=lambda i: str(i["name"])):
+            base = posixpath.basename(str(item["name"]))
+            if not base.endswith(".json") or base.startswith("."):
+                continue
+            job, version = base[: -len(".json")], _version(item)
+            known = remembered.get(job) if remembered is not None else None
+            if known is not None and version is not None and known[0] == version:
+                found.append((job, known[1]))
+                continue
+            try:
+                entry = self.lookup(job)
+            except (AsyncStreamError, OSError, ValueError) as exc:
+                found.append((job, exc))
+                continue
+            if entry is not None and remembered is not None:
+                remembered[job] = (version, entry)
+            found.append((job, entry))
+        if remembered is not None:
+            for gone in set(remembered) - {job for job, _ in found}:
+                del remembered[gone]
+        return found
 
     def lookup(self, job: str) -> FleetEntry | None:
         where = f"{self.url}/{self.JOBS}/{job}.json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 from dataclasses import dataclass
+from typing import Any
 
 from airflow_async_stream.exceptions import AsyncStreamError, SettingsError
 from airflow_async_stream.state.control import ControlArea
@@ -42,19 +43,19 @@ def split_setting(value: str | None) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
-def _from_index(url: str) -> list[Found]:
+def _from_index(url: str, remembered: dict[str, Any] | None = None) -> list[Found]:
+    """The jobs of the fleet index at ``url``: one listing; ``remembered``, the entries read before (a watcher's,
+    kept between sweeps): only entries rewritten since are read."""
     source = f"fleet index {url}"
     index = FleetIndex(url)
-    if not index.fs.exists(index.root):
+    listed = index.entries(remembered)
+    if not listed and not index.fs.exists(index.root):
         raise FileNotFoundError(f"no fleet index at {url}")
     found = []
-    for name in index.names():
-        try:
-            entry = index.lookup(name)
-        except (AsyncStreamError, OSError, ValueError) as exc:
-            found.append(Found(name, "", "", source, error=f"its index entry cannot be read: {exc}"))
-            continue
-        if entry is not None:
+    for name, entry in listed:
+        if isinstance(entry, Exception):
+            found.append(Found(name, "", "", source, error=f"its index entry cannot be read: {entry}"))
+        elif entry is not None:
             found.append(Found(entry.job, entry.checkpoint, entry.control_area, source, entry.state == RETIRED))
     return found
 
@@ -73,15 +74,23 @@ def _from_folder(url: str) -> list[Found]:
     return found
 
 
-def find_jobs(fleet_indexes: list[str], checkpoint_folders: list[str]) -> list[Found]:
-    """Every job the sources name, each control area once (the first source to name it wins)."""
+def find_jobs(
+    fleet_indexes: list[str], checkpoint_folders: list[str], remembered: dict[str, Any] | None = None
+) -> list[Found]:
+    """Every job the sources name, each control area once (the first source to name it wins). ``remembered``
+    (a watcher's, kept between sweeps): each fleet index's entries as read before, read again only when
+    rewritten."""
     found: list[Found] = []
-    for kind, reader, urls in (("fleet index", _from_index, fleet_indexes), ("checkpoint folder", _from_folder, checkpoint_folders)):  # fmt: skip
-        for url in _absolute_urls(urls):
-            try:
-                found += reader(url)
-            except (AsyncStreamError, OSError, ValueError) as exc:
-                found.append(Found(url, "", "", f"{kind} {url}", error=f"the {kind} cannot be read: {exc}"))
+    for url in _absolute_urls(fleet_indexes):
+        try:
+            found += _from_index(url, None if remembered is None else remembered.setdefault(url, {}))
+        except (AsyncStreamError, OSError, ValueError) as exc:
+            found.append(Found(url, "", "", f"fleet index {url}", error=f"the fleet index cannot be read: {exc}"))
+    for url in _absolute_urls(checkpoint_folders):
+        try:
+            found += _from_folder(url)
+        except (AsyncStreamError, OSError, ValueError) as exc:
+            found.append(Found(url, "", "", f"checkpoint folder {url}", error=f"the checkpoint folder cannot be read: {exc}"))  # fmt: skip
     return once_each(found)
 
 

@@ -1,6 +1,6 @@
 """What the watcher remembers of each job between sweeps, so a sweep reads only what changed.
 
-A sweep read every job's status, exit record, deployment, spec, restarts, what it last saw and the claim after
+A sweep read every fleet index entry, and every job's status, exit record, deployment, spec, restarts, what it last saw and the claim after
 it, and listed its progress log: seven reads and a list a job, every 5 s (bench/control_cost.py: $5.65 an hour
 at S3's prices for 1,000 jobs). The status says what changed: the deployment, the spec and the restarts go
 with its deployment and query run; the progress log's tail is named in it (``progress_files``), so it is read
@@ -55,6 +55,8 @@ class Memory:
 
     def __init__(self) -> None:
         self._jobs: dict[str, Sighting] = {}
+        #: Each fleet index's entries as read before, by index (sources.find_jobs reads only rewritten ones).
+        self.indexes: dict[str, Any] = {}
 
     def get(self, url: str) -> Sighting | None:
         return self._jobs.get(url)

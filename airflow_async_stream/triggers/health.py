@@ -28,7 +28,7 @@ def _sweep_fleet(
     """One sweep: the changes of health, each job's figures and each incident sent through Airflow's metrics;
     ``memory``: what the sweeps before read (supervise/memory.py)."""
     jobs = []
-    for found in find_jobs(fleet_indexes, checkpoint_folders):
+    for found in find_jobs(fleet_indexes, checkpoint_folders, memory.indexes if memory is not None else None):
         if found.error:
             log.warning("Not watched: %s: %s", found.source, found.error)
         elif not found.retired:

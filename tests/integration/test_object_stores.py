@@ -144,6 +144,11 @@ def test_the_fleet_index_lists_what_another_client_wrote(store: Any) -> None:
     other.record_active("orders", store.url("orders.async-stream"), "run-1")
     assert index.names() == ["orders"]
     assert index.lookup("orders").control_area == store.url("orders.async-stream")
+    remembered: dict[str, Any] = {}
+    assert dict(index.entries(remembered))["orders"].control_area == store.url("orders.async-stream")
+    assert remembered["orders"][0] is not None  # the store's ETag: an unchanged entry is not read again
+    other.record_active("orders", store.url("moved/orders.async-stream"), "run-2")
+    assert dict(index.entries(remembered))["orders"].control_area == store.url("moved/orders.async-stream")
 
 
 def test_the_checkpoint_reader_over_a_copied_checkpoint_sees_new_commits(store: Any, tmp_path: Path) -> None:

@@ -217,3 +217,29 @@ def test_the_index_works_on_any_fsspec_storage() -> None:
     assert entry is not None and entry.state == RETIRED and entry.checkpoint == "memory://ck/b"
     index.forget("b")
     assert index.names() == ["a"] and index.names(index.GONE) == ["b"]
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_a_watchers_look_at_the_index_reads_only_entries_rewritten_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str
+) -> None:
+    import uuid
+
+    url = str(tmp_path / "index") if store == "local" else f"memory://index-{uuid.uuid4().hex[:8]}"
+    index = FleetIndex(url)
+    for job in ("a", "b", "c"):
+        index.record_active(job, f"/ck/{job}.async-stream", "run-1")
+    looked: list[str] = []
+    lookup = FleetIndex.lookup
+    monkeypatch.setattr(FleetIndex, "lookup", lambda self, job: looked.append(job) or lookup(self, job))
+    remembered: dict[str, Any] = {}
+    assert [job for job, _ in index.entries(remembered)] == ["a", "b", "c"] and looked == ["a", "b", "c"]
+    looked.clear()
+    assert [entry.control_area for _, entry in index.entries(remembered)] == [f"/ck/{j}.async-stream" for j in "abc"]
+    assert looked == []  # nothing rewritten: nothing read
+    index.record_active("b", "/moved/b.async-stream", "run-2")
+    index.forget("c")
+    looked.clear()
+    found = dict(index.entries(remembered))
+    assert looked == ["b"] and found["b"].control_area == "/moved/b.async-stream" and set(found) == {"a", "b"}
+    assert set(remembered) == {"a", "b"}
