@@ -121,11 +121,11 @@ class Doctors:
 
 def _summary(found: Found, at: float, doctors: Doctors | None = None) -> dict[str, Any]:
     control = ControlArea(found.control_area)
-    if not control.exists():
-        raise ControlAreaError(f"no control area at {found.control_area}")
     spec = recorded_spec(control)
     looked = check_up(control, found.checkpoint, spec=spec or {}, at=at, doctor=doctors or Doctors())
     status, deployment, events = looked.status, looked.deployment, list(looked.events)
+    if spec is None and status is None and deployment is None and not control.exists():  # on S3 a LIST: asked last
+        raise ControlAreaError(f"no control area at {found.control_area}")
     configuration = _configuration(status, deployment)
     inspection = inspect_checkpoint(found.checkpoint)
     safe = inspection.sync_restart_safe if inspection.exists else None
