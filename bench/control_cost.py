@@ -23,6 +23,7 @@ from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.state.checkpoint import latest_batch
 from airflow_async_stream.state.commits import check_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
@@ -74,15 +75,17 @@ def driver(s3: Any, rate: str, interval: float | None, window_s: float) -> dict[
     with control_area_at(checkpoint, url):
         deploy_job(spec, Holder.this_process("bench"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     control = ControlArea(url)
-    first = control.read_status()
+    deadline = time.monotonic() + 120
+    while control.read_json(ControlArea.STABLE) is None and time.monotonic() < deadline:
+        time.sleep(0.5)  # its one-time writes (the spec proven stable) before the window: a job-hour is steady
+    first = latest_batch(checkpoint, "commits") or 0  # the status is written every 10-20 s: the commits are exact
     s3.reset()
     started = time.monotonic()
     time.sleep(window_s)
     seen = s3.requests.under(f"/{s3.bucket}/{name}.async-stream/")
     seconds = time.monotonic() - started
-    last = control.read_status()
+    batches = (latest_batch(checkpoint, "commits") or 0) - first
     stop_driver(control, "measured", launcher=LocalLauncher())
-    batches = (last.batches - first.batches) if last and first else 0
     return {"batches_per_s": round(batches / seconds, 2), "window_s": round(seconds), **_per_hour(seen, seconds)}
 
 

@@ -29,7 +29,7 @@ from tests.stores import azurite, copy_tree, s3_server
 
 RUN_A = Holder("DAG run rollout/a", "rollout step")
 RUN_B = Holder("DAG run rollout/b", "deploy")
-TRIALS = 12
+TRIALS = 20
 pytestmark = pytest.mark.integration
 
 
