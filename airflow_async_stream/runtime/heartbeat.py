@@ -41,9 +41,12 @@ class StatusWrites:
     def _write(self, heartbeat: bool = False, **changes: Any) -> None:
         """Update and write the status record; writes are serialised so an older snapshot never lands last. With
         a write interval, a change (not a heartbeat) writes the progress waiting first: a reader of the status
-        finds the batches it names."""
+        finds the batches it names (a store refusing that write leaves them waiting; the status is written)."""
         if not heartbeat and self.write_interval_s > 0:
-            self.control.flush_progress()
+            try:
+                self.control.flush_progress()
+            except Exception as exc:  # noqa: BLE001 - the lines wait on; the change, a final status, must be written
+                _log.warning("progress lines wait for the next write: %s", self.redact(str(exc)))
         with self._lock:
             if heartbeat and self._stop_heartbeat.is_set():
                 return  # the final status is written (or about to be): a heartbeat must not overwrite it

@@ -154,13 +154,15 @@ def progress_event(batch_id: int, run: str = "11111111-2222-3333-4444-5555555555
 
 
 class Counted:
-    """A filesystem that counts what is asked of it (fsspec's memory filesystem underneath)."""
+    """A filesystem that counts what is asked of it (fsspec's memory filesystem underneath); ``fail``: True, or a
+    part of the paths whose writes fail."""
 
     def __init__(self, fs: Any) -> None:
-        self.fs, self.puts, self.lists, self.fail = fs, 0, 0, False
+        self.fs, self.puts, self.lists = fs, 0, 0
+        self.fail: bool | str = False
 
     def pipe_file(self, path: str, data: bytes, **kwargs: Any) -> None:
-        if self.fail:
+        if self.fail is True or (isinstance(self.fail, str) and self.fail in path):
             raise OSError("503 Slow Down")
         self.puts += 1
         self.fs.pipe_file(path, data, **kwargs)

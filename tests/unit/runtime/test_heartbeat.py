@@ -95,6 +95,18 @@ def test_without_a_write_interval_each_batch_is_written_as_it_comes(clock: Clock
     assert len(governor.control.read_progress()) == 20
 
 
+def test_the_final_status_is_written_when_the_store_refuses_the_progress(clock: Clock) -> None:
+    governor, store = _governor(INTERVAL)
+    governor._write(state=State.RUNNING)
+    governor.record_progress(progress_event(0))
+    store.fail = "/progress/"  # the store refuses the progress log's writes (503), not the status's
+    for batch in range(1, 30):
+        governor.record_progress(progress_event(batch))
+    governor._finish(State.STOPPED)
+    assert governor.control.read_status().state == State.STOPPED
+    assert governor.control.read_status().last_batch_id == 29
+
+
 @pytest.mark.parametrize(("interval", "poll"), [(0.0, 0.25), (1.0, 0.25), (5.0, 1.0), (10.0, 2.0), (60.0, 2.0)])
 def test_requests_are_read_at_most_every_two_seconds(interval: float, poll: float) -> None:
     governor, _ = _governor(interval)
