@@ -211,7 +211,9 @@ def _drivers(s3: Any, window_s: float, log: Any) -> dict[str, Any]:
 
 if __name__ == "__main__":
     import argparse
+    import os
 
+    os.environ["AIRFLOW_ASYNC_STREAM_HOME"] = tempfile.mkdtemp(prefix="bench-cost-home-")  # its jobs' names stay here
     parser = argparse.ArgumentParser()
     parser.add_argument("--window", type=float, default=60.0)
     parser.add_argument("--only", default="driver,sensor,watcher,page")

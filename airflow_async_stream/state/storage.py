@@ -12,6 +12,7 @@ a HEAD and a LIST (a LIST is billed as a PUT). With one part, a read is one GET,
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
 import uuid
@@ -32,6 +33,13 @@ __all__ = [
     "read_json_object",
     "replace_file",
 ]
+
+# Azure's client logs every request and response at INFO, S3's where it found its credentials: a watcher's
+# sweep, a task's log and `list --json`'s output (Airflow's logging writes INFO to stdout) would carry them.
+# Each is left as set where anyone set a level for it.
+for _name in ("azure.core.pipeline.policies.http_logging_policy", "aiobotocore.credentials", "botocore.credentials"):
+    if logging.getLogger(_name).level == logging.NOTSET:
+        logging.getLogger(_name).setLevel(logging.WARNING)
 
 _S3 = frozenset({"s3", "s3a", "s3n"})
 #: What Azure's client says of a missing container (s3fs says FileNotFoundError).

@@ -83,12 +83,13 @@ def test_status_inspect_doctor_and_report_read_the_job_on_the_store(copied: str,
 
 
 def test_list_and_the_pages_api_find_it_in_a_checkpoint_folder_on_the_store(
-    copied: str, monkeypatch: pytest.MonkeyPatch
+    copied: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     folder = copied.rsplit("/", 1)[0]
-    listed = _cli("list", "--json", AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS=folder)
-    assert listed.returncode == 0, listed.stderr
-    assert "clicks" in listed.stdout
+    alone = str(tmp_path / "home")  # a registry of its own: the jobs other tests of this session deployed are not here
+    listed = _cli("list", "--json", AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS=folder, AIRFLOW_ASYNC_STREAM_HOME=alone)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert [(row["name"], row["error"]) for row in json.loads(listed.stdout)] == [("clicks", None)]  # JSON alone
     from airflow_async_stream.plugin.app import list_jobs, one_job
 
     monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS", folder)
