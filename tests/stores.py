@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
+import pytest
 from werkzeug.serving import WSGIRequestHandler
 
-__all__ = ["S3Server", "Azurite", "s3_server", "azurite", "AZURITE", "copy_tree"]
+__all__ = ["S3Server", "Azurite", "s3_server", "azurite", "AZURITE", "copy_tree", "store"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Where scripts/stores.sh installs Azurite (npm's `azurite`).
@@ -206,14 +207,18 @@ class Azurite:
 
 @contextlib.contextmanager
 def _environment(env: dict[str, str]) -> Iterator[None]:
-    """Set ``env`` for this process and its children, and fsspec's config read from it at import."""
+    """Set ``env`` for this process and its children, and fsspec's config read from it at import. The clients
+    made before are dropped: adlfs reads its connection string from the environment, not from its arguments,
+    so a cached client would still reach the Azurite of an earlier test module."""
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     conf_before = {k: dict(v) for k, v in fsspec.config.conf.items()}
     fsspec.config.set_conf_env(fsspec.config.conf)
+    _forget_clients()
     try:
         yield
     finally:
+        _forget_clients()
         for key, value in before.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -221,6 +226,22 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
         fsspec.config.conf.clear()
         fsspec.config.conf.update(conf_before)
+
+
+def _forget_clients() -> None:
+    for protocol in ("s3", "abfs"):
+        fsspec.get_filesystem_class(protocol).clear_instance_cache()
+
+
+@pytest.fixture(scope="module", params=["s3", "azure"])
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Each test of a module once on moto's S3 server, once on Azurite (``indirect`` parametrizing picks one)."""
+    if request.param == "s3":
+        with s3_server() as server:
+            yield server
+    else:
+        with azurite(tmp_path_factory.mktemp("azurite")) as service:
+            yield service
 
 
 @contextlib.contextmanager

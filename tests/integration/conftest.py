@@ -18,6 +18,7 @@ from tests.integration.helpers import USER_CODE
 from tests.integration.standalone_cluster import standalone_cluster  # noqa: F401 (a fixture for the cluster tests)
 from tests.session import CHECKPOINT_ROOT
 from tests.spark_class_archive import ensure_archive, submit_opts
+from tests.stores import store  # noqa: F401 (the object-store tests' S3 server or Azurite)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.records import State, now
 from airflow_async_stream.triggers.committed_batches import CommittedBatchesTrigger
 from tests.helpers import rate_noop, until
-from tests.stores import azurite, copy_tree, s3_server
+from tests.stores import copy_tree
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -42,16 +41,6 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
     until(lambda: len(batch_ids(checkpoint, "commits")) >= 5, 90, what="five commits")
     stop_driver(ControlArea.for_checkpoint(checkpoint), "copied to object stores", launcher=LocalLauncher())
     return Path(checkpoint)
-
-
-@pytest.fixture(scope="module", params=["s3", "azure"])
-def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if request.param == "s3":
-        with s3_server() as server:
-            yield server
-    else:
-        with azurite(tmp_path_factory.mktemp("azurite")) as service:
-            yield service
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import multiprocessing
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +24,12 @@ from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State, Status, now
 from airflow_async_stream.state.requests import SwitchRequest
 from tests.helpers import make_checkpoint
-from tests.stores import azurite, copy_tree, s3_server
+from tests.stores import copy_tree
 
 RUN_A = Holder("DAG run rollout/a", "rollout step")
 RUN_B = Holder("DAG run rollout/b", "deploy")
 TRIALS = 20
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module", params=["s3", "azure"])
-def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if request.param == "s3":
-        with s3_server() as server:
-            yield server
-    else:
-        with azurite(tmp_path_factory.mktemp("azurite")) as service:
-            yield service
 
 
 def _area(store: Any) -> ControlArea:
