@@ -1,13 +1,14 @@
 """What the watcher remembers of each job between sweeps, so a sweep reads only what changed.
 
-A sweep read every fleet index entry, and every job's status, exit record, deployment, spec, restarts, what it last saw and the claim after
-it, and listed its progress log: seven reads and a list a job, every 5 s (bench/control_cost.py: $5.65 an hour
-at S3's prices for 1,000 jobs). The status says what changed: the deployment, the spec and the restarts go
-with its deployment and query run; the progress log's tail is named in it (``progress_files``), so it is read
-when the status was rewritten, from those files, with no listing. The exit record and the deployment record are
-read only while the status stands still (a driver that wrote since the last sweep was alive then; a deploy
-writes its record before its new driver writes anything). What the watcher last saw it remembers as it wrote
-it; a claim another watcher made first makes it read that again (watch.py). Jobs no longer swept are forgotten.
+A sweep read every fleet index entry, and every job's status, exit record, deployment, spec, restarts, what it
+last saw and the claim after it, and listed its progress log: seven reads and a list a job, every 5 s
+(bench/control_cost.py: $5.65 an hour at S3's prices for 1,000 jobs). The status says what changed: the
+deployment, the spec and the restarts go with its deployment and query run; the progress log's tail is named in
+it (``progress_files``), so it is read when the status was rewritten, from those files, with no listing. The exit
+and deployment records are read only while the status stands still (a driver that wrote since the last sweep was
+alive then; a deploy writes its record before its new driver writes anything). What the watcher last saw it
+remembers as it wrote it; a claim another watcher made first makes it read that again (watch.py). Jobs no longer
+swept are forgotten; a fleet index is listed once a sweep and only its rewritten entries are read (fleet.py).
 """
 
 from __future__ import annotations
