@@ -257,7 +257,7 @@ def _record(
         checkpoint=spec.checkpoint,
         control_area=control.url,
         master=master,
-        async_progress=spec.async_progress.model_dump(),
+        async_progress=spec.async_progress.model_dump(exclude={"auto"}),  # what the query runs with
         trigger=spec.trigger.model_dump(exclude_none=True),
         start_batch=resume_point(spec.checkpoint),
         deployed_at=now(),

@@ -127,7 +127,7 @@ def configuration(spec: JobSpec) -> dict[str, Any]:
     return {
         "job": spec.name,
         "checkpoint": spec.checkpoint,
-        "async_progress": spec.async_progress.model_dump(),
+        "async_progress": spec.async_progress.in_effect(),
         "trigger": {"kind": spec.trigger.kind, "interval_ms": spec.trigger.interval_ms()},
         "stateful": spec.stateful,
         **{side: _endpoint_config(endpoint) for side, endpoint in (("source", spec.source), ("sink", spec.sink))},

@@ -1,4 +1,5 @@
-"""Desired state: a folder of job spec files, one job per file, validated as a whole."""
+"""Desired state: a folder of job spec files, one job per file, validated as a whole; a field a file delegates
+to the tuner (``auto``) is desired at the value the job runs with, so a rollout never reverts the tuner."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from airflow_async_stream.exceptions import DesiredStateError, SpecError
 from airflow_async_stream.spec.folder import spec_files
 from airflow_async_stream.spec.load import deep_merge, parse_spec, read_spec_file
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.tracking import carry_tuned
 from airflow_async_stream.state.fleet import FleetIndex
 
-__all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "load_folder", "spec_files"]
+__all__ = ["ASYNC_RULE_FIELDS", "DesiredJob", "load_desired", "load_folder", "spec_files", "tuned_target"]
 
 #: Fields whose rules refuse async progress tracking: a file breaking only these wants async off.
 ASYNC_RULE_FIELDS = frozenset(
@@ -95,3 +97,15 @@ def _load_one(path: Path) -> DesiredJob:
         spec = parse_spec(deep_merge(data, {"async_progress": {"enabled": False}}), str(path))
         forced_off = tuple(f"{field}: {reason}" for field, reason in exc.problems)
         return DesiredJob(spec, path.name, forced_off, modified_at)
+
+
+def tuned_target(desired: dict[str, Any], deployed: dict[str, Any] | None) -> dict[str, Any]:
+    """The desired spec with the tuner's values of the fields it delegates (a rollout never reverts the tuner),
+    unless the file now asks for what those values cannot run with (then the file's default: async off)."""
+    carried = carry_tuned(desired, deployed)
+    if carried == desired:
+        return desired
+    try:
+        return parse_spec(carried).to_mapping()
+    except SpecError:
+        return desired

@@ -1,5 +1,7 @@
 """Compare desired and deployed state job by job; classify each difference, with the reason in words.
 
+A field the file delegates to the tuner (``auto``) is desired at the value the job runs with (desired.py).
+
 Actions: ``unchanged``, ``deploy`` (new job), ``retire`` (gone from the folder: graceful stop, checkpoint
 kept), ``update`` (the new spec replaces the running one), ``safe_disable`` (async turned off: the
 safe-disable migration; also for a synchronous job no driver runs whose checkpoint Spark cannot restart
@@ -24,7 +26,7 @@ from typing import Any
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.insight.read import change_advice
-from airflow_async_stream.rollout.desired import DesiredJob, load_folder
+from airflow_async_stream.rollout.desired import DesiredJob, load_folder, tuned_target
 from airflow_async_stream.rollout.failures import failed_before, failure_words, spec_digest
 from airflow_async_stream.rollout.item import ACTIONS, CHANGES, REAL_TIME_FOLLOW_UP, PlanItem
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
@@ -120,7 +122,7 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
         return PlanItem(
             name, "unchanged", f"{why}: listed once more, then left out of plans", leaves_plan=True, **where
         )
-    target = desired.spec.to_mapping()
+    target = tuned_target(desired.spec.to_mapping(), observed.spec if observed else None)
     # The control area the job has now (before a refused checkpoint move, the old one), else the new one's.
     control_url = observed.control_url if observed and observed.spec else control_url_for(desired.spec.checkpoint)
     item: dict[str, Any] = {"checkpoint": desired.spec.checkpoint, "control_url": control_url, "desired_spec": target}

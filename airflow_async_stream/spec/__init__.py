@@ -16,13 +16,15 @@ from airflow_async_stream.spec.load import (
     resolve_spec,
     spec_operand,
 )
-from airflow_async_stream.spec.model import AsyncProgress, JobSpec, Logs, Trigger
+from airflow_async_stream.spec.model import JobSpec, Logs, Trigger
 from airflow_async_stream.spec.rules import ASYNC_SINKS
 from airflow_async_stream.spec.schema import spec_json_schema
+from airflow_async_stream.spec.tracking import AsyncProgress, Autotune
 
 __all__ = [
     "ASYNC_SINKS",
     "AsyncProgress",
+    "Autotune",
     "JobSpec",
     "Logs",
     "Sink",

@@ -32,6 +32,7 @@ from airflow_async_stream.spec.health import Health
 from airflow_async_stream.spec.intervals import interval_ms
 from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
+from airflow_async_stream.spec.tracking import AsyncProgress, Autotune
 from airflow_async_stream.state import progress_log
 
 __all__ = ["AsyncProgress", "JobSpec", "Lineage", "Logs", "Trigger"]
@@ -87,25 +88,6 @@ class Trigger(StrictModel):
         if self.processing_time:
             return {"processingTime": self.processing_time}
         return {}
-
-
-class AsyncProgress(StrictModel):
-    """Spark's asynchronous progress tracking writer options."""
-
-    enabled: StrictBool = Field(default=False, description="asyncProgressTrackingEnabled.")
-    checkpoint_interval_ms: StrictInt = Field(
-        default=1000,
-        ge=0,
-        description="asyncProgressTrackingCheckpointIntervalMs; 0 writes offsets and commits every batch.",
-    )
-
-    def spark_options(self) -> dict[str, str]:
-        if not self.enabled:
-            return {}
-        return {
-            "asyncProgressTrackingEnabled": "true",
-            "asyncProgressTrackingCheckpointIntervalMs": str(self.checkpoint_interval_ms),
-        }
 
 
 SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
@@ -195,6 +177,11 @@ class JobSpec(StrictModel):
     )
     trigger: Trigger = Field(default_factory=Trigger)
     async_progress: AsyncProgress = Field(default_factory=AsyncProgress)
+    autotune: Autotune | None = Field(default=None, description="The bounds the tuner keeps to (`auto` fields).")
+    delivery: Literal["at_least_once", "exactly_once"] | None = Field(
+        default=None,
+        description="exactly_once: never async (a failure would re-run batches); at_least_once, the default: allows it.",
+    )
     stateful: StrictBool = Field(
         default=False, description="Declare aggregations, dedup, stream-stream joins or *GroupsWithState."
     )
@@ -273,6 +260,11 @@ class JobSpec(StrictModel):
     def restart_settings(self) -> Restart:
         """``restart`` as given, or the defaults."""
         return self.restart or Restart()
+
+    @property
+    def autotune_settings(self) -> Autotune:
+        """``autotune`` as given, or the defaults."""
+        return self.autotune or Autotune()
 
     @property
     def suspended(self) -> bool:

@@ -88,6 +88,15 @@ def _async_violations(spec: JobSpec) -> list[tuple[str, str]]:
                 f"(Spark allows only {', '.join(sorted(ASYNC_SINKS))})",
             )
         )
+    if spec.delivery == "exactly_once":
+        problems.append(
+            (
+                "delivery",
+                "exactly_once and async progress tracking exclude each other: a failure re-runs the batches since "
+                "the last durable checkpoint (up to the interval's worth); turn async_progress.enabled off or "
+                "promise at_least_once",
+            )
+        )
     if spec.stateful:
         problems.append(
             (

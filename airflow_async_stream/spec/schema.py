@@ -5,7 +5,8 @@ fields (model.py's validators, rules.py). Those JSON Schema can express are adde
 step that validates with the schema refuses what a deploy refuses: one trigger kind at most; a transform with
 exactly one of ``sql`` or ``entrypoint``; ``source`` and ``sink`` unless ``application``, which excludes
 ``source`` and ``transform``; what async progress tracking refuses (the once, available-now, continuous and
-real-time triggers, a sink other than Kafka, console, memory or noop, a stateful query); ``connection`` on Kafka
+real-time triggers, a sink other than Kafka, console, memory or noop, a stateful query, exactly-once delivery);
+``auto`` for the fields the tuner may set; ``connection`` on Kafka
 only; option and conf names that look secret; the writer options the spec owns. ``LOADER_ONLY`` names the
 rules only the loader checks (``validate`` runs them).
 """
@@ -20,6 +21,7 @@ from airflow_async_stream.spec.endpoints import RESERVED_SINK_OPTIONS
 from airflow_async_stream.spec.model import TRIGGER_KINDS, JobSpec
 from airflow_async_stream.spec.rules import ASYNC_SINKS
 from airflow_async_stream.spec.secret_options import SECRET_KEY_RE
+from airflow_async_stream.spec.tracking import AUTO, TUNABLE
 
 __all__ = ["LOADER_ONLY", "spec_json_schema"]
 
@@ -79,10 +81,20 @@ def _job_rules(schema: dict[str, Any]) -> list[dict[str, Any]]:
             "stateful": {"const": False},
         }
     }
+    exactly_once = {"required": ["delivery"], "properties": {"delivery": {"const": "exactly_once"}}}
     return [
         {"if": _absent("application"), "then": without_application, "else": with_application},
         {"if": async_on, "then": async_allows},
+        {"if": exactly_once, "then": {"not": async_on}},
     ]
+
+
+def _delegable(definition: dict[str, Any]) -> None:
+    """``enabled`` and ``checkpoint_interval_ms`` may also say ``auto`` (spec/tracking.py)."""
+    for name in TUNABLE:
+        field = definition["properties"][name]
+        kind = {key: field.pop(key) for key in ("type", "minimum") if key in field}
+        field["anyOf"] = [kind, {"const": AUTO}]
 
 
 def spec_json_schema() -> dict[str, Any]:
@@ -95,6 +107,7 @@ def spec_json_schema() -> dict[str, Any]:
         {"not": {"allOf": [_given(a), _given(b)]}} for a, b in itertools.combinations(TRIGGER_KINDS, 2)
     ]
     defs["Transform"]["oneOf"] = [_given("sql"), _given("entrypoint")]
+    _delegable(defs["AsyncProgress"])
     _endpoint_rules(defs["Source"], sink=False)
     _endpoint_rules(defs["Sink"], sink=True)
     schema["properties"]["spark_conf"]["propertyNames"] = _SECRET_NAME

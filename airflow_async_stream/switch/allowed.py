@@ -33,8 +33,8 @@ __all__ = [
 
 #: ``spark_conf`` keys that may change in place, if Spark says the key is modifiable at runtime.
 RUNTIME_CONF_PREFIX = "spark.sql."
-#: health, restart and state are read by readers and the supervisor only: the running query does not change.
-_IN_PLACE = frozenset({"async_progress", "trigger", "spark_conf", "health", "restart", "state"})
+#: health, restart, state, autotune and delivery are read by readers and the supervisor only: the running query does not change.
+_IN_PLACE = frozenset({"async_progress", "trigger", "spark_conf", "health", "restart", "state", "autotune", "delivery"})
 _WHY = {
     "name": "another name is another job: deploy it",
     "checkpoint": "another checkpoint is another job: deploy it",
@@ -106,7 +106,7 @@ def runtime_conf_changes(current: JobSpec, new: JobSpec) -> tuple[dict[str, str]
 def configuration_of(spec: JobSpec) -> dict[str, Any]:
     """What a query was started with that a switch may change: recorded with every batch and switch."""
     return {
-        "async_progress": spec.async_progress.model_dump(),
+        "async_progress": spec.async_progress.in_effect(),
         "trigger": spec.trigger.model_dump(exclude_none=True),
     }
 

@@ -32,7 +32,7 @@ def _group(**kwargs: Any) -> dict[str, Any]:
 
 def test_each_step_deploys_the_spec_it_names() -> None:
     job = parse_spec(SPEC)
-    assert at_interval_0(job).async_progress.model_dump() == {"enabled": True, "checkpoint_interval_ms": 0}
+    assert at_interval_0(job).async_progress.in_effect() == {"enabled": True, "checkpoint_interval_ms": 0}
     sync = synchronous(job, {"spark_conf": {"spark.sql.shuffle.partitions": "4"}})
     assert sync.async_progress.enabled is False
     assert sync.spark_conf == {"spark.sql.shuffle.partitions": "4"}

@@ -120,6 +120,34 @@ def test_turning_async_off_goes_through_safe_disable() -> None:
     assert item.diff["async_progress.enabled"] == {"from": True, "to": False}
 
 
+TUNED = {
+    "async_progress": {"enabled": True, "checkpoint_interval_ms": 300, "auto": ["enabled", "checkpoint_interval_ms"]}
+}
+
+
+def test_a_rollout_keeps_what_the_tuner_set_for_a_delegated_field() -> None:
+    item = plan_job(
+        "job", desired(async_progress={"enabled": "auto", "checkpoint_interval_ms": "auto"}), observed(**TUNED)
+    )
+    assert item.action == "unchanged", item.reason
+    assert item.desired_spec["async_progress"]["checkpoint_interval_ms"] == 300
+
+
+def test_a_rollout_sets_a_pinned_field_over_the_tuner() -> None:
+    pinned_interval = {"async_progress": {"enabled": "auto", "checkpoint_interval_ms": 2000}}
+    item = plan_job("job", desired(**pinned_interval), observed(**TUNED))
+    assert item.action == "update", item.reason
+    assert item.diff["async_progress.checkpoint_interval_ms"] == {"from": 300, "to": 2000}
+    off = plan_job("job", desired(async_progress={"enabled": False}), observed(**TUNED))
+    assert off.action == "safe_disable" and off.diff["async_progress.enabled"] == {"from": True, "to": False}
+
+
+def test_a_tuned_on_job_whose_file_now_promises_exactly_once_goes_off_through_the_migration() -> None:
+    item = plan_job("job", desired(async_progress={"enabled": "auto"}, delivery="exactly_once"), observed(**TUNED))
+    assert item.action == "safe_disable", item.reason
+    assert item.desired_spec["async_progress"]["enabled"] is False
+
+
 @pytest.mark.parametrize(
     ("deployed", "wanted", "needle"),
     [
