@@ -31,3 +31,22 @@ def gated(spark, source_df):
         return value
 
     return source_df.withColumn("value", wait_at_gate("value"))
+
+
+def slowed(spark, source_df):
+    """Each partition of each batch waits the milliseconds written in the file SLOW_BATCH_FILE names (none while
+    it is missing or empty): a batch made long, or a regression a test injects at the moment it picks."""
+    import os
+    import time
+
+    path = os.environ["SLOW_BATCH_FILE"]
+
+    def wait(batches):
+        try:
+            with open(path) as said:
+                time.sleep(float(said.read().strip() or 0) / 1000)
+        except FileNotFoundError:
+            pass
+        yield from batches
+
+    return source_df.mapInArrow(wait, source_df.schema)

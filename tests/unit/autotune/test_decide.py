@@ -1,0 +1,124 @@
+"""The tuner's decisions from measured windows (no Spark: progress events as the driver records them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_async_stream.autotune.decide import decide
+from airflow_async_stream.autotune.look import Act, Look, interval_for
+from airflow_async_stream.autotune.measure import measure
+from airflow_async_stream.autotune.record import Trial, Tuning
+from airflow_async_stream.spec.load import parse_spec
+from tests.helpers import rate_noop
+from tests.unit.helpers import batch_events, configuration
+
+T0 = 1_800_000_000.0
+AUTO = {"enabled": "auto", "checkpoint_interval_ms": "auto"}
+BOUNDS = {"measure_batches": 10, "at_most_every": "1 hour", "min_saving": 0.2, "max_rerun_seconds": 5}
+
+
+def spec(async_progress: dict[str, Any] | None = None, **changes: Any) -> Any:
+    return parse_spec(rate_noop(trigger={"processing_time": "100 milliseconds"}, autotune=BOUNDS,
+                                async_progress=async_progress or AUTO, **changes))  # fmt: skip
+
+
+def look(events: list[dict[str, Any]], conf: dict[str, Any], tuning: Tuning | None = None, **changes: Any) -> Look:
+    return Look(spec(**changes), "d1", conf, events, tuning or Tuning(), T0 + 1000, None)
+
+
+def sync_batches(latency: float, managed: float, n: int = 12, **kw: Any) -> list[dict[str, Any]]:
+    return batch_events([latency] * n, [managed] * n, start=T0, every_s=1.0, conf=configuration(False), **kw)
+
+
+def test_a_window_leaves_out_each_query_start_and_counts_each_batch_once() -> None:
+    events = sync_batches(200, 120, n=5) + sync_batches(200, 120, n=5, first_batch=4, run="r2")
+    window, seen = measure(events, deployment_id="d1", wanted=configuration(False), batches=3)
+    assert seen == 7  # ids 0-8; 0 and 4 (in its second run) start a query; 4's re-run counts once
+    assert window is not None and (window.first_batch, window.last_batch) == (6, 8)
+
+
+def test_too_few_synchronous_batches_waits_for_a_baseline() -> None:
+    step = decide(look(sync_batches(200, 120, n=6), configuration(False)))
+    assert step.act == Act.WAIT and "5 of 10" in step.reason
+
+
+def test_offset_management_worth_it_turns_async_on_at_the_computed_interval() -> None:
+    step = decide(look(sync_batches(200, 120), configuration(False)))
+    assert step.act == Act.TRY and step.trial == "on", step.reason
+    assert step.to == {"enabled": True, "checkpoint_interval_ms": 0}  # 1 write/s x 120 ms: 12 % busy
+    assert "60% of a synchronous batch" in step.reason and "a failure re-runs" in step.reason
+
+
+def test_writes_that_could_not_keep_up_at_every_batch_get_an_interval_within_the_rerun_bound() -> None:
+    assert interval_for(120, batches_per_s=8, bound_ms=5000) == 300  # 2 x 120 ms, rounded up
+    assert interval_for(4000, batches_per_s=8, bound_ms=5000) == 5000  # never above the bound
+    assert interval_for(120, batches_per_s=1, bound_ms=5000, at_least=800) == 800
+
+
+def test_a_small_share_leaves_the_job_synchronous() -> None:
+    step = decide(look(sync_batches(900, 40), configuration(False)))
+    assert step.act == Act.NOTHING and step.reason.startswith("left synchronous"), step.reason
+
+
+def test_pinned_fields_are_never_touched() -> None:
+    step = decide(look(sync_batches(200, 120), configuration(False), async_progress={"enabled": False}))
+    assert step.act == Act.SKIP and "pins" in step.reason
+
+
+def test_exactly_once_or_a_sink_async_refuses_keeps_it_off() -> None:
+    once = decide(look(sync_batches(200, 120), configuration(False), delivery="exactly_once"))
+    assert once.act == Act.NOTHING and "delivery" in once.reason
+    parquet = {"format": "parquet", "options": {"path": "/out"}}
+    assert "sink.format" in decide(look(sync_batches(200, 120), configuration(False), sink=parquet)).reason
+
+
+def test_async_on_without_a_baseline_is_sampled_through_the_migration() -> None:
+    events = batch_events([80] * 12, [5] * 12, start=T0, conf=configuration(True, 0))
+    step = decide(look(events, configuration(True, 0)))
+    assert step.act == Act.SAMPLE and step.to == {"enabled": False, "checkpoint_interval_ms": 0}
+
+
+def on_trial(base_latency: float = 200) -> Tuning:
+    base, _ = measure(sync_batches(base_latency, 120), deployment_id="d1", wanted=configuration(False), batches=10)
+    assert base is not None
+    trial = Trial(kind="on", at=T0 + 100, deployment_id="d1", before=configuration(False),
+                  configuration=configuration(True, 0), baseline=base.to_json())  # fmt: skip
+    return Tuning(trial=trial, last_trial_at=T0 + 99)
+
+
+def async_batches(latency: float, n: int = 12, interval: int = 0, every_s: float = 1.0) -> list[dict[str, Any]]:
+    return batch_events([latency] * n, [3] * n, start=T0 + 101, every_s=every_s, first_batch=100, run="r2",
+                        conf=configuration(True, interval))  # fmt: skip
+
+
+def test_a_trial_that_saves_enough_is_kept() -> None:
+    step = decide(look(sync_batches(200, 120) + async_batches(80), configuration(True, 0), on_trial()))
+    assert step.act == Act.KEEP and step.saving == 0.6, step.reason
+
+
+def test_a_trial_that_saves_too_little_is_reverted_through_the_migration() -> None:
+    step = decide(look(sync_batches(200, 120) + async_batches(190), configuration(True, 0), on_trial()))
+    assert step.act == Act.REVERT and "safe-disable migration" in step.reason, step.reason
+    assert step.to == {"enabled": False, "checkpoint_interval_ms": 0}
+
+
+def test_a_trial_whose_writes_build_a_backlog_raises_the_interval_once() -> None:
+    fast = async_batches(190, n=40, every_s=0.125)  # 8 batches/s x 120 ms durable writes at interval 0
+    step = decide(look(sync_batches(200, 120) + fast, configuration(True, 0), on_trial()))
+    assert step.act == Act.RETUNE and step.to == {"enabled": True, "checkpoint_interval_ms": 300}, step.reason
+
+
+def test_a_trial_is_measured_before_it_is_judged() -> None:
+    step = decide(look(sync_batches(200, 120) + async_batches(80, n=5), configuration(True, 0), on_trial()))
+    assert step.act == Act.WAIT and "4 of 10" in step.reason
+
+
+def test_a_change_by_someone_else_during_a_trial_aborts_it_without_a_change() -> None:
+    step = decide(look(sync_batches(200, 120) + async_batches(80), configuration(True, 3000), on_trial()))
+    assert step.act == Act.ABORT and step.to is None
+
+
+def test_a_new_trial_waits_at_most_every() -> None:
+    tuning = Tuning(last_trial_at=T0 + 500)
+    step = decide(look(sync_batches(200, 120), configuration(False), tuning))
+    assert step.act == Act.WAIT and "at_most_every" in step.reason
