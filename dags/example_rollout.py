@@ -8,18 +8,21 @@ The folder's `_fleet.yaml` names the fleet index (the jobs these rollouts deploy
 so a job whose file is removed is retired from whichever worker runs the rollout. Try
 `airflow-async-stream plan dags/desired` to see the plan without applying it. `example_supervise` keeps the
 same jobs alive between rollouts: its watcher runs in the triggerer, and a job that crashes is restarted as
-its file's `restart` policy says (README: Keeping jobs alive).
+its file's `restart` policy says (README: Keeping jobs alive). `example_autotune` takes one tuning step every
+five minutes for each job whose file writes `auto` for an async field (README: Letting it tune itself).
 """
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
-from airflow_async_stream.factories import rollout_dag, supervise_dag, toggle_off_dag
+from airflow_async_stream.factories import autotune_dag, rollout_dag, supervise_dag, toggle_off_dag
 
 DESIRED = os.environ.get("ASYNC_STREAM_DESIRED_DIR", str(Path(__file__).parent / "desired"))
 
 rollout_dag(DESIRED, dag_id="example_rollout", schedule="@hourly", max_parallel=2)
 toggle_off_dag(DESIRED, dag_id="example_toggle_off", schedule="@daily", max_parallel=2)
 supervise_dag(DESIRED, dag_id="example_supervise")
+autotune_dag(DESIRED, dag_id="example_autotune", schedule=timedelta(minutes=5))

@@ -101,18 +101,18 @@ def tune_job(control: ControlArea, holder: Holder, settings: TuneSettings, log: 
     step = decide(look)
     if not _records(step, look):
         log.info("%s: %s: %s", look.spec.name, step.act, step.reason)
-        return _tuned(look, step)
+        return _tuned(control, look, step)
     ttl = migration_hold_ttl_s(settings.deploy, settings.wait_timeout_s, waits=2)
     try:
         with held(control, holder, ttl) as grant:
             look = look_at(control, settings) or look  # decided again from what is read under the hold
             step = decide(look)
             if not _records(step, look):
-                return _tuned(look, step)
+                return _tuned(control, look, step)
             log.info("%s: %s: %s", look.spec.name, step.act, step.reason)
             switches, error = _act(control, holder, settings, look, step, log) if step.act in CHANGES else (0, None)
             write_tuning(control, grant, _recorded(read_tuning(control), look, step, switches, error))
-            return _tuned(look, step, switches, error)
+            return _tuned(control, look, step, switches, error)
     except JobHeldError as exc:
         log.info("%s: %s", look.spec.name, exc)
         return Tuned(look.spec.name, control.url, str(Act.HELD), f"{exc}: looked at again when the hold ends")
@@ -128,8 +128,8 @@ def _records(step: Step, look: Look) -> bool:
     )
 
 
-def _tuned(look: Look, step: Step, switches: int = 0, error: str | None = None) -> Tuned:
-    return Tuned(look.spec.name, "", str(step.act), step.reason, step.to, step.saving, switches, error)
+def _tuned(control: ControlArea, look: Look, step: Step, switches: int = 0, error: str | None = None) -> Tuned:
+    return Tuned(look.spec.name, control.url, str(step.act), step.reason, step.to, step.saving, switches, error)
 
 
 def _target(spec: JobSpec, to: dict[str, Any]) -> JobSpec:

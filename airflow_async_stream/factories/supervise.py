@@ -28,7 +28,7 @@ __all__ = ["supervise_dag"]
 Callback = Callable[..., Any] | list[Callable[..., Any]]
 
 
-def _fleet_indexes(folder_or_index: str | Path | None) -> list[str]:
+def fleet_indexes_of(folder_or_index: str | Path | None) -> list[str]:
     """A desired-state folder's fleet index (its ``_fleet.yaml``), or the fleet index URL given."""
     if folder_or_index is None:
         return []
@@ -59,7 +59,7 @@ def supervise_dag(
     ``on_alert`` (a notifier, a callable or a list of them) is the supervisor task's ``on_failure_callback``:
     the task fails with one line per job that needs a person, once per incident. ``on_recovery`` is the
     ``on_success_callback`` of the ``recovered`` task, which succeeds once per recovery of such a job."""
-    fleet_indexes = _fleet_indexes(folder_or_index)
+    fleet_indexes = fleet_indexes_of(folder_or_index)
     folders = [f if "://" in f else os.path.abspath(f) for f in checkpoint_folders or []]
     if not fleet_indexes and not folders:
         raise ValueError("supervise_dag: give a desired-state folder or fleet index, or checkpoint_folders")

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from airflow_async_stream.autotune.decide import decide
 from airflow_async_stream.autotune.look import Act
 from airflow_async_stream.autotune.record import read_tuning
-from airflow_async_stream.autotune.tune import Tuned, TuneSettings, tune_job, tune_until_settled
+from airflow_async_stream.autotune.tune import Tuned, TuneSettings, look_at, tune_job, tune_until_settled
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.spec.load import deep_merge, parse_spec
@@ -24,6 +25,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.switch.request import running_spec, switch_in_place
 from tests.helpers import rate_noop, until
+from tests.integration.helpers import run_dag, write_dag, xcom
 
 pytestmark = pytest.mark.integration
 TUNER = Holder.this_process("autotune")
@@ -137,3 +139,23 @@ def test_long_batches_are_left_synchronous_after_the_migration_and_pinned_is_nev
     assert skipped.act == "skip" and "pins" in skipped.reason
     assert len(read_tuning(control).decisions) == decisions
     assert _running_async(control) == {"enabled": True, "checkpoint_interval_ms": 1000}
+
+
+def test_the_autotune_dag_takes_a_step_for_each_job_of_its_folder(
+    airflow_db: None, checkpoint_dir: str, slow_file: Path
+) -> None:
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deploy_job(_job(checkpoint_dir, {"enabled": "auto", "checkpoint_interval_ms": "auto"}), TUNER, DEPLOY)
+    until(lambda: decide(look_at(control, SETTINGS)).act == "try", 120, what="a synchronous baseline", every_s=0.5)
+    folder = str(Path(checkpoint_dir).parent)
+    path = write_dag("autotune_fleet", f"""
+        from airflow_async_stream.factories import autotune_dag
+        autotune_dag(checkpoint_folders=[{folder!r}], dag_id="autotune_fleet", schedule=None)
+    """)  # fmt: skip
+    run = run_dag(path, "autotune_fleet")
+    assert run.state == "success"
+    [step] = [s for s in xcom(run, "autotune") if s["control_url"] == control.url]
+    assert step["act"] == "try" and step["switches"] == 1, step
+    assert _running_async(control)["enabled"] is True
+    trial = read_tuning(control).trial
+    assert trial is not None and trial.kind == "on"
