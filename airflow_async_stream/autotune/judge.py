@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from airflow_async_stream.autotune.look import MAX_TRIAL_CHANGES, Act, Look, Step, current, running
 from airflow_async_stream.autotune.measure import Window, matches
-from airflow_async_stream.autotune.record import Trial
 from airflow_async_stream.autotune.settle import raise_interval, revert, turn_on
 from airflow_async_stream.insight.groups import describe
+from airflow_async_stream.state.tuning import Trial
 
 __all__ = ["judge"]
 

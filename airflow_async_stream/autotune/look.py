@@ -11,10 +11,10 @@ from enum import StrEnum
 from typing import Any
 
 from airflow_async_stream.autotune.measure import Window, measure
-from airflow_async_stream.autotune.record import Trial, Tuning
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state.tuning import Trial, Tuning
 
 __all__ = [
     "CHANGES",

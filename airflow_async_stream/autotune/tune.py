@@ -1,7 +1,7 @@
 """One job's tuning step: look (the spec its driver runs, its health, its recent batches, the tuner's record),
 decide (decide.py), and act under the job's hold, fenced, so it never fights a person, a rollout, a migration or
 the supervisor: a switch in place, or the safe-disable migration in place for turning async off. Every change
-and every verdict that ends a trial is recorded (record.py); waiting is not.
+and every verdict that ends a trial is recorded (state/tuning.py); waiting is not.
 
 The decision is made again from what is read under the hold: a second run for the same step finds it done.
 """
@@ -15,7 +15,6 @@ from typing import Any
 
 from airflow_async_stream.autotune.decide import decide
 from airflow_async_stream.autotune.look import CHANGES, Act, Look, Step, configured, spec_key
-from airflow_async_stream.autotune.record import Trial, Tuning, read_tuning, write_tuning
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, NotSwitchableError
 from airflow_async_stream.insight.checkup import check_up
@@ -28,6 +27,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held
 from airflow_async_stream.state.records import SUFFIX
+from airflow_async_stream.state.tuning import Trial, Tuning, read_tuning, write_tuning
 from airflow_async_stream.switch.request import not_running, running_spec, switch_in_place, why_not_in_place
 from airflow_async_stream.waits import Log
 

@@ -111,6 +111,30 @@ def _print_report(data: dict[str, Any]) -> None:
                 f"  {_when(c['at'])}  batch {c['batch_id']}  {c['kind']}: {describe(c['from'])} -> {describe(c['to'])}"
             )
     _print_advice(data["advice"])
+    _print_autotune(data.get("autotune"))
+
+
+def _print_autotune(tuned: dict[str, Any] | None) -> None:
+    """The tuner's configuration against the synchronous baseline, and its newest decisions."""
+    if not tuned:
+        return
+    n, trial = tuned["switches"], tuned["trial"]
+    print(
+        f"autotune     {n} switch{'es' if n != 1 else ''} in all" + (f"; a trial under way: {trial}" if trial else "")
+    )
+    measured = tuned.get("measured") or {}
+    before, after = measured.get("before"), measured.get("after")
+    if before:
+        print(
+            f"  baseline   {describe(before['configuration'])}: p50 {_ms(before['p50_ms'])} ms over {before['batches']} batches"
+        )
+    if after:
+        saving = f", saving {_share(measured.get('saving'))}" if measured.get("saving") is not None else ""
+        print(
+            f"  tuned      {describe(after['configuration'])}: p50 {_ms(after['p50_ms'])} ms over {after['batches']} batches{saving}"
+        )
+    for decision in tuned["decisions"]:
+        print(f"  {_when(decision['at'])}  {decision['act']}: {decision['reason']}")
 
 
 def _print_advice(advice: list[dict[str, Any]]) -> None:

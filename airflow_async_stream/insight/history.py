@@ -92,8 +92,13 @@ def last_migration(control: ControlArea, runs: dict[str, Any], report: Report) -
     }
 
 
-def history(changes: list[dict[str, Any]], incidents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A job's deployments and switches (from its batches) and its incidents, newest first, each in words."""
+def history(
+    changes: list[dict[str, Any]],
+    incidents: list[dict[str, Any]],
+    decisions: list[dict[str, Any]] = (),  # type: ignore[assignment]
+) -> list[dict[str, Any]]:
+    """A job's deployments and switches (from its batches), its incidents and the tuner's decisions, newest
+    first, each in words."""
     found = [
         {"at": c["at"], "kind": c["kind"],
          "text": f"batch {c['batch_id']}: " + c["summary"].split(": ", 1)[-1]
@@ -105,4 +110,7 @@ def history(changes: list[dict[str, Any]], incidents: list[dict[str, Any]]) -> l
         at = i.get("since") if i["kind"] in ("crash", "failed_start") and i.get("since") else i["at"]  # when it ended
         found.append({"at": at, "kind": i["kind"], "text": f"{text}" + (f"; cure: {i['cure']}" if i.get("cure") else ""),
                       "deployment_id": i.get("deployment_id"), "incident": True})  # fmt: skip
+    for d in decisions:
+        found.append({"at": d.get("at"), "kind": "autotune", "text": f"{d.get('act')}: {d.get('reason')}"
+                      + (f" ({d['error']})" if d.get("error") else "")})  # fmt: skip
     return sorted(found, key=lambda entry: -float(entry["at"] or 0))

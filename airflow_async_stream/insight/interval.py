@@ -34,6 +34,8 @@ def interval_of(report: Report) -> int:
 
 
 def rerun_cost(rows_per_s: float | None, interval_ms: int) -> str:
+    if interval_ms <= 0:
+        return "little more than the batch in flight (every batch's offsets are written)"
     rows = f", about {rows_per_s * interval_ms / 1000:,.0f} rows at {rows_per_s:,.0f} rows/s" if rows_per_s else ""
     return f"up to {interval_ms} ms of input{rows}"
 

@@ -223,5 +223,6 @@ def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
         "series": series,
         "changes": changes,
         "incidents": incidents,
-        "history": history(changes, incidents),
+        "autotune": data["autotune"],
+        "history": history(changes, incidents, (data["autotune"] or {}).get("decisions") or []),
     }

@@ -13,6 +13,7 @@ from airflow_async_stream.insight.report import Report, build_report
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.tuning import read_tuning
 
 __all__ = ["ADVISED", "change_advice", "job_report", "recorded_spec"]
 
@@ -72,6 +73,7 @@ def job_report(
         durable_offset=inspection.latest_offset,
     )
     report.advice = advise(report, spec, limits)
+    report.autotune = read_tuning(control).summary()
     return report
 
 

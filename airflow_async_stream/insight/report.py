@@ -31,6 +31,8 @@ class Report:
     advice: list[dict[str, Any]] = field(default_factory=list)
     #: Events the report could not read (no timestamp, a batch id that is not a number): counted, not fatal.
     skipped: int = 0
+    #: What the tuner decided (state/tuning.py's summary), for a job it tunes.
+    autotune: dict[str, Any] | None = None
 
     @property
     def named(self) -> str:
@@ -132,6 +134,7 @@ class Report:
             "at_risk": self.at_risk(),
             "state": self.state(),
             "advice": self.advice,
+            "autotune": self.autotune,
             "skipped_events": self.skipped,
         }
 

@@ -20,7 +20,7 @@ Layout of ``<checkpoint>.async-stream/``:
 ``incidents.jsonl``    crashes, failed starts and changes, stalls and recoveries, one JSON line each (incidents.py)
 ``stopped.json``       a stop on purpose: a person's, or its file's suspend (stopped.py)
 ``supervision.json``   the supervisor's restarts; ``watch.json``: the health its watcher last saw (supervise/)
-``autotune.json``      the tuner's trial under way and its decisions (autotune/record.py)
+``autotune.json``      the tuner's trial under way and its decisions (tuning.py)
 
 Both the driver and Airflow reach it through fsspec, so it works wherever the checkpoint lives.
 """

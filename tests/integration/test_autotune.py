@@ -14,7 +14,6 @@ import pytest
 
 from airflow_async_stream.autotune.decide import decide
 from airflow_async_stream.autotune.look import Act
-from airflow_async_stream.autotune.record import read_tuning
 from airflow_async_stream.autotune.tune import Tuned, TuneSettings, look_at, tune_job, tune_until_settled
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
@@ -23,6 +22,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.tuning import read_tuning
 from airflow_async_stream.switch.request import running_spec, switch_in_place
 from tests.helpers import rate_noop, until
 from tests.integration.helpers import run_dag, write_dag, xcom

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from airflow_async_stream.autotune.tune import TuneSettings, tune_until_settled
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.exceptions import DriverFailedError
@@ -69,10 +70,16 @@ def _failing_job(folder: Path) -> ControlArea:
 
 
 def _busy_job(folder: Path) -> ControlArea:
-    """``views``: rate -> noop, left running batch after batch: healthy on the page."""
-    spec = parse_spec(rate_noop("views", str(folder / "views"), rows=50, trigger={"processing_time": "500 milliseconds"}))  # fmt: skip
-    deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
-    return ControlArea.for_checkpoint(spec.checkpoint)
+    """``views``: rate -> noop, left running batch after batch: healthy on the page; its async delegated to the
+    tuner (interval pinned at 0), which measured it, decided and acted before the page is looked at."""
+    spec = parse_spec(rate_noop("views", str(folder / "views"), rows=50, trigger={"processing_time": "500 milliseconds"},
+                                async_progress={"enabled": "auto", "checkpoint_interval_ms": 0},
+                                autotune={"measure_batches": 5, "at_most_every": "0 seconds"}))  # fmt: skip
+    deploy = DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180)
+    deploy_job(spec, Holder.this_process("test"), deploy)
+    control = ControlArea.for_checkpoint(spec.checkpoint)
+    tune_until_settled(control, Holder.this_process("autotune"), TuneSettings(deploy=deploy), timeout_s=180, poll_s=0.5)
+    return control
 
 
 def _real_job(folder: Path) -> ControlArea:
@@ -263,6 +270,14 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         assert "failed to start" in facts and "Diagnosis" in facts and "validate --analyze" in facts, facts
         assert "failed start of" in page.locator("ol.history").inner_text()
         page.screenshot(path=str(out / "job-failed.png"), full_page=True)
+
+        page.goto(f"{base}/async-stream/")
+        page.click("tr[data-job=views] a")
+        page.locator("ol.history li").first.wait_for(timeout=30_000)
+        facts = page.locator("dl").inner_text()
+        assert "Autotune" in facts and "switch(es) in all" in facts and "sync p50" in facts, facts
+        assert "autotune: try: turn async progress tracking on at 0 ms" in page.locator("ol.history").inner_text()
+        page.screenshot(path=str(out / "job-autotune.png"), full_page=True)
 
         page.goto(f"{base}/plugin/async-stream")  # the page in Airflow's own UI, under its navigation
         frame = page.frame_locator("iframe")

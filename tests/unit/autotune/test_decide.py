@@ -7,8 +7,8 @@ from typing import Any
 from airflow_async_stream.autotune.decide import decide
 from airflow_async_stream.autotune.look import Act, Look, interval_for
 from airflow_async_stream.autotune.measure import measure
-from airflow_async_stream.autotune.record import Trial, Tuning
 from airflow_async_stream.spec.load import parse_spec
+from airflow_async_stream.state.tuning import Trial, Tuning
 from tests.helpers import rate_noop
 from tests.unit.helpers import batch_events, configuration
 

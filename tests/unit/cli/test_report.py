@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from airflow_async_stream.autotune.measure import measure
 from airflow_async_stream.cli.commands import main
 from airflow_async_stream.cli.report import parse_duration
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.tuning import AUTOTUNE, Tuning
 from tests.unit.helpers import batch_events, configuration, gapped_checkpoint
 
 #: An application's driver builds its query itself: its events carry no configuration (deployment.json has it).
@@ -59,6 +61,31 @@ def test_json_carries_the_promised_keys(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0
     assert (data["p50_ms"], data["p99_ms"], data["offset_management_share"], data["batches"]) == (80.0, 80.0, 0.6, 50)
     assert data["at_risk"] == {"durable_batch": 7, "batches": 20, "rows": 2000}
+
+
+def test_the_report_shows_what_the_tuner_settled_on_against_its_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = job_with_a_switch(tmp_path)
+    control = ControlArea.for_checkpoint(checkpoint)
+    events = control.read_progress()
+    before, _ = measure(events, deployment_id="d1", wanted=configuration(False), batches=20)
+    after, _ = measure(events, deployment_id="d1", wanted=configuration(True, 3000), batches=10)
+    assert before is not None and after is not None
+    windows = {"before": before.to_json(), "after": after.to_json()}
+    tuning = Tuning().with_decision({"at": after.started, "act": "try", "reason": "turn async progress tracking on",
+                                     "switches": 1, "before": before.to_json()})  # fmt: skip
+    tuning = tuning.with_decision({"at": after.ended, "act": "keep", "reason": "kept async at 3000 ms", "switches": 0,
+                                   "saving": 0.6} | windows)  # fmt: skip
+    control.write_json(AUTOTUNE, tuning.to_json())
+    code, out, _ = report(capsys, checkpoint)
+    assert code == 0
+    assert "autotune     1 switch in all" in out
+    assert "baseline   sync, trigger 100 milliseconds: p50 200 ms over 20 batches" in out
+    assert "tuned      async 3000 ms, trigger 100 milliseconds: p50 80 ms over 10 batches, saving 60%" in out
+    assert "keep: kept async at 3000 ms" in out.splitlines()[-1]
+    data = json.loads(report(capsys, checkpoint, "--json")[1])
+    assert data["autotune"]["measured"]["saving"] == 0.6 and data["autotune"]["trial"] is None
 
 
 def test_a_limit_on_re_run_rows_turns_into_advice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_async_stream.insight.history import last_migration
+from airflow_async_stream.insight.history import history, last_migration
 from airflow_async_stream.insight.report import build_report
 from airflow_async_stream.state.control import ControlArea
 from tests.unit.helpers import batch_events, configuration
@@ -53,3 +53,15 @@ def test_a_migration_counts_only_its_own_changes_not_later_switches(tmp_path: Pa
     assert (found["changes"], found["pause_s"]) == (2, 2.81)
     took_hold = {**RUNS, "deploy": {"dag_id": "d", "run_id": "r8", "at": START + 12}}  # another run, mid-way
     assert last_migration(control, took_hold, build_report(_migrated()))["changes"] == 1
+
+
+def test_the_tuner_s_decisions_are_in_the_history_in_words_newest_first() -> None:
+    decisions = [{"at": 10.0, "act": "try", "reason": "turn async progress tracking on at 0 ms"},
+                 {"at": 20.0, "act": "revert", "reason": "turn async off", "error": "the gate said no"}]  # fmt: skip
+    incident = {"at": 15.0, "kind": "stall", "error": "no batch"}
+    found = history([], [incident], decisions)
+    assert [(e["kind"], e["text"]) for e in found] == [
+        ("autotune", "revert: turn async off (the gate said no)"),
+        ("stall", "no batch"),
+        ("autotune", "try: turn async progress tracking on at 0 ms"),
+    ]

@@ -1,4 +1,4 @@
-"""``autotune.json``: the tuner's record of one job (the trial under way, when the last began, every decision,
+"""``autotune.json``: the tuner's record of one job (autotune/) (the trial under way, when the last began, every decision,
 newest last and capped), so every worker, the next run, ``report`` and the page read the same."""
 
 from __future__ import annotations
@@ -59,6 +59,21 @@ class Tuning(Record):
     @property
     def last(self) -> dict[str, Any] | None:
         return self.decisions[-1] if self.decisions else None
+
+    def summary(self, newest: int = 10) -> dict[str, Any] | None:
+        """What ``report`` and the page say of the tuner (None when it never decided anything): the newest
+        measured decision (the configuration it settled on against the synchronous baseline), the trial under
+        way, the switches it made in all, its newest decisions."""
+        if not self.decisions and self.trial is None:
+            return None
+        measured = next((d for d in reversed(self.decisions) if d.get("before") or d.get("after")), None)
+        return {
+            "trial": self.trial.kind if self.trial else None,
+            "last": self.last,
+            "measured": measured,
+            "switches": sum(int(d.get("switches") or 0) for d in self.decisions),
+            "decisions": self.decisions[-newest:],
+        }
 
 
 def read_tuning(control: ControlArea) -> Tuning:
