@@ -1,17 +1,22 @@
 """The tuner's step while a trial is under way: abort when someone else changed the job, wait for its window,
-then keep it, raise the interval once, or go back (decide.py has the reasoning)."""
+then keep it (after one probe of the longest interval allowed), raise the interval once, or go back (decide.py
+has the reasoning)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from airflow_async_stream.autotune.look import MAX_TRIAL_CHANGES, Act, Look, Step, current, running
+from airflow_async_stream.autotune.look import MAX_TRIAL_CHANGES, Act, Look, Step, bound_ms, current, running
 from airflow_async_stream.autotune.measure import Window, matches
 from airflow_async_stream.autotune.settle import raise_interval, revert, turn_on
 from airflow_async_stream.insight.groups import describe
 from airflow_async_stream.state.tuning import Trial
 
-__all__ = ["judge"]
+__all__ = ["PROBE_GAIN", "judge"]
+
+#: How much further p50 must fall at the longest interval allowed to keep it over the shorter one (whose
+#: failure re-runs less).
+PROBE_GAIN = 0.10
 
 
 def judge(look: Look, trial: Trial) -> Step:
@@ -26,16 +31,17 @@ def judge(look: Look, trial: Trial) -> Step:
         return Step(Act.WAIT, f"measuring {describe(trial.configuration)}: {seen} of {n} batches")
     if trial.kind == "sample":
         return turn_on(look, window)
-    if trial.baseline is None:
+    if trial.kind == "probe" or trial.baseline is None:
         return _against_previous(look, trial, window)
     base = Window(**trial.baseline)
     saving = 1 - window.p50_ms / base.p50_ms
     minimum = look.spec.autotune_settings.min_saving
     if saving >= minimum:
         interval = running(look)["checkpoint_interval_ms"]
-        return Step(Act.KEEP, f"kept async at {interval} ms: it saves {saving:.0%} of p50 against synchronous "
+        kept = Step(Act.KEEP, f"kept async at {interval} ms: it saves {saving:.0%} of p50 against synchronous "
                     f"({window.p50_ms:.0f} against {base.p50_ms:.0f} ms), at least autotune.min_saving {minimum:.0%}",
                     before=base, after=window, saving=saving)  # fmt: skip
+        return _probe(look, trial, kept) or kept
     if look.spec.async_progress.delegated("checkpoint_interval_ms") and trial.changes < MAX_TRIAL_CHANGES - 1:
         higher = raise_interval(look, base, window)
         if higher is not None:
@@ -45,15 +51,38 @@ def judge(look: Look, trial: Trial) -> Step:
     return _back(look, trial, f"it saves {saving:.0%} of p50 against synchronous, under autotune.min_saving", window)
 
 
+def _probe(look: Look, trial: Trial, kept: Step) -> Step | None:
+    """Async that saves enough at its interval: one probe of the longest interval ``max_rerun_seconds`` allows,
+    when the interval is delegated (each durable write costs the batch it comes with some latency here)."""
+    interval, bound = running(look)["checkpoint_interval_ms"], int(bound_ms(look.spec) // 100 * 100)
+    delegated = look.spec.async_progress.delegated("checkpoint_interval_ms")
+    if not delegated or bound <= interval or trial.changes >= MAX_TRIAL_CHANGES - 1:
+        return None
+    return replace(kept, act=Act.RETUNE, to={"enabled": True, "checkpoint_interval_ms": bound}, trial="probe",
+                   reason=f"probe the checkpoint interval {bound} ms (the longest autotune.max_rerun_seconds allows): "
+                   f"{kept.reason.removeprefix('kept ')}; fewer durable writes may save more, kept only if p50 "
+                   f"falls at least {PROBE_GAIN:.0%} more")  # fmt: skip
+
+
 def _against_previous(look: Look, trial: Trial, window: Window) -> Step:
-    """An interval trial with no synchronous baseline (async pinned on): kept unless slower than before."""
+    """A probe (or an interval trial with no synchronous baseline: async pinned on), against the window before
+    it: kept when p50 fell at least PROBE_GAIN (a probe) or did not rise, else back to the interval before."""
     previous = Window(**trial.previous) if trial.previous else None
-    if previous is None or window.p50_ms <= previous.p50_ms * 1.05:
-        return Step(Act.KEEP, f"kept the interval: p50 {window.p50_ms:.0f} ms", before=previous, after=window)
-    return _back(look, trial, f"p50 {window.p50_ms:.0f} ms against {previous.p50_ms:.0f} ms before", window)
+    interval = running(look)["checkpoint_interval_ms"]
+    if previous is None:
+        return Step(Act.KEEP, f"kept the interval {interval} ms: p50 {window.p50_ms:.0f} ms", after=window)
+    gain = 1 - window.p50_ms / previous.p50_ms
+    wanted = PROBE_GAIN if trial.kind == "probe" else -0.05
+    figures = f"p50 {window.p50_ms:.0f} ms against {previous.p50_ms:.0f} ms at the interval before ({gain:+.0%})"
+    if gain >= wanted:
+        return Step(Act.KEEP, f"kept async at {interval} ms: {figures}; a failure re-runs up to {interval} ms of "
+                    "input", before=previous, after=window)  # fmt: skip
+    return _back(look, previous, f"{figures}, not worth the longer re-run after a failure", window)
 
 
-def _back(look: Look, trial: Trial, why: str, window: Window) -> Step:
-    before = (trial.before.get("async_progress") or {}).get("checkpoint_interval_ms")
+def _back(look: Look, previous: Window | Trial, why: str, window: Window) -> Step:
+    """Back to the interval before: the window's (a probe) or the trial's start (an interval trial)."""
+    configuration = previous.configuration if isinstance(previous, Window) else previous.before
+    before = (configuration.get("async_progress") or {}).get("checkpoint_interval_ms")
     return Step(Act.RETUNE, f"back to the checkpoint interval {before} ms: {why}",
                 to={"enabled": True, "checkpoint_interval_ms": before}, after=window, trial="back")  # fmt: skip

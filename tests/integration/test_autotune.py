@@ -1,5 +1,6 @@
 """The tuner on real PySpark drivers, every change in place: a job whose offset management is most of a
-synchronous batch gets async on and keeps it with a measured saving; a regression injected after that
+synchronous batch gets async on and keeps it with a measured saving (one probe of a longer interval, within
+three changes); a regression injected after that
 (each batch made slow by a file the test writes, outside the spec) is reverted through the safe-disable
 migration, and not tried again under the same spec; a person's change during a trial's measurement aborts it
 with no change of the tuner's; a job whose batches are long is left synchronous, and with async on it is
@@ -74,14 +75,17 @@ def test_async_that_pays_is_kept_a_regression_reverted_a_person_s_change_respect
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(_job(checkpoint_dir, {"enabled": "auto", "checkpoint_interval_ms": "auto"}), TUNER, DEPLOY)
 
-    # 1. Synchronous, offset management most of each batch: measured, turned on in place, measured, kept.
+    # 1. Synchronous, offset management most of each batch: measured, turned on in place, measured, kept (after
+    # one probe of the longest interval allowed, kept or undone).
     steps = _settle(control)
-    assert _acts(steps) == ["try", "keep"], [s.line() for s in steps]
-    kept = read_tuning(control).last
-    assert kept is not None and kept["act"] == "keep" and kept["saving"] >= 0.2, kept
-    assert kept["after"]["p50_ms"] < kept["before"]["p50_ms"] * 0.8
+    acts = _acts(steps)
+    assert acts[:2] == ["try", "retune"] and acts[2:] in (["keep"], ["retune", "nothing"]), [s.line() for s in steps]
+    decisions = read_tuning(control).decisions
+    judged = next(d for d in decisions if d.get("saving") is not None)  # the trial's async window against sync
+    assert judged["saving"] >= 0.2 and judged["after"]["p50_ms"] < judged["before"]["p50_ms"] * 0.8, judged
+    assert sum(d["switches"] for d in decisions) <= 3
     assert _running_async(control)["enabled"] is True
-    assert control.read_status().deployment_id == read_tuning(control).decisions[0]["deployment_id"]  # in place
+    assert control.read_status().deployment_id == decisions[0]["deployment_id"]  # every change in place
 
     # 2. A regression after the switch (each batch slow, the spec unchanged): reverted through the migration.
     slow_file.write_text("400")

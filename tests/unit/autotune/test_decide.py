@@ -91,9 +91,40 @@ def async_batches(latency: float, n: int = 12, interval: int = 0, every_s: float
                         conf=configuration(True, interval))  # fmt: skip
 
 
-def test_a_trial_that_saves_enough_is_kept() -> None:
-    step = decide(look(sync_batches(200, 120) + async_batches(80), configuration(True, 0), on_trial()))
+def test_a_trial_that_saves_enough_is_kept_where_the_interval_is_pinned() -> None:
+    pinned = {"enabled": "auto", "checkpoint_interval_ms": 0}
+    step = decide(
+        look(sync_batches(200, 120) + async_batches(80), configuration(True, 0), on_trial(), async_progress=pinned)
+    )
     assert step.act == Act.KEEP and step.saving == 0.6, step.reason
+
+
+def test_a_trial_that_saves_enough_probes_the_longest_interval_allowed_once() -> None:
+    step = decide(look(sync_batches(200, 120) + async_batches(80), configuration(True, 0), on_trial()))
+    assert step.act == Act.RETUNE and step.trial == "probe" and step.saving == 0.6, step.reason
+    assert step.to == {"enabled": True, "checkpoint_interval_ms": 5000} and step.after is not None
+
+
+def probing(p50_before: float) -> Tuning:
+    before, _ = measure(async_batches(p50_before), deployment_id="d1", wanted=configuration(True, 0), batches=10)
+    tuning = on_trial()
+    assert tuning.trial is not None and before is not None
+    trial = tuning.trial.but(kind="probe", at=T0 + 200, configuration=configuration(True, 5000),
+                             previous=before.to_json(), changes=2)  # fmt: skip
+    return tuning.but(trial=trial)
+
+
+def probe_batches(latency: float) -> list[dict[str, Any]]:
+    return batch_events([latency] * 12, [3] * 12, start=T0 + 201, first_batch=200, run="r3",
+                        conf=configuration(True, 5000))  # fmt: skip
+
+
+def test_a_probe_that_saves_a_further_tenth_is_kept_else_the_shorter_interval_comes_back() -> None:
+    kept = decide(look(probe_batches(60), configuration(True, 5000), probing(80)))
+    assert kept.act == Act.KEEP and "kept async at 5000 ms" in kept.reason, kept.reason
+    back = decide(look(probe_batches(76), configuration(True, 5000), probing(80)))
+    assert back.act == Act.RETUNE and back.trial == "back", back.reason
+    assert back.to == {"enabled": True, "checkpoint_interval_ms": 0} and "not worth the longer re-run" in back.reason
 
 
 def test_a_trial_that_saves_too_little_is_reverted_through_the_migration() -> None:
