@@ -1,7 +1,9 @@
 """The tuner against a hand sweep of the same query, on this machine.
 
-The query: rate 1000 rows/s -> noop, 100 ms trigger (micro-batches back to back), ``async_progress`` delegated to
-the tuner (``enabled: auto, checkpoint_interval_ms: auto``), ``measure_batches`` 20, ``at_most_every`` 0.
+The query: a source -> noop, 100 ms trigger, ``async_progress`` delegated to the tuner (``enabled: auto,
+checkpoint_interval_ms: auto``), ``measure_batches`` 20, ``at_most_every`` 0; two sources (bench/switch.py's):
+``rate`` 1000 rows/s, whose offsets are whole seconds (a batch a second), and ``rate_micro_batch`` (data at every
+trigger, as a busy Kafka topic has: batches back to back).
 
 - Autotune: a fresh synchronous deployment, stepped (autotune/tune.py) until it settles; the configuration it
   settled on, the switches it made, the time and batches it took, every window it measured.
@@ -31,6 +33,7 @@ from airflow_async_stream.state.tuning import read_tuning
 from airflow_async_stream.switch.allowed import configuration_of
 from airflow_async_stream.switch.request import running_spec, switch_in_place
 from bench.sides import BenchError
+from bench.switch import SOURCES
 
 SWEEP = (None, 0, 1000, 3000, 10000)  # None: synchronous
 SWEEP_BATCHES = 40
@@ -39,11 +42,11 @@ HOLDER = Holder.this_process("bench")
 DEPLOY = DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180)
 
 
-def job_spec(checkpoint: str) -> dict[str, Any]:
+def job_spec(checkpoint: str, source: str) -> dict[str, Any]:
     return {
         "name": "bench-autotune",
         "checkpoint": checkpoint,
-        "source": {"format": "rate", "options": {"rowsPerSecond": 1000}},
+        "source": SOURCES[source],
         "sink": {"format": "noop"},
         "trigger": {"processing_time": "100 milliseconds"},
         "async_progress": {"enabled": "auto", "checkpoint_interval_ms": "auto"},
@@ -51,15 +54,15 @@ def job_spec(checkpoint: str) -> dict[str, Any]:
     }
 
 
-def _deployed() -> ControlArea:
+def _deployed(source: str) -> ControlArea:
     checkpoint = tempfile.mkdtemp(prefix="bench-autotune-") + "/ck"
-    deploy_job(parse_spec(job_spec(checkpoint)), HOLDER, DEPLOY)
+    deploy_job(parse_spec(job_spec(checkpoint, source)), HOLDER, DEPLOY)
     return ControlArea.for_checkpoint(checkpoint)
 
 
-def tuned(log: Any) -> dict[str, Any]:
+def tuned(source: str, log: Any) -> dict[str, Any]:
     """The tuner's run from a synchronous start to settled."""
-    control = _deployed()
+    control = _deployed(source)
     started, first = time.monotonic(), control.read_status().last_batch_id or 0  # type: ignore[union-attr]
     steps = tune_until_settled(control, HOLDER, TuneSettings(deploy=DEPLOY), timeout_s=900, poll_s=1.0)
     took = time.monotonic() - started
@@ -67,14 +70,16 @@ def tuned(log: Any) -> dict[str, Any]:
     settled = running_spec(control).async_progress.in_effect()
     batches = (control.read_status().last_batch_id or 0) - first  # type: ignore[union-attr]
     stop_driver(control, "measured", launcher=LocalLauncher())
-    windows = [d[side] for d in decisions for side in ("before", "after") if d.get(side)]
+    seen = {(d[side]["first_batch"], d[side]["last_batch"]): d[side] for d in decisions for side in ("before", "after")
+            if d.get(side)}  # fmt: skip
+    windows = list(seen.values())  # each window once (a decision's "after" is the next one's "before")
     baseline = next((w for w in windows if not w["configuration"]["async_progress"].get("enabled")), None)
     if baseline is None:
         raise BenchError(f"autotune: no synchronous baseline measured: {[s.line() for s in steps]}")
     worst = max(w["p50_ms"] for w in windows) / baseline["p50_ms"]
     for step in steps:
         if step.act != "wait":
-            log(f"autotune: {step.line()}")
+            log(f"autotune {source}: {step.line()}")
     return {
         "settled": settled,
         "changes": sum(int(d.get("switches") or 0) for d in decisions),
@@ -106,9 +111,9 @@ def _window(control: ControlArea, since: float, who: str) -> Window:
         time.sleep(1.0)
 
 
-def sweep(settled: dict[str, Any], log: Any) -> dict[str, float]:
+def sweep(source: str, settled: dict[str, Any], log: Any) -> dict[str, float]:
     """Each configuration's p50 on one driver, switched in place from synchronous upwards."""
-    control = _deployed()
+    control = _deployed(source)
     points = [(None if i is None else {"enabled": True, "checkpoint_interval_ms": i}) for i in SWEEP]
     if settled.get("enabled") and settled not in points:
         points.append(settled)
@@ -122,15 +127,16 @@ def sweep(settled: dict[str, Any], log: Any) -> dict[str, float]:
                 since = time.time()
             who = _words(configuration_of(running_spec(control)))
             found[who] = _window(control, since, who).p50_ms
-            log(f"autotune sweep: {who}: p50 {found[who]:.0f} ms over {SWEEP_BATCHES} batches")
+            log(f"autotune sweep {source}: {who}: p50 {found[who]:.0f} ms over {SWEEP_BATCHES} batches")
     finally:
         stop_driver(control, "measured", launcher=LocalLauncher())
     return found
 
 
-def run(log: Any = print) -> dict[str, Any]:
-    auto = tuned(log)
-    points = sweep(auto["settled"], log)
+def compared(source: str, log: Any) -> dict[str, Any]:
+    """The tuner's run and the sweep of one query, and the targets."""
+    auto = tuned(source, log)
+    points = sweep(source, auto["settled"], log)
     best = min(points.values())
     mine = points[_words({"async_progress": auto["settled"]})]
     auto["settled_p50_ms"], auto["best_p50_ms"] = mine, best
@@ -138,7 +144,11 @@ def run(log: Any = print) -> dict[str, Any]:
     auto["met"] = (
         auto["settled_over_best"] <= 1.1 and auto["changes"] <= 3 and auto["worst_window_over_baseline"] <= 1.1
     )
-    log(f"autotune: settled on {_words({'async_progress': auto['settled']})} in {auto['changes']} changes, "
+    log(f"autotune {source}: settled on {_words({'async_progress': auto['settled']})} in {auto['changes']} changes, "
         f"{auto['seconds']} s, {auto['batches']} batches; p50 {mine:.0f} ms against the sweep's best {best:.0f} ms "
         f"({auto['settled_over_best']}x); worst window {auto['worst_window_over_baseline']}x the baseline")  # fmt: skip
     return {"autotune": auto, "sweep_p50_ms": points}
+
+
+def run(log: Any = print) -> dict[str, Any]:
+    return {source: compared(source, log) for source in SOURCES}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up if needed, then run the benchmarks (about 27 minutes with the defaults; README "Benchmarks"): results in bench/results/.
+# Set up if needed, then run the benchmarks (about 40 minutes with the defaults; README "Benchmarks"): results in bench/results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -29,8 +29,8 @@ __all__ = ["decide"]
 def decide(look: Look) -> Step:
     """The next step for one job (see the module docstring)."""
     trial = look.tuning.trial
-    if trial is not None:
-        return judge(look, trial)
+    if trial is not None:  # a job stopped, crashed or unhealthy during its trial: the trial ends, nothing changed
+        return judge(look, trial) if not look.blocked else Step(Act.ABORT, f"the trial ends: {look.blocked}")
     if look.blocked:
         return Step(Act.SKIP, look.blocked)
     progress = look.spec.async_progress

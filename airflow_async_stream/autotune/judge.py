@@ -73,7 +73,8 @@ def _against_previous(look: Look, trial: Trial, window: Window) -> Step:
         return Step(Act.KEEP, f"kept the interval {interval} ms: p50 {window.p50_ms:.0f} ms", after=window)
     gain = 1 - window.p50_ms / previous.p50_ms
     wanted = PROBE_GAIN if trial.kind == "probe" else -0.05
-    figures = f"p50 {window.p50_ms:.0f} ms against {previous.p50_ms:.0f} ms at the interval before ({gain:+.0%})"
+    change = f"{gain:.0%} lower" if gain >= 0 else f"{-gain:.0%} higher"
+    figures = f"p50 {window.p50_ms:.0f} ms against {previous.p50_ms:.0f} ms at the interval before ({change})"
     if gain >= wanted:
         return Step(Act.KEEP, f"kept async at {interval} ms: {figures}; a failure re-runs up to {interval} ms of "
                     "input", before=previous, after=window)  # fmt: skip

@@ -153,3 +153,9 @@ def test_a_new_trial_waits_at_most_every() -> None:
     tuning = Tuning(last_trial_at=T0 + 500)
     step = decide(look(sync_batches(200, 120), configuration(False), tuning))
     assert step.act == Act.WAIT and "at_most_every" in step.reason
+
+
+def test_a_job_stopped_during_a_trial_ends_it_without_a_change() -> None:
+    stopped = look(sync_batches(200, 120) + async_batches(80, n=5), configuration(True, 0), on_trial())
+    step = decide(Look(**{**stopped.__dict__, "blocked": "the job is not running (stopped)"}))
+    assert step.act == Act.ABORT and step.to is None and "not running" in step.reason
