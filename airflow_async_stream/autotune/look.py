@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from airflow_async_stream.autotune.measure import Window, measure
+from airflow_async_stream.autotune.measure import Window, matches, measure
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
@@ -138,10 +138,27 @@ def bound_ms(spec: JobSpec) -> float:
 
 
 def baseline(look: Look) -> tuple[Window | None, int]:
-    """The newest synchronous window of the running deployment and trigger."""
+    """The newest synchronous window of the running deployment and trigger: in the batches read, else the one
+    the tuner recorded for them (a job async for hours has none left in its newest batches; sampling it again
+    would take it through the migration twice for nothing)."""
     wanted = {"async_progress": {"enabled": False}, "trigger": look.configuration.get("trigger") or {}}
     n = look.spec.autotune_settings.measure_batches
-    return measure(look.events, deployment_id=look.deployment_id, wanted=wanted, batches=n)
+    found, seen = measure(look.events, deployment_id=look.deployment_id, wanted=wanted, batches=n)
+    return (found or recorded_baseline(look, wanted)), seen
+
+
+def recorded_baseline(look: Look, wanted: dict[str, Any]) -> Window | None:
+    """The newest synchronous window a decision on this deployment recorded, of the trigger running now."""
+    for decision in reversed(look.tuning.decisions):
+        window = decision.get("before")
+        if decision.get("deployment_id") != look.deployment_id or not isinstance(window, dict):
+            continue
+        if matches(window.get("configuration"), wanted) and window.get("batches", 0) >= 2:
+            try:
+                return Window(**window)
+            except TypeError:
+                return None  # a record of another release's shape: measured again
+    return None
 
 
 def current(look: Look, since: float | None = None) -> tuple[Window | None, int]:

@@ -159,3 +159,16 @@ def test_a_job_stopped_during_a_trial_ends_it_without_a_change() -> None:
     stopped = look(sync_batches(200, 120) + async_batches(80, n=5), configuration(True, 0), on_trial())
     step = decide(Look(**{**stopped.__dict__, "blocked": "the job is not running (stopped)"}))
     assert step.act == Act.ABORT and step.to is None and "not running" in step.reason
+
+
+def test_a_job_async_for_longer_than_the_batches_read_is_judged_by_its_recorded_baseline() -> None:
+    base, _ = measure(sync_batches(200, 120), deployment_id="d1", wanted=configuration(False), batches=10)
+    assert base is not None
+    kept = Tuning().with_decision({"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d1",
+                                   "before": base.to_json()})  # fmt: skip
+    pinned = {"enabled": "auto", "checkpoint_interval_ms": 0}
+    step = decide(look(async_batches(80), configuration(True, 0), kept, async_progress=pinned))
+    assert step.act == Act.NOTHING and "async kept at 0 ms: it saves 60%" in step.reason, step.reason
+    other = Tuning().with_decision({"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d0",
+                                    "before": base.to_json()})  # fmt: skip
+    assert decide(look(async_batches(80), configuration(True, 0), other, async_progress=pinned)).act == Act.SAMPLE
