@@ -25,6 +25,10 @@ def judge(look: Look, trial: Trial) -> Step:
         return Step(Act.ABORT, f"the job was changed during the trial (it runs {describe(look.configuration)} as "
                     f"deployment {look.deployment_id}; the tuner set {describe(trial.configuration)} on deployment "
                     f"{trial.deployment_id}): left as it is, no change of the tuner's")  # fmt: skip
+    if trial.query_run_id and look.query_run_id and look.query_run_id != trial.query_run_id:
+        return Step(Act.ABORT, f"the job's query was started again during the trial (query run {look.query_run_id}, "
+                    f"not the tuner's {trial.query_run_id}: a switch or a restart of its query): left as it is, no "
+                    "change of the tuner's")  # fmt: skip
     window, seen = current(look, since=trial.at)
     if window is None:
         n = look.spec.autotune_settings.measure_batches

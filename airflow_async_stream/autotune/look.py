@@ -67,6 +67,8 @@ class Look:
     tuning: Tuning
     now: float
     blocked: str | None = None
+    #: The query running now (a switch in place starts a new one).
+    query_run_id: str | None = None
 
 
 @dataclass(frozen=True)

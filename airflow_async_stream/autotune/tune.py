@@ -26,7 +26,7 @@ from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held
-from airflow_async_stream.state.records import SUFFIX
+from airflow_async_stream.state.records import SUFFIX, Status
 from airflow_async_stream.state.tuning import Trial, Tuning, read_tuning, write_tuning
 from airflow_async_stream.switch.request import not_running, running_spec, switch_in_place, why_not_in_place
 from airflow_async_stream.waits import Log
@@ -90,7 +90,8 @@ def look_at(control: ControlArea, settings: TuneSettings, at: float | None = Non
     events = recent_events(control, wanted)[-wanted:]
     deployment_id = status.deployment_id if status else ""
     configuration = (status.configuration if status else None) or {}
-    return Look(spec, deployment_id, configuration, events, tuning, at or time.time(), blocked)
+    run_id = status.query_run_id if status else None
+    return Look(spec, deployment_id, configuration, events, tuning, at or time.time(), blocked, run_id)
 
 
 def tune_job(control: ControlArea, holder: Holder, settings: TuneSettings, log: Log = _log) -> Tuned:
@@ -111,7 +112,8 @@ def tune_job(control: ControlArea, holder: Holder, settings: TuneSettings, log: 
                 return _tuned(control, look, step)
             log.info("%s: %s: %s", look.spec.name, step.act, step.reason)
             switches, error = _act(control, holder, settings, look, step, log) if step.act in CHANGES else (0, None)
-            write_tuning(control, grant, _recorded(read_tuning(control), look, step, switches, error))
+            run_id = (control.read_status() or Status()).query_run_id  # the query the change started
+            write_tuning(control, grant, _recorded(read_tuning(control), look, step, switches, error, run_id))
             return _tuned(control, look, step, switches, error)
     except JobHeldError as exc:
         log.info("%s: %s", look.spec.name, exc)
@@ -163,7 +165,7 @@ def _act(
         return 1, str(exc)[:400]
 
 
-def _recorded(tuning: Tuning, look: Look, step: Step, switches: int, error: str | None) -> Tuning:
+def _recorded(tuning: Tuning, look: Look, step: Step, switches: int, error: str | None, run_id: str | None) -> Tuning:
     """The record after the step: the trial begun, continued or ended; the decision appended."""
     decision = step.record(look) | {"switches": switches, "error": error}
     tuning = tuning.with_decision(decision)
@@ -180,10 +182,11 @@ def _recorded(tuning: Tuning, look: Look, step: Step, switches: int, error: str 
     if ongoing is None:
         trial = Trial(kind=step.trial or str(step.act), at=after, deployment_id=look.deployment_id,
                       before=dict(look.configuration), configuration=configuration, baseline=base,
-                      reason=step.reason, changes=switches)  # fmt: skip
+                      reason=step.reason, changes=switches, query_run_id=run_id)  # fmt: skip
         return tuning.but(trial=trial, last_trial_at=look.now)
     trial = ongoing.but(kind=step.trial or str(step.act), at=after, configuration=configuration, baseline=base,
-                        previous=step.after.to_json() if step.after else None, changes=ongoing.changes + switches)  # fmt: skip
+                        previous=step.after.to_json() if step.after else None, changes=ongoing.changes + switches,
+                        query_run_id=run_id)  # fmt: skip
     return tuning.but(trial=trial)
 
 

@@ -38,6 +38,9 @@ class Trial(Record):
     reason: str = ""
     #: Changes made since the trial began (a switch, a migration): the trial's cost in pauses.
     changes: int = 1
+    #: The query the tuner's change started: another one running means the job was switched (or its query
+    #: restarted) meanwhile, and the window would measure something else.
+    query_run_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

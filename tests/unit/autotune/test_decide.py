@@ -172,3 +172,13 @@ def test_a_job_async_for_longer_than_the_batches_read_is_judged_by_its_recorded_
     other = Tuning().with_decision({"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d0",
                                     "before": base.to_json()})  # fmt: skip
     assert decide(look(async_batches(80), configuration(True, 0), other, async_progress=pinned)).act == Act.SAMPLE
+
+
+def test_another_query_run_during_a_trial_aborts_it() -> None:
+    tuning = on_trial()
+    assert tuning.trial is not None
+    tuning = tuning.but(trial=tuning.trial.but(query_run_id="r2"))
+    same = look(sync_batches(200, 120) + async_batches(80, n=5), configuration(True, 0), tuning)
+    assert decide(Look(**{**same.__dict__, "query_run_id": "r2"})).act == Act.WAIT
+    step = decide(Look(**{**same.__dict__, "query_run_id": "r3"}))
+    assert step.act == Act.ABORT and "started again" in step.reason and step.to is None
