@@ -68,6 +68,7 @@ def _verdict(
         "ok": not problems,
         "problems": [{"field": f, "reason": r} for f, r in problems],
         "async_progress": async_on,
+        "auto": list(spec.async_progress.auto or []) if spec else [],
         **more,
     }
 
@@ -82,6 +83,8 @@ def _print(verdict: dict[str, Any], quiet: bool) -> None:
         print(f"{file}: not checked: {note}")
     if verdict["ok"]:
         state = "on" if verdict["async_progress"] else "off"
+        if verdict.get("auto"):
+            state += f", {' and '.join(verdict['auto'])} set by the tuner (auto)"
         how = f"; analyzed in {verdict['seconds']:.2f} s" if "seconds" in verdict else ""
         print(f"{file}: ok ({verdict['job']}, async progress {state}{how})", flush=True)
 

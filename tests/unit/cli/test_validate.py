@@ -41,6 +41,19 @@ def test_json_gives_every_files_verdict_and_exit_2_when_one_is_wrong(tmp_path: P
     assert verdicts["empty-folder-that-is-a-missing-file.yaml"]["problems"][0]["field"] == "(path)"
 
 
+def test_a_spec_that_delegates_async_says_so(tmp_path: Path) -> None:
+    spec = rate_noop(
+        "tuned", str(tmp_path / "ck"), async_progress={"enabled": "auto", "checkpoint_interval_ms": "auto"}
+    )
+    (tmp_path / "tuned.yaml").write_text(yaml.safe_dump(spec))
+    result = cli("validate", str(tmp_path / "tuned.yaml"))
+    assert result.returncode == 0, result.stderr
+    said = "ok (tuned, async progress off, enabled and checkpoint_interval_ms set by the tuner (auto))"
+    assert said in result.stdout
+    verdict = json.loads(cli("validate", "--json", str(tmp_path / "tuned.yaml")).stdout)["files"][0]
+    assert verdict["auto"] == ["enabled", "checkpoint_interval_ms"] and verdict["async_progress"] is False
+
+
 def test_analyze_without_java_exits_2_naming_what_is_missing_and_judges_no_spec(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     (folder / "bad.yaml").unlink()
