@@ -14,7 +14,7 @@ from airflow_async_stream.autotune.measure import Window, matches, measure
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.state.tuning import Trial, Tuning
+from airflow_async_stream.state.tuning import Tuning
 
 __all__ = [
     "CHANGES",
@@ -29,7 +29,6 @@ __all__ = [
     "interval_for",
     "running",
     "spec_key",
-    "trial_of",
 ]
 
 #: The share of each second durable offset writes may keep busy at the interval the tuner sets.
@@ -167,13 +166,6 @@ def current(look: Look, since: float | None = None) -> tuple[Window | None, int]
     """The newest window of the configuration running now (after ``since``)."""
     n = look.spec.autotune_settings.measure_batches
     return measure(look.events, deployment_id=look.deployment_id, wanted=look.configuration, batches=n, since=since)
-
-
-def trial_of(step: Step, look: Look, base: Window | None) -> Trial:
-    """The trial a change begins."""
-    return Trial(kind=step.trial or str(step.act), at=look.now, deployment_id=look.deployment_id,
-                 before=dict(look.configuration), configuration=configured(look, step.to),
-                 baseline=base.to_json() if base else None, reason=step.reason)  # fmt: skip
 
 
 def configured(look: Look, to: dict[str, Any] | None) -> dict[str, Any]:

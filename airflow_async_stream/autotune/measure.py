@@ -10,7 +10,7 @@ from typing import Any
 from airflow_async_stream.insight.batches import ran_a_batch
 from airflow_async_stream.insight.groups import Batch, percentile
 
-__all__ = ["Window", "matches", "measure", "same_trigger"]
+__all__ = ["Window", "matches", "measure"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Window:
         return asdict(self)
 
 
-def same_trigger(configuration: Mapping[str, Any] | None, trigger: Mapping[str, Any] | None) -> bool:
+def _same_trigger(configuration: Mapping[str, Any] | None, trigger: Mapping[str, Any] | None) -> bool:
     return ((configuration or {}).get("trigger") or {}) == (trigger or {})
 
 
@@ -81,7 +81,7 @@ def _batches(events: Iterable[Mapping[str, Any]], deployment_id: str, since: flo
 
 
 def matches(configuration: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
-    if configuration is None or not same_trigger(configuration, wanted.get("trigger")):
+    if configuration is None or not _same_trigger(configuration, wanted.get("trigger")):
         return False
     have, want = configuration.get("async_progress") or {}, wanted.get("async_progress") or {}
     if not want.get("enabled"):
