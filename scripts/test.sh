@@ -13,6 +13,7 @@ if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and start
   bash scripts/browser.sh
   bash scripts/services.sh
   bash scripts/stores.sh
+  bash scripts/sparks.sh  # the other Spark lines the version tests run (tests/integration/sparks.py)
 fi
 .venv/bin/ruff check airflow_async_stream dags tests bench
 .venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench

@@ -5,6 +5,7 @@ real-time mode's operators. ``validate --analyze`` (analyze.py) runs them on a q
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime.plan import real_time_refused_in
 from airflow_async_stream.runtime.query import analyzed_plan
 from airflow_async_stream.runtime.spark_errors import error_class, spark_reason
+from airflow_async_stream.runtime.versions import file_stream_options_class
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.realtime import ALLOWLIST_CONF
 
@@ -74,7 +76,7 @@ def check_file_options(session: SparkSession, spec: JobSpec, verdict: Verdict) -
     for key, value in spec.source.spark_options().items():
         options.put(key, value)
     scala_options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(options)
-    read = jvm.org.apache.spark.sql.execution.streaming.runtime.FileStreamOptions
+    read = functools.reduce(getattr, file_stream_options_class(session.version).split("."), jvm)
     attempt(verdict, lambda exc: source_field(spec, exc), lambda: read(scala_options))
 
 

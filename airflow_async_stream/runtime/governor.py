@@ -19,6 +19,7 @@ from airflow_async_stream.runtime.progress import (
 )
 from airflow_async_stream.runtime.query import stop_between_batches
 from airflow_async_stream.runtime.switch_request import refuse_unreadable
+from airflow_async_stream.runtime.versions import is_interrupted_stop
 from airflow_async_stream.spec.secret_options import Redactor
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import start_refusal
@@ -217,9 +218,11 @@ class Governor(StatusWrites, ProgressRecording):
     def finish_after(self, query: StreamingQuery) -> None:
         """Write the final status from how the query ended."""
         error = query.exception()
-        if error is not None:
+        if error is not None and not (self._status.state == State.STOPPING and is_interrupted_stop(error)):
             self.fail(str(error))
         else:
+            if error is not None:
+                _log.info("the query ended as it was stopped: %s", self.redact(str(error).splitlines()[0]))
             self._finish(State.STOPPED)
             self.control.remove(ControlArea.STOP_REQUEST)
 

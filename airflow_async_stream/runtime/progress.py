@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
+from airflow_async_stream.runtime.versions import progress_of
 from airflow_async_stream.spec.secret_options import Redactor
 from airflow_async_stream.state.checkpoint import batch_ids, committed_since
 from airflow_async_stream.state.control import ControlArea
@@ -75,6 +76,7 @@ def _state_operators(progress: Any) -> list[dict[str, Any]]:
 def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
     """The fields of a ``StreamingQueryProgress`` the project relies on, as plain JSON (a stateless query's
     record carries no ``state_operators``)."""
+    progress = progress_of(progress)
     durations = dict(progress.durationMs or {})
     record = {
         "deployment_id": deployment_id,
@@ -166,6 +168,7 @@ class ProgressRecording:
 
     def record_progress(self, progress: Any) -> None:
         """Listener callback: one line in the progress log per micro-batch of our query."""
+        progress = progress_of(progress)
         if self._query_id is not None and str(progress.id) != self._query_id:
             return
         record = progress_record(progress, self.deployment_id)
@@ -249,7 +252,7 @@ class ProgressRecording:
         A switch does this while the stream pauses, and ``recentProgress`` costs a py4j call per event it
         holds (up to 100): the newest event alone is read first, and the rest only when the event before it
         is missing too."""
-        last = query.lastProgress
+        last = progress_of(query.lastProgress)
         if last is None:
             return
         run, batch = str(last.runId), int(last.batchId)

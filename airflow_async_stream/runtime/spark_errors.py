@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from airflow_async_stream.runtime.versions import spark_condition
+
 __all__ = ["error_class", "spark_reason"]
 
 _CLASS_PREFIX = re.compile(r"^\[([A-Z0-9_.]+)\]\s*")
@@ -26,10 +28,9 @@ def _message(exc: BaseException) -> str:
 
 def error_class(exc: BaseException) -> str | None:
     """Spark's error class (``UNRESOLVED_COLUMN.WITH_SUGGESTION``), or None for a plain error."""
-    get = getattr(exc, "getCondition", None)
-    found = get() if callable(get) else None
+    found = spark_condition(exc)
     if found:
-        return str(found)
+        return found
     match = _CLASS_PREFIX.match(_message(exc).strip())
     return match.group(1) if match else None
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-STEPS = ("setup.sh", "browser.sh", "services.sh", "stores.sh")
+STEPS = ("setup.sh", "browser.sh", "services.sh", "stores.sh", "sparks.sh")
 TOOLS = ("ruff", "mypy", "pytest")
 
 

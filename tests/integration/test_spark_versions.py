@@ -1,0 +1,64 @@
+"""The Spark lines users run, each a real Spark of its own used as SPARK_HOME (tests/integration/sparks.py): one
+driver per line, deployed with async on, switched in place, safe-disabled in place, and stopped cleanly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.insight.batches import continuity_problems
+from airflow_async_stream.migrations.in_process import run_safe_disable
+from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
+from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
+from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.requests import SwitchOutcome
+from airflow_async_stream.switch.request import switch_in_place
+from tests.helpers import rate_noop, until
+from tests.integration.sparks import OTHER_SPARKS, launcher_for
+
+pytestmark = pytest.mark.integration
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+
+
+@pytest.mark.parametrize("version", OTHER_SPARKS)
+def test_deploy_switch_migrate_and_stop(version: str, airflow_db: None, checkpoint_dir: str) -> None:
+    name = f"spark-{version.replace('.', '-')}"
+    mapping = rate_noop(
+        name,
+        checkpoint_dir,
+        rows=200,
+        trigger={"processing_time": "100 milliseconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 3000},
+    )
+    spec = parse_spec(mapping)
+    settings = DeploySettings(launcher=launcher_for(version), startup_timeout_s=180)
+    control = ControlArea.for_checkpoint(checkpoint_dir)
+    deployed = deploy_job(spec, Holder.this_process("test"), settings)
+    until(lambda: not inspect_checkpoint(checkpoint_dir).sync_restart_safe, 90, what="a gap in the offset log")
+
+    # An in-place switch: the driver stops its query between batches and starts the new one.
+    slower = parse_spec(deep_merge(mapping, {"trigger": {"processing_time": "200 milliseconds"}}))
+    switched = switch_in_place(control, slower, timeout_s=90)
+    assert switched.outcome == SwitchOutcome.SWITCHED, switched
+
+    # The safe-disable migration, in place: async at interval 0, two batches, the gate, synchronous.
+    stages = run_safe_disable(SafeDisable(spec=slower, deploy=settings, wait_timeout_s=120), control.read_status())
+    assert [stage.how for stage in stages] == ["in_place", "in_place"], stages
+    status = control.read_status()
+    assert status.deployment_id == deployed.deployment_id and status.state == "running", status
+    assert status.configuration["async_progress"]["enabled"] is False
+    assert inspect_checkpoint(checkpoint_dir).sync_restart_safe
+
+    stopped = subprocess.run([CLI, "stop", name], capture_output=True, text=True, timeout=180)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    final = control.read_status()
+    assert final.state == "stopped" and not final.error, final
+    events = control.read_progress(deployed.deployment_id)
+    assert events and not continuity_problems(events), continuity_problems(events)
+    assert batch_ids(checkpoint_dir, "commits")[-1] >= events[-1]["batch_id"]
