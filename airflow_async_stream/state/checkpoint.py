@@ -40,7 +40,10 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-KNOWN_VERSIONS = {"offsets": {1, 2}, "commits": {1}}
+#: The log formats Spark 3.5 to 4.3 write: offsets v2 with ``spark.sql.streaming.offsetLog.formatVersion=2`` (4.3),
+#: commits v2 (``{"nextBatchWatermarkMs":..,"stateUniqueIds":{..}}``) with
+#: ``spark.sql.streaming.stateStore.checkpointFormatVersion=2`` (4.0+), stateless queries too.
+KNOWN_VERSIONS = {"offsets": {1, 2}, "commits": {1, 2}}
 _VERSION_RE = re.compile(r"^v(\d+)$")
 _SHOWN = 20  # newest ids and gaps shown in the summary
 

@@ -3,22 +3,33 @@ pyspark in its own folder, a whole Spark used as SPARK_HOME, as a user's cluster
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from airflow_async_stream.driver.local import LocalLauncher
 
-__all__ = ["OTHER_SPARKS", "spark_home", "launcher_for"]
+__all__ = ["EVERY_SPARK", "OTHER_SPARKS", "launcher_for", "spark_home", "submit"]
 
 #: The lines the full tier runs end to end beside the venv's 4.2.0: the most deployed (3.5) and the newest.
 OTHER_SPARKS = ("3.5.9", "4.3.0")
+#: The venv's own pyspark (the embedded Spark) first.
+EVERY_SPARK = (metadata.version("pyspark"), *OTHER_SPARKS)
 ROOT = Path(os.environ.get("ASYNC_STREAM_SPARKS") or Path.home() / ".cache" / "airflow-async-stream" / "sparks")
 
 
 def spark_home(version: str) -> Path:
     """The installed Spark of ``version``; the test fails naming the command when it is not there."""
+    if version == metadata.version("pyspark"):
+        from tests.spark_class_archive import spark_home as installed
+
+        return installed()
     home = ROOT / version / "pyspark"
     if not (home / "bin" / "spark-submit").exists():
         pytest.fail(f"Spark {version} is not installed in {ROOT}: run `bash scripts/sparks.sh {version}`")
@@ -29,3 +40,15 @@ def launcher_for(version: str, master: str = "local[2]") -> LocalLauncher:
     """Drivers on this host with that Spark's spark-submit, as the Spark provider runs one from SPARK_HOME."""
     home = spark_home(version)
     return LocalLauncher(base=[str(home / "bin" / "spark-submit"), "--master", master], env={"SPARK_HOME": str(home)})
+
+
+def submit(version: str, script: Path, *args: str, timeout_s: float = 300) -> dict[str, Any]:
+    """Run a plain PySpark script with that Spark's spark-submit (this venv's Python, so it can import the
+    provider); the JSON of its last line of output."""
+    home = spark_home(version)
+    python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    command = [str(home / "bin" / "spark-submit"), "--master", "local[2]", str(script), *args]
+    env = {**os.environ, "SPARK_HOME": str(home), **python}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))

@@ -1,8 +1,10 @@
 """The Spark lines users run, each a real Spark of its own used as SPARK_HOME (tests/integration/sparks.py): one
-driver per line, deployed with async on, switched in place, safe-disabled in place, and stopped cleanly."""
+driver per line, deployed with async on, switched in place, safe-disabled in place, and stopped cleanly; and the
+inspector's verdict against each line's own synchronous restart, over every log format it writes."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +22,11 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.requests import SwitchOutcome
 from airflow_async_stream.switch.request import switch_in_place
 from tests.helpers import rate_noop, until
-from tests.integration.sparks import OTHER_SPARKS, launcher_for
+from tests.integration.sparks import EVERY_SPARK, OTHER_SPARKS, launcher_for, submit
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+VERDICTS = Path(__file__).resolve().parent / "spark_scripts" / "restart_verdicts.py"
 
 
 @pytest.mark.parametrize("version", OTHER_SPARKS)
@@ -62,3 +65,22 @@ def test_deploy_switch_migrate_and_stop(version: str, airflow_db: None, checkpoi
     events = control.read_progress(deployed.deployment_id)
     assert events and not continuity_problems(events), continuity_problems(events)
     assert batch_ids(checkpoint_dir, "commits")[-1] >= events[-1]["batch_id"]
+
+
+@pytest.mark.parametrize("version", EVERY_SPARK)
+def test_the_inspector_agrees_with_each_sparks_own_restart(version: str, tmp_path: Path) -> None:
+    seen = submit(version, VERDICTS, str(tmp_path))
+    assert seen["spark"] == version
+    gaps = seen["gaps"]  # UNSAFE, and this Spark fails on exactly the batch the inspector names
+    missing = gaps["reason"].split(" is missing")[0].removeprefix("offsets/")
+    assert not gaps["safe"] and missing.isdigit(), gaps["reason"]
+    spark_said = re.compile(rf"batch {missing} doesn't exist|Previous batch {missing} not found in offset log")
+    assert spark_said.search(gaps["error"] or ""), gaps  # Spark names it either way, as the reason says
+    cured = seen["cured"]  # SAFE after the cure, and this Spark resumes synchronously
+    assert cured["safe"] and cured["error"] is None and len(cured["ran"]) >= 2, cured
+    if version.startswith("3."):
+        assert "v2" not in seen
+        return
+    v2 = seen["v2"]  # Spark 4.x's commit log v2 (and offsets v2 where it writes them): SAFE, and it resumes
+    assert v2["headers"]["commits"] == ["v2"], v2
+    assert v2["safe"] and v2["error"] is None and len(v2["ran"]) >= 2, v2

@@ -90,6 +90,31 @@ def test_version_headers_are_reported(tmp_path: Path) -> None:
     assert result.to_json()["offsets"]["headers"] == {"1": "v1", "2": "v1"}
 
 
+#: The v2 files Spark 4.x writes (SPARK_FACTS.md): offsets with ``offsetLog.formatVersion=2`` (4.3), sources by
+#: ordinal; commits with ``stateStore.checkpointFormatVersion=2``, state unique ids empty for a stateless query.
+OFFSETS_V2 = 'v2\n{"batchWatermarkMs":0,"batchTimestampMs":1795874799069,"conf":{}}\n0:2\n'
+COMMITS_V2 = 'v2\n{"nextBatchWatermarkMs":0,"stateUniqueIds":{}}\n'
+COMMITS_V2_STATEFUL = (
+    'v2\n{"nextBatchWatermarkMs":0,"stateUniqueIds":{"0":[["1b0c4e1a-8f5e-4f55-9d4c-2f7f7f0e6a11"]]}}\n'
+)
+
+
+@pytest.mark.parametrize("commits", [COMMITS_V2, COMMITS_V2_STATEFUL])
+@pytest.mark.parametrize("offsets", ["v1", OFFSETS_V2])
+def test_the_v2_formats_of_spark_4_are_read_as_spark_reads_them(tmp_path: Path, offsets: str, commits: str) -> None:
+    root = Path(make(tmp_path, [0, 1, 2], [0, 1, 2]))
+    for batch in (0, 1, 2):
+        if offsets != "v1":
+            (root / "offsets" / str(batch)).write_text(offsets)
+        (root / "commits" / str(batch)).write_text(commits)
+    result = inspect_checkpoint(str(root))
+    assert result.sync_restart_safe and not result.problems, result.reason
+    assert result.commits.headers == {1: "v2", 2: "v2"}
+    (root / "commits" / "2").write_text(commits.replace("v2", "v3", 1))
+    unknown = inspect_checkpoint(str(root))
+    assert not unknown.sync_restart_safe and "commits/2 has version v3" in unknown.reason
+
+
 def test_missing_folder(tmp_path: Path) -> None:
     result = inspect_checkpoint(str(tmp_path / "nope"))
     assert not result.exists and not result.sync_restart_safe and "no checkpoint at" in result.reason
