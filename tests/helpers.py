@@ -29,6 +29,20 @@ def rate_noop(
     return deep_merge(spec, changes)
 
 
+def real_time(**changes: Any) -> dict[str, Any]:
+    """A job spec mapping Spark runs in real-time mode (Kafka to Kafka, update mode), fields replaced by ``changes``."""
+    spec: dict[str, Any] = {
+        "name": "clicks-real-time",
+        "checkpoint": "/data/ck/clicks-real-time",
+        "source": {"format": "kafka", "options": {"subscribe": "clicks"}, "connection": "kafka_default"},
+        "transform": {"sql": "SELECT key, value FROM source WHERE value IS NOT NULL"},
+        "sink": {"format": "kafka", "options": {"topic": "alerts"}, "output_mode": "update"},
+        "trigger": {"real_time": "5 seconds"},
+    }
+    spec.update(changes)
+    return spec
+
+
 OFFSETS = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"0":5}\n'
 COMMITS = 'v1\n{"nextBatchWatermarkMs":0}\n'
 

@@ -21,7 +21,7 @@ from airflow_async_stream.cli.jobs import add_list
 from airflow_async_stream.cli.report import add_report
 from airflow_async_stream.cli.resume import add_resume
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
-from airflow_async_stream.cli.validate import add_validate
+from airflow_async_stream.cli.validate import add_spark_version, add_validate, judging_for
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
     DesiredStateError,
@@ -69,7 +69,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from airflow_async_stream.rollout.planner import plan_folder
 
     try:
-        items = plan_folder(args.folder, retry_failed=args.retry_failed, analyze=args.analyze)
+        with judging_for(args.spark_version) as judged_line:
+            items = plan_folder(args.folder, retry_failed=args.retry_failed, analyze=args.analyze)
     except DesiredStateError as exc:
         for file, field, reason in exc.problems:
             print(
@@ -80,6 +81,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         rows = [{k: i.to_json()[k] for k in _PLAN_FIELDS} for i in items]
         print(json.dumps(rows, indent=2, sort_keys=True, default=str))
         return EXIT_BAD_INPUT if refused_by_analysis(items) else EXIT_OK
+    print(judged_line)
     _print_plan(items)
     refused = refused_by_analysis(items)
     if refused:
@@ -191,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="build each changed job's query on a local Spark first (as validate --analyze); exit 2 if one is wrong",
     )
+    add_spark_version(p)
     p.set_defaults(func=_cmd_plan)
     add_list(sub)
     p = sub.add_parser("status", help="a job's status record and latest progress")

@@ -9,8 +9,10 @@ One line per problem, ``FILE: FIELD: REASON``; ``FILE: not checked: ...`` for wh
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,9 @@ from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.folder import spec_files
 from airflow_async_stream.spec.load import load_spec
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.versions import SPARK_VERSION_ENV, judged, judging
 
-__all__ = ["add_validate", "spec_paths", "summary"]
+__all__ = ["add_spark_version", "add_validate", "judging_for", "spec_paths", "summary"]
 
 
 def spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
@@ -163,7 +166,29 @@ def _analyze_step(
     return run
 
 
+@contextlib.contextmanager
+def judging_for(flag: str | None) -> Iterator[str]:
+    """Judge specs for the Spark ``--spark-version`` names, else the setting's or the installed pyspark's
+    (spec/versions.py); the line that says which."""
+    _, version, why = (None, flag, "--spark-version") if flag else judged()
+    with judging(version, why):
+        yield f"judged for Spark {version} ({why}); a deploy judges again for the Spark it submits to"
+
+
+def add_spark_version(parser: Any) -> None:
+    parser.add_argument(
+        "--spark-version",
+        metavar="X.Y.Z",
+        help=f"judge the specs for this Spark (3.5 to 4.3); default: ${SPARK_VERSION_ENV}, else the installed pyspark",
+    )
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
+    with judging_for(args.spark_version) as judged_line:
+        return _validate(args, judged_line)
+
+
+def _validate(args: argparse.Namespace, judged_line: str) -> int:
     paths, empty = spec_paths(args.files)
     loaded, verdicts = _load(paths, empty)
     if not args.json:
@@ -180,9 +205,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         spark = {"version": run.spark_version, "start_seconds": run.spark_start_seconds} if run else None
         seconds = run.seconds if run else None
-        print(json.dumps({"ok": not wrong, "files": ordered, "spark": spark, "seconds": seconds}, indent=2))
-    elif run and not args.quiet:
+        judged_for = judged_line.split(";")[0].removeprefix("judged for ")
+        document = {"ok": not wrong, "files": ordered, "judged_for": judged_for, "spark": spark, "seconds": seconds}
+        print(json.dumps(document, indent=2))
+        return EXIT_BAD_INPUT if wrong else EXIT_OK
+    if run and not args.quiet:
         print(summary(len(ordered), wrong, len(loaded), run))
+    if not args.quiet and not wrong:  # a finding names the Spark where it depends on it (FILE: FIELD: REASON)
+        print(judged_line)
     return EXIT_BAD_INPUT if wrong else EXIT_OK
 
 
@@ -216,4 +246,5 @@ def add_validate(sub: Any) -> None:
         "checkpoint async mode left with gaps is refused: run the safe-disable migration)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output: every file's verdict")
+    add_spark_version(p)
     p.set_defaults(func=cmd_validate)

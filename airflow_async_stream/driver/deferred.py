@@ -9,6 +9,7 @@ from typing import Any
 from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.launcher import Launcher, Submission
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.spark_version import SparkBuild
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
@@ -41,6 +42,9 @@ class DeferredLauncher:
 
     def check(self, spec: JobSpec) -> str:
         return self.built.check(spec)
+
+    def spark(self) -> SparkBuild:
+        return self.built.spark()
 
     def secrets(self, spec: JobSpec) -> SecretOptions:
         return self.built.secrets(spec)

@@ -58,8 +58,7 @@ class DeploySettings:
     #: Deploy a synchronous spec even where the inspector says Spark cannot restart the checkpoint that way
     #: (logged); by default such a deploy is refused before spark-submit, naming the cure.
     allow_unsafe_sync_restart: bool = False
-    #: Where drivers run, or a function that builds the launcher when a deploy or stop needs it: the Airflow
-    #: side makes it from ``conn_id`` (hooks/launchers.py).
+    #: Where drivers run, or a function building it when a deploy or stop needs it (hooks/launchers.py).
     launcher: Launcher | Callable[[], Launcher] | None = field(default=None, compare=False, repr=False)
     #: The deploy task's OpenLineage link: Spark conf for the listener, settings of the driver's RUNNING events.
     lineage: LineageLink = field(default_factory=LineageLink, compare=False, repr=False)
@@ -132,7 +131,8 @@ def deploy_job(
     log.info("Target %s: %s", launcher.master, launcher.check(spec))  # refused here, before any Spark work
     secrets = launcher.secrets(spec)  # a missing connection fails here too
     deployment_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-    submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra, settings.lineage)
+    spark = launcher.spark()
+    submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra, spark, settings.lineage)
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, dag_run_lookup) as grant:
         refuse_unsafe_sync_start(spec, settings.allow_unsafe_sync_restart, log)

@@ -25,6 +25,7 @@ from airflow_async_stream.driver.args import driver_arguments
 from airflow_async_stream.driver.log import DEFAULT_FILE_BYTES, DEFAULT_FILES
 from airflow_async_stream.driver.maven_packages import packages_conf
 from airflow_async_stream.driver.process import Target
+from airflow_async_stream.driver.spark_version import SparkBuild
 from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
@@ -63,6 +64,7 @@ class Submission:
         deployment_id: str,
         secrets: SecretOptions,
         extra: Mapping[str, Any],
+        spark: SparkBuild,
         lineage: LineageLink | None = None,
     ) -> Submission:
         """The driver for ``spec``: its command line, its Spark settings (the Kafka connector a Kafka job
@@ -79,7 +81,7 @@ class Submission:
             arguments=driver_arguments(control_url, deployment_id, spec, spec_json),
             conf={
                 **DEFAULT_SPARK_CONF,
-                **packages_conf(spec, dict(extra)),
+                **packages_conf(spec, dict(extra), spark),
                 **lineage.conf,
                 **spec.spark_conf_strings(),
             },
@@ -106,7 +108,11 @@ class Launcher(Protocol):
         """The connection's extra (Kafka package versions); empty without a connection."""
 
     def check(self, spec: JobSpec) -> str:
-        """Refuse, before anything is submitted, what cannot work on this target; say what was checked."""
+        """Refuse, before anything is submitted, what cannot work on this target (the rules of its Spark among
+        them); say what was checked."""
+
+    def spark(self) -> SparkBuild:
+        """The Spark this target runs (driver/spark_version.py): the rules a spec is judged by, the Kafka package."""
 
     def secrets(self, spec: JobSpec) -> SecretOptions:
         """The options the spec names by connection; a missing or unreadable one fails, naming its field."""

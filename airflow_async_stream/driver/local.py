@@ -17,6 +17,7 @@ from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.launcher import EMBEDDED_MASTER, Submission, runtime_driver_path
 from airflow_async_stream.driver.log import start_pump
 from airflow_async_stream.driver.process import Target, identify
+from airflow_async_stream.driver.spark_version import SparkBuild, refuse_on, target_build
 from airflow_async_stream.exceptions import DeployError, JavaNotFoundError, NotSignalledError
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
@@ -99,9 +100,18 @@ class LocalLauncher:
         self.env = dict(env or {})
         self.extra = dict(extra or {})
         self._secrets = secrets
+        self._spark: SparkBuild | None = None
 
     def check(self, spec: JobSpec) -> str:
-        return f"Java on this host: {check_java()}"
+        java = check_java()
+        return f"Java on this host: {java}; {refuse_on(spec, self.spark()).describe()}"
+
+    def spark(self) -> SparkBuild:
+        """The Spark of the command's spark-submit (asked once per binary), or the connection's word on it."""
+        if self._spark is None:
+            binary = self.base[0] if self.base else spark_submit_binary()
+            self._spark = target_build(binary, self.env, self.extra)
+        return self._spark
 
     def secrets(self, spec: JobSpec) -> SecretOptions:
         return self._secrets(spec)

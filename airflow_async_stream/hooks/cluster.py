@@ -17,6 +17,7 @@ import time
 from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.spark_version import SparkBuild, refuse_on, target_build
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.spec.model import JobSpec
@@ -50,6 +51,7 @@ class ClusterLauncher:
         self.extra = hook.extra
         self.manager = hook.cluster_manager
         self._next_state_at = 0.0
+        self._spark: SparkBuild | None = None
 
     def check(self, spec: JobSpec) -> str:
         if self.manager not in NO_WAIT_CONF:
@@ -68,7 +70,13 @@ class ClusterLauncher:
                 "source/sink secrets from Airflow connections reach a driver on this host only; in cluster mode "
                 "give the cluster its Kafka credentials (e.g. a Kubernetes secret or a YARN credential provider)"
             )
-        return f"cluster mode on {self.manager} ({self.master})"
+        return f"cluster mode on {self.manager} ({self.master}); {refuse_on(spec, self.spark()).describe()}"
+
+    def spark(self) -> SparkBuild:
+        """The client's spark-submit's Spark, unless the connection's extra names the cluster's."""
+        if self._spark is None:
+            self._spark = target_build(self.hook.base_command()[0], self.hook.env, self.extra)
+        return self._spark
 
     def secrets(self, spec: JobSpec) -> SecretOptions:
         return SecretOptions()  # check() refused any: they would not reach the cluster

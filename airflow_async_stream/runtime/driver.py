@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
-from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.exceptions import SettingsError, SpecError
 from airflow_async_stream.lineage.link import secret_values, take_running_settings
 from airflow_async_stream.lineage.running import running_events
 from airflow_async_stream.runtime import context
@@ -35,6 +35,7 @@ from airflow_async_stream.runtime.query import SQL_REDACTION_REGEX
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import Redactor, SecretOptions, take_from_environment
+from airflow_async_stream.spec.versions import judge_process_for
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import Retention
 
@@ -138,13 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     deployment = control.read_deployment()
     job = (deployment.job if deployment else None) or "?"
     governor = Governor(control, args.deployment_id, job, redact)
-    governor.starting(secret_options=secrets.names(), pyspark=_pyspark_in_use())
+    pyspark = _pyspark_in_use()
+    governor.starting(secret_options=secrets.names(), pyspark=pyspark, spark_version=pyspark["version"])
 
     def on_sigterm(signum: int, frame: Any) -> None:
         governor.request_stop_from_signal()
 
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
+        judge_process_for(pyspark["version"], "the Spark it runs on")  # its rules, not the deploy's guess
         spec = load_submitted_spec(control, args)
         logs = spec.log_settings
         control.progress_retention = Retention(logs.progress_max_bytes, logs.progress_max_age_hours * 3600)
@@ -162,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         governor.lineage = running_events(spec, lineage, redact, partial(_kafka_servers, spec, secrets))
         run(spec, governor, secrets)
-    except SpecError as exc:
+    except (SpecError, SettingsError) as exc:  # SettingsError: a Spark line this release does not know
         governor.fail(str(exc))
         print(f"airflow-async-stream: {redact(str(exc))}", file=sys.stderr)
         return EXIT_BAD_SPEC

@@ -8,14 +8,19 @@ from typing import TYPE_CHECKING
 
 from airflow_async_stream.spec.intervals import IntervalError
 from airflow_async_stream.spec.options import option_violations
-from airflow_async_stream.spec.realtime import REAL_TIME_RULES_READ_FROM, real_time_violations
+from airflow_async_stream.spec.realtime import real_time_violations
+from airflow_async_stream.spec.versions import SparkLine, judged, judging
 
 if TYPE_CHECKING:
     from airflow_async_stream.spec.model import JobSpec
 
-__all__ = ["ASYNC_SINKS", "RuleViolationError", "rule_violations"]
+__all__ = ["ASYNC_SINKS", "SINK_EVOLUTION", "RuleViolationError", "rule_violations", "violations_on"]
 
-#: Sinks Spark allows with async progress tracking (by ``format`` name); only Kafka is a production sink.
+#: Spark 4.2+'s setting whose ``true`` refuses async progress tracking.
+SINK_EVOLUTION = "spark.sql.streaming.queryEvolution.enableSinkEvolution"
+
+#: Sinks Spark allows with async progress tracking (by ``format`` name), the same on every line from 3.5 to 4.3
+#: (4.3 adds ``ForeachSink``, which no spec ``format`` names); only Kafka is a production sink.
 ASYNC_SINKS = frozenset({"kafka", "console", "memory", "noop"})
 
 
@@ -28,7 +33,9 @@ class RuleViolationError(ValueError):
 
 
 def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
-    """The rules that span fields, as ``(field, reason)``; empty when the spec is acceptable."""
+    """The rules that span fields, as ``(field, reason)``, for the Spark this context judges for
+    (spec/versions.py); empty when the spec is acceptable."""
+    line, version, _ = judged()
     problems: list[tuple[str, str]] = []
     if spec.application is None:
         for field in ("source", "sink"):
@@ -36,32 +43,63 @@ def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
                 problems.append((field, "is required unless `application` names your own PySpark file"))
     elif spec.source is not None or spec.transform is not None:
         problems.append(("application", "builds its own query: drop `source` and `transform`"))
-    problems += option_violations(spec.source, spec.sink) + _trigger_violations(spec)
+    problems += option_violations(spec.source, spec.sink) + _trigger_violations(spec, line, f"Spark {version}")
     if spec.async_progress.enabled:
-        problems += _async_violations(spec)
+        problems += _async_violations(spec, line, f"Spark {version}")
     return problems
 
 
-def _trigger_violations(spec: JobSpec) -> list[tuple[str, str]]:
+def violations_on(spec: JobSpec, version: str, why: str) -> list[tuple[str, str]]:
+    """The rules ``spec`` breaks on Spark ``version`` (``why``: where that version came from)."""
+    with judging(version, why):
+        return rule_violations(spec)
+
+
+def _trigger_violations(spec: JobSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
     """The trigger's interval as Spark parses it, then (when it parses) real-time mode's rules."""
     try:
         spec.trigger.interval_ms()
     except IntervalError as exc:
         return [(f"trigger.{spec.trigger.kind}", str(exc))]
+    if spec.trigger.kind == "real_time" and line.real_time is None:
+        return [("trigger.real_time", f"{spark} has no real-time mode in PySpark (trigger(realTime=...) is 4.2+)")]
     return real_time_violations(spec)
 
 
-def _async_violations(spec: JobSpec) -> list[tuple[str, str]]:
+def _real_time_async(spec: JobSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
+    """Async progress tracking in real-time mode: refused by 4.2, only at interval 0 (and on by default) in 4.3."""
+    if line.real_time == "refuses_async":
+        return [
+            (
+                "trigger.real_time",
+                f"{spark} refuses async progress tracking in real-time mode "
+                "(STREAMING_REAL_TIME_MODE.ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED, at start): turn "
+                "async_progress.enabled off; a job running with it on moves by the safe-disable migration first",
+            )
+        ]
+    if line.real_time == "async_at_interval_0" and spec.async_progress.checkpoint_interval_ms != 0:
+        return [
+            (
+                "async_progress.checkpoint_interval_ms",
+                f"{spark} runs real-time mode with async progress tracking only at interval 0 "
+                "(STREAMING_REAL_TIME_MODE.ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO, at start)",
+            )
+        ]
+    return []
+
+
+def _async_violations(spec: JobSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
     """What Spark refuses, or silently ignores, with async progress tracking on."""
     problems: list[tuple[str, str]] = []
     kind = spec.trigger.kind
     if kind == "real_time":
+        problems += _real_time_async(spec, line, spark)
+    if line.sink_evolution and spec.spark_conf_strings().get(SINK_EVOLUTION, "").strip().lower() == "true":
         problems.append(
             (
-                "trigger.real_time",
-                f"Spark {REAL_TIME_RULES_READ_FROM} refuses async progress tracking in real-time mode "
-                "(STREAMING_REAL_TIME_MODE.ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED, at start): turn "
-                "async_progress.enabled off; a job running with it on moves by the safe-disable migration first",
+                f"spark_conf.{SINK_EVOLUTION}",
+                f"{spark} refuses sink evolution with async progress tracking "
+                "(STREAMING_QUERY_EVOLUTION_ERROR.ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED, at start): set one of them off",
             )
         )
     if kind in ("once", "available_now"):

@@ -40,9 +40,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: The log formats Spark 3.5 to 4.3 write: offsets v2 with ``spark.sql.streaming.offsetLog.formatVersion=2`` (4.3),
-#: commits v2 (``{"nextBatchWatermarkMs":..,"stateUniqueIds":{..}}``) with
-#: ``spark.sql.streaming.stateStore.checkpointFormatVersion=2`` (4.0+), stateless queries too.
+#: What Spark 3.5 to 4.3 write: offsets v2 (offsetLog.formatVersion=2), commits v2 (checkpointFormatVersion=2).
 KNOWN_VERSIONS = {"offsets": {1, 2}, "commits": {1, 2}}
 _VERSION_RE = re.compile(r"^v(\d+)$")
 _SHOWN = 20  # newest ids and gaps shown in the summary

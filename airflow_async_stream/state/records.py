@@ -124,6 +124,8 @@ class Status(Record):
     #: Which options came from Airflow connections (never their values), and which PySpark the driver runs.
     secret_options: list[str] = field(default_factory=list)
     pyspark: dict[str, str] | None = None
+    #: The Spark version the driver runs (its PySpark's, which is its SPARK_HOME's): the rules it was judged by.
+    spark_version: str | None = None
     #: What the running query was started with (async options, trigger), and how often it was switched in place.
     configuration: dict[str, Any] | None = None
     switches: int = 0

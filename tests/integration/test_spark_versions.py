@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
+from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.migrations.in_process import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
@@ -43,6 +44,19 @@ def test_deploy_switch_migrate_and_stop(version: str, airflow_db: None, checkpoi
     settings = DeploySettings(launcher=launcher_for(version), startup_timeout_s=180)
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deployed = deploy_job(spec, Holder.this_process("test"), settings)
+    assert control.read_status().spark_version == version  # the driver says which Spark it runs on
+    # The deploy judges by the Spark it submits to: real-time mode is refused on 3.5 before anything is submitted.
+    real_time = deep_merge(mapping, {"name": f"{name}-rt", "checkpoint": f"{checkpoint_dir}-rt"})
+    real_time.update(
+        source={"format": "kafka", "options": {"subscribe": "t", "kafka.bootstrap.servers": "127.0.0.1:9"}},
+        sink={"format": "console", "output_mode": "update"},
+        trigger={"real_time": "5 seconds"},
+        async_progress={"enabled": False},
+    )
+    if version.startswith("3."):
+        with pytest.raises(SpecError, match=rf"for Spark {version}: trigger.real_time: Spark {version} has no real"):
+            deploy_job(parse_spec(real_time), Holder.this_process("test"), settings)
+        assert not ControlArea.for_checkpoint(f"{checkpoint_dir}-rt").exists()
     until(lambda: not inspect_checkpoint(checkpoint_dir).sync_restart_safe, 90, what="a gap in the offset log")
 
     # An in-place switch: the driver stops its query between batches and starts the new one.

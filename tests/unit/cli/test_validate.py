@@ -124,3 +124,36 @@ def test_validate_checkpoint_refuses_what_a_deploy_refuses_and_writes_nothing(tm
     assert f"{specs / 'fresh.yaml'}: ok (fresh-job, async progress off)" in lines
     data = json.loads(cli("validate", "--checkpoint", "--json", str(specs)).stdout)
     assert [f["ok"] for f in data["files"]] == [True, True, False]  # async, fresh, sync (the folder's order)
+
+
+def test_validate_and_plan_judge_for_the_spark_named_and_say_which(tmp_path: Path) -> None:
+    """A real-time job: fine for 4.2 (the installed pyspark), refused for 3.5, whose PySpark has no real time."""
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    spec = rate_noop(
+        "fast",
+        str(tmp_path / "ck" / "fast"),
+        source={"format": "kafka", "options": {"subscribe": "t", "kafka.bootstrap.servers": "127.0.0.1:9"}},
+        sink={"format": "console", "output_mode": "update"},
+        trigger={"real_time": "5 seconds"},
+    )
+    (folder / "fast.yaml").write_text(yaml.safe_dump(spec))
+    fine = cli("validate", str(folder), env={"AIRFLOW_ASYNC_STREAM_SPARK_VERSION": ""})
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+    assert fine.stdout.splitlines()[-1].startswith("judged for Spark 4.2.0 (the installed pyspark); a deploy judges")
+    for args, env in [(["--spark-version", "3.5.9"], {}), ([], {"AIRFLOW_ASYNC_STREAM_SPARK_VERSION": "3.5.9"})]:
+        refused = cli("validate", *args, str(folder), env=env)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        said = "fast.yaml: trigger.real_time: Spark 3.5.9 has no real-time mode in PySpark"
+        assert said in refused.stdout and not refused.stderr  # the finding names the Spark it was judged for
+    fine_on_43 = cli("validate", "--spark-version", "4.3.0", str(folder))
+    assert fine_on_43.stdout.splitlines()[-1].startswith("judged for Spark 4.3.0 (--spark-version)"), fine_on_43
+    as_json = json.loads(cli("validate", "--json", "--spark-version", "4.3.0", str(folder)).stdout)
+    assert as_json["judged_for"] == "Spark 4.3.0 (--spark-version)" and as_json["ok"]
+    planned = cli("plan", "--spark-version", "3.5.9", str(folder), env={"AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path)})
+    assert "trigger.real_time: Spark 3.5.9 has no real-time mode" in planned.stdout, planned.stdout + planned.stderr
+    unknown = cli("validate", "--spark-version", "3.4.4", str(folder))
+    assert unknown.returncode == 2
+    assert (
+        "--spark-version: Spark 3.4.4 is not a line this release supports (3.5, 4.0, 4.1, 4.2, 4.3)" in unknown.stderr
+    )

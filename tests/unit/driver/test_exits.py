@@ -121,7 +121,9 @@ def test_an_exit_not_confirmed_in_time_is_said_naming_the_host_and_a_deploy_refu
 
     spec = parse_spec({"name": "job", "checkpoint": control.url.removesuffix(".async-stream"),
                        "source": {"format": "rate"}, "sink": {"format": "noop"}})  # fmt: skip
-    settings = DeploySettings(launcher=LocalLauncher(base=["/bin/false"]), stop_kill_after_s=0.5)
+    settings = DeploySettings(
+        launcher=LocalLauncher(base=["/bin/false"], extra={"spark_version": "4.2.0"}), stop_kill_after_s=0.5
+    )
     with pytest.raises(JobAlreadyRunningError) as refused:
         deploy_job(spec, Holder.this_process("test"), settings)
     assert f"but {said} 0 s later; not deploying beside it (on {OTHER_HOST}, `airflow-async-stream stop job`" in str(refused.value)  # fmt: skip

@@ -9,6 +9,7 @@ from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.process import Target
+from airflow_async_stream.driver.spark_version import SparkBuild
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.secret_options import SecretOptions
@@ -31,12 +32,13 @@ def test_a_spec_makes_one_submission_its_driver_and_record_agree_on() -> None:
     secrets.add("sink", "kafka.sasl.jaas.config", "login pw-s3cret", secret=True)
     spec = parse_spec(SPEC)
 
-    submission = Submission.for_spec(spec, "/ck/orders.async-stream", "d-1", secrets, {"spark_version": "4.1.1"})
+    spark = SparkBuild("4.1.1", "2.13", "the Spark connection's extra spark_version")
+    submission = Submission.for_spec(spec, "/ck/orders.async-stream", "d-1", secrets, {}, spark)
 
     args = parse_driver_arguments(submission.arguments)
     assert (args.control_area, args.deployment_id) == ("/ck/orders.async-stream", "d-1")
     assert args.spec_sha256 == spec_digest(submission.spec_json) == spec_digest(spec.to_json_bytes())
-    assert submission.conf["spark.jars.packages"].endswith("spark-sql-kafka-0-10_2.13:4.1.1")  # from the extra
+    assert submission.conf["spark.jars.packages"].endswith("spark-sql-kafka-0-10_2.13:4.1.1")  # the target's
     assert submission.conf["spark.ui.showConsoleProgress"] == "true"  # the spec's own setting wins
     assert submission.secret_names == ["sink.options.kafka.sasl.jaas.config"]
     assert "pw-s3cret" in str(submission.env) and "pw-s3cret" not in repr(submission)

@@ -20,7 +20,6 @@ import pytest
 
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.local import LocalLauncher
-from airflow_async_stream.driver.maven_packages import packages_conf
 from airflow_async_stream.driver.process import Target
 from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import DeployError
@@ -259,18 +258,6 @@ def test_a_cluster_driver_that_will_not_stop_is_killed_through_its_cluster(tmp_p
     )
     assert launcher.killed == [driver]
     assert outcome.status and outcome.status.state == "failed" and "killed on the cluster" in outcome.status.error
-
-
-def test_kafka_jobs_get_the_connector_matching_spark_and_scala() -> None:
-    kafka = parse_spec({**SPEC, "sink": {"format": "kafka", "options": {"topic": "t"}}})
-    assert packages_conf(kafka, {}) == {"spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"}
-    assert packages_conf(kafka, {"spark_version": "4.1.1"}) == {
-        "spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
-    }
-    assert packages_conf(kafka, {"kafka_package": ""}) == {}  # the cluster ships the jar
-    own = parse_spec({**SPEC, "sink": {"format": "kafka"}, "spark_conf": {"spark.jars.packages": "x:y:1"}})
-    assert packages_conf(own, {}) == {}
-    assert packages_conf(parse_spec(SPEC), {}) == {}
 
 
 def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(

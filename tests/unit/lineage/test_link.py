@@ -7,6 +7,7 @@ import json
 
 from airflow_async_stream.driver.launcher import Submission
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.spark_version import SparkBuild
 from airflow_async_stream.lineage.link import (
     ENV_VAR,
     LineageLink,
@@ -20,6 +21,7 @@ from airflow_async_stream.spec.secret_options import SecretOptions, take_from_en
 from tests.helpers import rate_noop
 
 API_KEY = "ol-key-5f1e9c"
+SPARK = SparkBuild("4.2.0", "2.13", "a test")
 INJECTED = {
     "spark.openlineage.parentJobNamespace": "airflow",
     "spark.openlineage.parentJobName": "lineage_dag.deploy",
@@ -47,7 +49,7 @@ def test_the_driver_gets_the_link_and_its_credentials_never_reach_the_command_li
     spec = parse_spec(rate_noop("linked", spark_conf={"spark.openlineage.namespace": "streams"}))
     running = RunningSettings(every_minutes=5, namespace="airflow", transport={"type": "http", "url": "http://x"})
     link = LineageLink.split({**INJECTED, "spark.openlineage.namespace": "ignored"}, running)
-    submission = Submission.for_spec(spec, "/ck/linked.async-stream", "dep-1", SecretOptions(), {}, link)
+    submission = Submission.for_spec(spec, "/ck/linked.async-stream", "dep-1", SecretOptions(), {}, SPARK, link)
     command = LocalLauncher().command(submission)
     assert "spark.openlineage.parentRunId=01937a2b-0000-7000-8000-000000000001" in command
     assert "spark.openlineage.namespace=streams" in command  # the spec's own setting wins
@@ -65,7 +67,7 @@ def test_the_driver_gets_the_link_and_its_credentials_never_reach_the_command_li
 
 def test_a_deploy_without_a_link_carries_nothing() -> None:
     spec = parse_spec(rate_noop("plain"))
-    submission = Submission.for_spec(spec, "/ck/plain.async-stream", "dep-1", SecretOptions(), {})
+    submission = Submission.for_spec(spec, "/ck/plain.async-stream", "dep-1", SecretOptions(), {}, SPARK)
     assert submission.env == {} and not [k for k in submission.conf if k.startswith("spark.openlineage")]
 
 

@@ -17,21 +17,9 @@ import pytest
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.realtime import REAL_TIME_RULES_READ_FROM, sql_operators_refused
+from tests.helpers import real_time
 
 JARS = Path(pyspark.__file__).parent / "jars"
-
-
-def real_time(**changes: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "name": "clicks-real-time",
-        "checkpoint": "/data/ck/clicks-real-time",
-        "source": {"format": "kafka", "options": {"subscribe": "clicks"}, "connection": "kafka_default"},
-        "transform": {"sql": "SELECT key, value FROM source WHERE value IS NOT NULL"},
-        "sink": {"format": "kafka", "options": {"topic": "alerts"}, "output_mode": "update"},
-        "trigger": {"real_time": "5 seconds"},
-    }
-    spec.update(changes)
-    return spec
 
 
 def problems(data: dict[str, Any]) -> dict[str, str]:
