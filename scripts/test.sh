@@ -13,7 +13,6 @@ if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and start
   bash scripts/browser.sh
   bash scripts/services.sh
   bash scripts/stores.sh
-  bash scripts/sparks.sh  # the other Spark lines the version tests run (tests/integration/sparks.py)
 fi
 .venv/bin/ruff check airflow_async_stream dags tests bench
 .venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench
@@ -33,14 +32,20 @@ fi
 # hold the most tests, the unit ones, and leave the long integration files for last). One integration test
 # alone leaves most of the second core idle while it waits for batches, schedulers and browsers. The type check
 # (36 s on a fresh clone) runs beside them; its report follows.
+# The other Spark lines the version tests run install meanwhile (a few minutes on a new machine, a no-op after):
+# those tests come late and wait for it (tests/integration/sparks.py).
+sparks_log=$(mktemp)
+bash scripts/sparks.sh >"$sparks_log" 2>&1 &
+export ASYNC_STREAM_SPARKS_PID=$! ASYNC_STREAM_SPARKS_LOG=$sparks_log
 types_log=$(mktemp)
 "${types[@]}" >"$types_log" 2>&1 &
 types_pid=$!
-trap 'kill "$types_pid" 2>/dev/null || true; rm -f "$types_log"' EXIT  # never left running behind a stop
+trap 'kill "$types_pid" "$ASYNC_STREAM_SPARKS_PID" 2>/dev/null || true; rm -f "$types_log" "$sparks_log"' EXIT  # never left running
 tests_rc=0
 .venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=15 || tests_rc=$?
 types_rc=0
 wait "$types_pid" || types_rc=$?
+wait "$ASYNC_STREAM_SPARKS_PID" || echo "sparks.sh failed: $(tail -n 5 "$sparks_log")" >&2  # the tests said so too
 echo
 echo "---- ${types[*]} (exit $types_rc) ----"
 cat "$types_log"

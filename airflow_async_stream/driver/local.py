@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,14 @@ from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Driver
 
-__all__ = ["LocalLauncher", "check_java", "spark_submit_binary"]
+__all__ = ["LocalLauncher", "check_embedded_pyspark", "check_java", "spark_submit_binary"]
 
 MIN_JAVA = 17
 _JAVA_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
 def spark_submit_binary(binary: str = "spark-submit") -> str:
-    """``binary`` from PATH, else the one shipped in the installed pyspark package."""
+    """``binary`` from PATH, else the one shipped in the installed pyspark package (the embedded Spark)."""
     found = shutil.which(binary)
     if found:
         return found
@@ -40,8 +41,28 @@ def spark_submit_binary(binary: str = "spark-submit") -> str:
     if spec and spec.submodule_search_locations:
         bundled = Path(next(iter(spec.submodule_search_locations))) / "bin" / binary
         if bundled.exists():
+            check_embedded_pyspark()
             return str(bundled)
-    raise DeployError(f"{binary} was not found on PATH nor in the installed pyspark package")
+    raise DeployError(
+        f"{binary} was not found on PATH nor in an installed pyspark: put your Spark's bin/ on PATH (and set "
+        'SPARK_HOME), name it in the Spark connection, or install the embedded Spark: pip install "airflow-async-stream[spark]"'
+    )
+
+
+def check_embedded_pyspark() -> None:
+    """The embedded Spark's pyspark and the pyspark-client the apache-spark provider brings share one folder:
+    of two versions, neither imports (``cannot import name ...``); say so before a driver finds out."""
+    try:
+        versions = {name: metadata.version(name) for name in ("pyspark", "pyspark-client")}
+    except metadata.PackageNotFoundError:
+        return
+    if versions["pyspark"] != versions["pyspark-client"]:
+        raise DeployError(
+            f"the embedded Spark is broken: pyspark {versions['pyspark']} and pyspark-client "
+            f"{versions['pyspark-client']} (the apache-spark provider's) install into the same pyspark folder; "
+            f'install one version of both (pip install "airflow-async-stream[spark]" picks them), or run your '
+            "own Spark: its bin/ on PATH and SPARK_HOME, or a Spark connection"
+        )
 
 
 def check_java() -> str:

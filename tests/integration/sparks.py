@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -21,18 +22,42 @@ __all__ = ["EVERY_SPARK", "OTHER_SPARKS", "launcher_for", "spark_home", "submit"
 OTHER_SPARKS = ("3.5.9", "4.3.0")
 #: The venv's own pyspark (the embedded Spark) first.
 EVERY_SPARK = (metadata.version("pyspark"), *OTHER_SPARKS)
-ROOT = Path(os.environ.get("ASYNC_STREAM_SPARKS") or Path.home() / ".cache" / "airflow-async-stream" / "sparks")
+ROOT = Path(
+    os.environ.get("ASYNC_STREAM_SPARKS")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "airflow-async-stream" / "sparks"
+)
+
+
+#: The full tier installs the lines beside the tests (scripts/test.sh): the installer's pid and its log.
+_INSTALLER = os.environ.get("ASYNC_STREAM_SPARKS_PID")
+_WAIT_S = 900.0
+
+
+def _installing() -> bool:
+    if not _INSTALLER:
+        return False
+    try:
+        os.kill(int(_INSTALLER), 0)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def spark_home(version: str) -> Path:
-    """The installed Spark of ``version``; the test fails naming the command when it is not there."""
+    """The installed Spark of ``version`` (waiting for the full tier's installer while it runs); the test fails
+    naming the command when it is not there."""
     if version == metadata.version("pyspark"):
         from tests.spark_class_archive import spark_home as installed
 
         return installed()
     home = ROOT / version / "pyspark"
-    if not (home / "bin" / "spark-submit").exists():
-        pytest.fail(f"Spark {version} is not installed in {ROOT}: run `bash scripts/sparks.sh {version}`")
+    deadline = time.monotonic() + _WAIT_S
+    while not (ROOT / version / ".complete").exists() and _installing() and time.monotonic() < deadline:
+        time.sleep(1)  # a process of another test run: no event to wait on
+    if not (ROOT / version / ".complete").exists():
+        log = Path(os.environ.get("ASYNC_STREAM_SPARKS_LOG") or "/nonexistent")
+        said = log.read_text()[-2000:] if log.exists() else ""
+        pytest.fail(f"Spark {version} is not installed in {ROOT}: run `bash scripts/sparks.sh {version}`\n{said}")
     return home
 
 

@@ -4,6 +4,7 @@ as written. Nothing of the test session's set-up reaches it (no .venv, no regist
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -86,3 +87,31 @@ def test_the_install_guide_works_from_a_fresh_venv(tmp_path: Path) -> None:
     assert stopped.stdout.startswith("stopped"), stopped.stdout
     assert (tmp_path / "home" / ".airflow-async-stream" / "jobs" / f"{FULL_SPEC_NAME}.json").is_file()
     assert Path(f"{checkpoint}.async-stream").is_dir() and (Path(checkpoint) / "commits").is_dir()
+
+
+#: A pyspark and pyspark-client pair a user already has that is not the `spark` extra's 4.2.0.
+USERS_PYSPARK = "4.1.3"
+
+
+def test_installing_the_provider_keeps_the_users_pyspark(tmp_path: Path) -> None:
+    """pip's plan for the guide's install (without the `spark` extra) in a venv with the user's own PySpark: it
+    replaces neither pyspark nor pyspark-client (an exact pin made pip swap them for 4.2.0 without a word)."""
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
+    pip = [str(tmp_path / "venv" / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    users = subprocess.run([*pip, "install", "--quiet", f"pyspark=={USERS_PYSPARK}", f"pyspark-client=={USERS_PYSPARK}"],
+                           capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert users.returncode == 0, users.stderr[-3000:]
+    litter = shutil.ignore_patterns(".git", ".venv", "var", "build", "dist", "*.egg-info", "test-output", "__pycache__")
+    shutil.copytree(REPO, tmp_path / "checkout", ignore=litter)
+    report = tmp_path / "report.json"
+    planned = subprocess.run([*pip, "install", "--quiet", "--dry-run", "--report", str(report),
+                              f"{tmp_path / 'checkout'}[openlineage,chart]"], capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    installs = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    assert "apache-airflow-providers-apache-spark" in installs and "airflow-async-stream" in installs
+    assert "pyspark" not in installs and "pyspark-client" not in installs, {
+        k: v for k, v in installs.items() if "spark" in k
+    }

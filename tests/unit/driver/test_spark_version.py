@@ -97,3 +97,18 @@ def test_kafka_jobs_get_the_connector_of_the_targets_spark_and_scala(spark_submi
     assert packages_conf(parse_spec(rate_noop("plain")), {}, spark) == {}
     submission = Submission.for_spec(kafka, "/ck/k.async-stream", "d-1", SecretOptions(), {}, spark)
     assert submission.conf["spark.jars.packages"].endswith("_2.12:3.5.9")
+
+
+def test_an_embedded_pyspark_that_differs_from_pyspark_client_is_refused_naming_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As a venv looks after the apache-spark provider brought pyspark-client 4.3.0 beside a pyspark 4.1.4
+    (the versions are read from the installed distributions; here they are stood in for)."""
+    from airflow_async_stream.driver import local
+
+    assert local.spark_submit_binary().endswith("spark-submit")  # this venv's pair agrees
+    installed = {"pyspark": "4.1.4", "pyspark-client": "4.3.0"}
+    monkeypatch.setattr(local.metadata, "version", lambda name: installed[name])
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(DeployError, match=r"pyspark 4\.1\.4 and pyspark-client 4\.3\.0 \(the apache-spark provider"):
+        local.spark_submit_binary()
