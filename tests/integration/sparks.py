@@ -16,7 +16,7 @@ import pytest
 
 from airflow_async_stream.driver.local import LocalLauncher
 
-__all__ = ["EVERY_SPARK", "OTHER_SPARKS", "launcher_for", "spark_home", "submit"]
+__all__ = ["EVERY_SPARK", "OTHER_SPARKS", "launcher_for", "run_script", "spark_home", "submit"]
 
 #: The lines the full tier runs end to end beside the venv's 4.2.0: the most deployed (3.5) and the newest.
 OTHER_SPARKS = ("3.5.9", "4.3.0")
@@ -67,13 +67,18 @@ def launcher_for(version: str, master: str = "local[2]") -> LocalLauncher:
     return LocalLauncher(base=[str(home / "bin" / "spark-submit"), "--master", master], env={"SPARK_HOME": str(home)})
 
 
-def submit(version: str, script: Path, *args: str, timeout_s: float = 300) -> dict[str, Any]:
+def run_script(version: str, script: Path, *args: str, timeout_s: float = 300) -> str:
     """Run a plain PySpark script with that Spark's spark-submit (this venv's Python, so it can import the
-    provider); the JSON of its last line of output."""
+    provider); its output, once it exited 0."""
     home = spark_home(version)
     python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     command = [str(home / "bin" / "spark-submit"), "--master", "local[2]", str(script), *args]
     env = {**os.environ, "SPARK_HOME": str(home), **python}
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return done.stdout
+
+
+def submit(version: str, script: Path, *args: str, timeout_s: float = 300) -> dict[str, Any]:
+    """``run_script``, and the JSON of the last line of its output."""
+    return dict(json.loads(run_script(version, script, *args, timeout_s=timeout_s).strip().splitlines()[-1]))

@@ -53,8 +53,8 @@ def test_the_install_guide_works_from_a_fresh_venv(tmp_path: Path) -> None:
     assert lines[0].startswith("pip install ") and lines[1] == "airflow db migrate"
     started = time.monotonic()
     # A checkout as a clone has it: no .venv, no build/ of an earlier pip install, no var/.
-    litter = shutil.ignore_patterns(".git", ".venv", "var", "build", "dist", "*.egg-info", "test-output", "__pycache__",
-                                    ".pytest_cache", ".ruff_cache")  # fmt: skip
+    litter = shutil.ignore_patterns(".git", ".venv", ".node", "var", "build", "dist", "*.egg-info", "test-output",
+                                    "__pycache__", ".pytest_cache", ".ruff_cache")  # fmt: skip
     shutil.copytree(REPO, tmp_path / "checkout", ignore=litter)
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
     env = _shell(tmp_path, tmp_path / "venv")
@@ -101,7 +101,8 @@ def test_installing_the_provider_keeps_the_users_pyspark(tmp_path: Path) -> None
     users = subprocess.run([*pip, "install", "--quiet", f"pyspark=={USERS_PYSPARK}", f"pyspark-client=={USERS_PYSPARK}"],
                            capture_output=True, text=True, timeout=900)  # fmt: skip
     assert users.returncode == 0, users.stderr[-3000:]
-    litter = shutil.ignore_patterns(".git", ".venv", "var", "build", "dist", "*.egg-info", "test-output", "__pycache__")
+    litter = shutil.ignore_patterns(".git", ".venv", ".node", "var", "build", "dist", "*.egg-info", "test-output",
+                                    "__pycache__")  # fmt: skip
     shutil.copytree(REPO, tmp_path / "checkout", ignore=litter)
     report = tmp_path / "report.json"
     planned = subprocess.run([*pip, "install", "--quiet", "--dry-run", "--report", str(report),
