@@ -12,4 +12,4 @@ ENV JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 USER airflow
 COPY --chown=airflow:root pyproject.toml README.md /opt/airflow-async-stream/
 COPY --chown=airflow:root airflow_async_stream /opt/airflow-async-stream/airflow_async_stream
-RUN pip install --no-cache-dir "apache-airflow==3.3.2" "/opt/airflow-async-stream[chart]"
+RUN pip install --no-cache-dir "apache-airflow==3.3.2" "/opt/airflow-async-stream[spark,chart]"

@@ -107,7 +107,8 @@ def _print_status(report: dict[str, Any]) -> None:
         ),
         (
             "deployment",
-            f"{status.get('deployment_id', '-')} (driver pid {status.get('pid', '-')} on {status.get('host', '-')})",
+            f"{status.get('deployment_id', '-')} (driver pid {status.get('pid', '-')} on {status.get('host', '-')}"
+            + (f", Spark {status['spark_version']})" if status.get("spark_version") else ")"),
         ),
         ("checkpoint", report["checkpoint"] or "-"),
         (

@@ -45,6 +45,8 @@ def test_deploy_switch_migrate_and_stop(version: str, airflow_db: None, checkpoi
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deployed = deploy_job(spec, Holder.this_process("test"), settings)
     assert control.read_status().spark_version == version  # the driver says which Spark it runs on
+    shown = subprocess.run([CLI, "status", name], capture_output=True, text=True, timeout=120)
+    assert f", Spark {version})" in shown.stdout, shown.stdout + shown.stderr
     # The deploy judges by the Spark it submits to: real-time mode is refused on 3.5 before anything is submitted.
     real_time = deep_merge(mapping, {"name": f"{name}-rt", "checkpoint": f"{checkpoint_dir}-rt"})
     real_time.update(
