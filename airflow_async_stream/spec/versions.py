@@ -1,8 +1,8 @@
 """The Spark lines a job can run on, 3.5 to 4.3, and what each accepts: the rules (rules.py, realtime.py) are
 looked up for the line a job is judged for.
 
-Each fact was read from that line's own jars (tests/unit/spec/test_versions.py reads them again where the
-line is installed) and checked by its behaviour (tests/integration/test_spark_versions.py). A deploy judges
+Each fact was read from that line's own jars, and tests/integration/test_spark_versions.py reads them again
+and checks the line's behaviour. A deploy judges
 for the Spark it submits to (driver/spark_version.py asks its spark-submit), the driver for the Spark it runs
 on; with no Spark at hand (a DAG file's parse, ``validate`` without one), for the version
 ``AIRFLOW_ASYNC_STREAM_SPARK_VERSION`` names, else the installed pyspark's (the embedded Spark's), else the

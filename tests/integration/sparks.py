@@ -19,7 +19,8 @@ from airflow_async_stream.driver.local import LocalLauncher
 __all__ = ["EVERY_SPARK", "OTHER_SPARKS", "launcher_for", "run_script", "spark_home", "submit"]
 
 #: The lines the full tier runs end to end beside the venv's 4.2.0: the most deployed (3.5) and the newest.
-OTHER_SPARKS = ("3.5.9", "4.3.0")
+#: ``ASYNC_STREAM_SPARK_LINES=3.5.9,4.0.5,4.1.4,4.3.0`` runs them on more lines (each installed by scripts/sparks.sh).
+OTHER_SPARKS = tuple(v for v in os.environ.get("ASYNC_STREAM_SPARK_LINES", "3.5.9,4.3.0").split(",") if v.strip())
 #: The venv's own pyspark (the embedded Spark) first.
 EVERY_SPARK = (metadata.version("pyspark"), *OTHER_SPARKS)
 ROOT = Path(

@@ -1,12 +1,15 @@
 """The Spark lines users run, each a real Spark of its own used as SPARK_HOME (tests/integration/sparks.py): one
 driver per line, deployed with async on, switched in place, safe-disabled in place, and stopped cleanly; and the
-inspector's verdict against each line's own synchronous restart, over every log format it writes."""
+inspector's verdict against each line's own synchronous restart, over every log format it writes; and what
+spec/versions.py says of each line, read again from that line's own jars (no JVM)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,13 +20,15 @@ from airflow_async_stream.insight.batches import continuity_problems
 from airflow_async_stream.migrations.in_process import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.spec.rules import SINK_EVOLUTION
+from airflow_async_stream.spec.versions import line_of
 from airflow_async_stream.state.checkpoint import batch_ids, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.requests import SwitchOutcome
 from airflow_async_stream.switch.request import switch_in_place
 from tests.helpers import rate_noop, until
-from tests.integration.sparks import EVERY_SPARK, OTHER_SPARKS, launcher_for, submit
+from tests.integration.sparks import EVERY_SPARK, OTHER_SPARKS, launcher_for, spark_home, submit
 
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -100,3 +105,30 @@ def test_the_inspector_agrees_with_each_sparks_own_restart(version: str, tmp_pat
     v2 = seen["v2"]  # Spark 4.x's commit log v2 (and offsets v2 where it writes them): SAFE, and it resumes
     assert v2["headers"]["commits"] == ["v2"], v2
     assert v2["safe"] and v2["error"] is None and len(v2["ran"]) >= 2, v2
+
+
+def _member(jar: Path, member: str) -> bytes:
+    with zipfile.ZipFile(jar) as archive:
+        return archive.read(member)
+
+
+@pytest.mark.parametrize("version", EVERY_SPARK)
+def test_each_lines_facts_are_what_its_own_jars_say(version: str) -> None:
+    jars = spark_home(version) / "jars"
+    line = line_of(version)
+    [core] = jars.glob("spark-core_*.jar")
+    assert core.name.startswith(f"spark-core_{line.scala}-"), core.name
+    [catalyst] = jars.glob("spark-catalyst_*.jar")
+    conf = _member(catalyst, "org/apache/spark/sql/internal/SQLConf$.class")
+    assert (SINK_EVOLUTION.encode() in conf) == line.sink_evolution
+    by_default = b"spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled" in conf
+    assert by_default == (line.real_time == "async_at_interval_0")
+    readwriter = (jars.parent / "sql" / "streaming" / "readwriter.py").read_text()
+    assert ("realTime: Optional[str]" in readwriter) == (line.real_time is not None)
+    if line.real_time is not None:
+        [common] = jars.glob("spark-common-utils_*.jar")
+        errors = json.loads(_member(common, "error/error-conditions.json"))
+        real_time_errors = errors.get("STREAMING_REAL_TIME_MODE", {}).get("subClass", {})
+        assert ("ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED" in real_time_errors) == (line.real_time == "refuses_async")
+        non_zero = "ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO" in real_time_errors
+        assert non_zero == (line.real_time == "async_at_interval_0")

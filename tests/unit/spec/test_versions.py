@@ -1,13 +1,10 @@
 """Rules by the Spark a spec is judged for (spec/versions.py): real-time mode and async progress tracking as
-each line has them, the setting that names the Spark where none is at hand, and each line's facts read again
-from its own jars where it is installed (the venv's pyspark, and scripts/sparks.sh's lines)."""
+each line has them, and the setting that names the Spark where none is at hand. (Each line's facts are read
+again from its own jars in tests/integration/test_spark_versions.py.)"""
 
 from __future__ import annotations
 
-import json
-import zipfile
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +12,8 @@ import pytest
 from airflow_async_stream.exceptions import SettingsError, SpecError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.rules import SINK_EVOLUTION, violations_on
-from airflow_async_stream.spec.versions import LINES, SPARK_VERSION_ENV, judged, judging, line_of
+from airflow_async_stream.spec.versions import SPARK_VERSION_ENV, judged, judging
 from tests.helpers import rate_noop, real_time
-from tests.integration.sparks import EVERY_SPARK, ROOT
 
 ASYNC_AT = {
     "interval 0": {"enabled": True, "checkpoint_interval_ms": 0},
@@ -73,42 +69,3 @@ def test_the_spark_judged_for_comes_from_the_context_the_setting_or_the_installe
         monkeypatch.setenv(SPARK_VERSION_ENV, bad)
         with pytest.raises(SettingsError, match=rf"{SPARK_VERSION_ENV}: .*{said}"):
             judged()
-
-
-def _installed_jars(version: str) -> Path | None:
-    if version == metadata.version("pyspark"):
-        import pyspark
-
-        return Path(pyspark.__file__).parent / "jars"
-    jars = ROOT / version / "pyspark" / "jars"
-    return jars if jars.is_dir() else None
-
-
-def _strings(jar: Path, member: str) -> bytes:
-    with zipfile.ZipFile(jar) as archive:
-        return archive.read(member)
-
-
-@pytest.mark.parametrize("version", sorted({*EVERY_SPARK, "4.0.5", "4.1.4"}))
-def test_each_lines_facts_are_what_its_own_jars_say(version: str) -> None:
-    jars = _installed_jars(version)
-    if jars is None:
-        pytest.skip(f"Spark {version} is not installed here (bash scripts/sparks.sh {version})")
-    line = line_of(version)
-    [core] = jars.glob("spark-core_*.jar")
-    assert core.name.startswith(f"spark-core_{line.scala}-"), core.name
-    [catalyst] = jars.glob("spark-catalyst_*.jar")
-    conf = _strings(catalyst, "org/apache/spark/sql/internal/SQLConf$.class")
-    assert (SINK_EVOLUTION.encode() in conf) == line.sink_evolution
-    by_default = b"spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled" in conf
-    assert by_default == (line.real_time == "async_at_interval_0")
-    readwriter = (jars.parent / "sql" / "streaming" / "readwriter.py").read_text()
-    assert ("realTime: Optional[str]" in readwriter) == (line.real_time is not None)
-    if line.real_time is not None:
-        [common] = jars.glob("spark-common-utils_*.jar")
-        errors = json.loads(_strings(common, "error/error-conditions.json"))
-        real_time_errors = errors.get("STREAMING_REAL_TIME_MODE", {}).get("subClass", {})
-        assert ("ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED" in real_time_errors) == (line.real_time == "refuses_async")
-        non_zero = "ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO" in real_time_errors
-        assert non_zero == (line.real_time == "async_at_interval_0")
-    assert set(LINES) >= {line.line}
