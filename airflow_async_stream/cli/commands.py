@@ -21,7 +21,7 @@ from airflow_async_stream.cli.jobs import add_list
 from airflow_async_stream.cli.report import add_report
 from airflow_async_stream.cli.resume import add_resume
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
-from airflow_async_stream.cli.validate import add_spark_version, add_validate, judging_for
+from airflow_async_stream.cli.validate import add_spark_version, add_validate, judged_line, judging_for
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
     DesiredStateError,
@@ -69,7 +69,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from airflow_async_stream.rollout.planner import plan_folder
 
     try:
-        with judging_for(args.spark_version) as judged_line:
+        with judging_for(args.spark_version) as spark:
             items = plan_folder(args.folder, retry_failed=args.retry_failed, analyze=args.analyze)
     except DesiredStateError as exc:
         for file, field, reason in exc.problems:
@@ -81,7 +81,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         rows = [{k: i.to_json()[k] for k in _PLAN_FIELDS} for i in items]
         print(json.dumps(rows, indent=2, sort_keys=True, default=str))
         return EXIT_BAD_INPUT if refused_by_analysis(items) else EXIT_OK
-    print(judged_line)
+    print(judged_line(spark))
     _print_plan(items)
     refused = refused_by_analysis(items)
     if refused:

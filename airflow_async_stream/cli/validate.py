@@ -23,7 +23,7 @@ from airflow_async_stream.spec.load import load_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.versions import SPARK_VERSION_ENV, judged, judging
 
-__all__ = ["add_spark_version", "add_validate", "judging_for", "spec_paths", "summary"]
+__all__ = ["add_spark_version", "add_validate", "judged_line", "judging_for", "spec_paths", "summary"]
 
 
 def spec_paths(names: list[str]) -> tuple[list[str], list[str]]:
@@ -172,7 +172,12 @@ def judging_for(flag: str | None) -> Iterator[str]:
     (spec/versions.py); the line that says which."""
     _, version, why = (None, flag, "--spark-version") if flag else judged()
     with judging(version, why):
-        yield f"judged for Spark {version} ({why}); a deploy judges again for the Spark it submits to"
+        yield f"Spark {version} ({why})"
+
+
+def judged_line(spark: str) -> str:
+    """What ``validate`` and ``plan`` print of the Spark ``judging_for`` judged for."""
+    return f"judged for {spark}; a deploy judges again for the Spark it submits to"
 
 
 def add_spark_version(parser: Any) -> None:
@@ -184,11 +189,11 @@ def add_spark_version(parser: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    with judging_for(args.spark_version) as judged_line:
-        return _validate(args, judged_line)
+    with judging_for(args.spark_version) as spark:
+        return _validate(args, spark)
 
 
-def _validate(args: argparse.Namespace, judged_line: str) -> int:
+def _validate(args: argparse.Namespace, spark_judged: str) -> int:
     paths, empty = spec_paths(args.files)
     loaded, verdicts = _load(paths, empty)
     if not args.json:
@@ -205,14 +210,13 @@ def _validate(args: argparse.Namespace, judged_line: str) -> int:
     if args.json:
         spark = {"version": run.spark_version, "start_seconds": run.spark_start_seconds} if run else None
         seconds = run.seconds if run else None
-        judged_for = judged_line.split(";")[0].removeprefix("judged for ")
-        document = {"ok": not wrong, "files": ordered, "judged_for": judged_for, "spark": spark, "seconds": seconds}
+        document = {"ok": not wrong, "files": ordered, "judged_for": spark_judged, "spark": spark, "seconds": seconds}
         print(json.dumps(document, indent=2))
         return EXIT_BAD_INPUT if wrong else EXIT_OK
     if run and not args.quiet:
         print(summary(len(ordered), wrong, len(loaded), run))
     if not args.quiet and not wrong:  # a finding names the Spark where it depends on it (FILE: FIELD: REASON)
-        print(judged_line)
+        print(judged_line(spark_judged))
     return EXIT_BAD_INPUT if wrong else EXIT_OK
 
 
