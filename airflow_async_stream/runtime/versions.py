@@ -42,8 +42,9 @@ class _Fields:
 
 def progress_of(progress: Any) -> Any:
     """A ``StreamingQueryProgress`` read by attribute: PySpark 3.5's ``lastProgress`` and ``recentProgress``
-    are dicts of Spark's JSON (``p["batchId"]``); 4.0+ return objects (``p.batchId``), as do listener
-    events on every line. A nested dict (``durationMs``, a source's ``metrics``) stays a dict."""
+    are dicts of Spark's JSON (``p["batchId"]``), as are the listener's events on every line (progress.py);
+    4.0+'s queries return objects (``p.batchId``). A nested dict (``durationMs``, a source's ``metrics``)
+    stays a dict; a figure Spark's JSON leaves out (a NaN rate) reads as None."""
     return _Fields(progress) if isinstance(progress, Mapping) else progress
 
 

@@ -33,6 +33,7 @@ from tests.integration.sparks import EVERY_SPARK, OTHER_SPARKS, launcher_for, sp
 pytestmark = pytest.mark.integration
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 VERDICTS = Path(__file__).resolve().parent / "spark_scripts" / "restart_verdicts.py"
+LISTENER = Path(__file__).resolve().parent / "spark_scripts" / "listener_events.py"
 
 
 @pytest.mark.parametrize("version", OTHER_SPARKS)
@@ -132,3 +133,21 @@ def test_each_lines_facts_are_what_its_own_jars_say(version: str) -> None:
         assert ("ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED" in real_time_errors) == (line.real_time == "refuses_async")
         non_zero = "ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO" in real_time_errors
         assert non_zero == (line.real_time == "async_at_interval_0")
+
+
+@pytest.mark.parametrize("version", EVERY_SPARK[:2])  # the venv's line and the oldest other (3.5: dicts)
+def test_the_listener_reads_each_event_in_two_calls_and_records_what_pysparks_own_does(
+    version: str, tmp_path: Path
+) -> None:
+    """PySpark's listener converts an event field by field, a py4j call each, on Spark's listener thread (about
+    200 to 450 a progress event here, which cost a 100 ms driver more CPU than its batches); ours reads its JSON."""
+    seen = submit(version, LISTENER, str(tmp_path / "ck"))
+    assert seen["spark"] == version
+    assert len(seen["calls"]["ours"]) >= 20 and max(seen["calls"]["ours"]) <= 2, seen["calls"]["ours"]
+    assert min(seen["calls"]["pyspark"]) > 20, seen["calls"]["pyspark"]  # what the two calls replace
+    assert seen["compared"] >= 15
+    for pair in seen["differ"]:  # only the first batch's start offset: Spark's JSON null, PySpark's str(null)
+        ours, theirs = pair["ours"], pair["pyspark"]
+        assert ours["batch_id"] == 0 and [s["start_offset"] for s in ours["sources"]] == [None], pair
+        assert [s["start_offset"] for s in theirs["sources"]] == ["None"], pair
+        assert {**ours, "sources": []} == {**theirs, "sources": []}, pair
