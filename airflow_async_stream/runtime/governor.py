@@ -12,11 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.runtime.heartbeat import StatusWrites
-from airflow_async_stream.runtime.progress import (
-    CONFIGURATIONS_KEPT,
-    ProgressListener,
-    ProgressRecording,
-)
+from airflow_async_stream.runtime.listener import ProgressListener
+from airflow_async_stream.runtime.progress import CONFIGURATIONS_KEPT, ProgressRecording
 from airflow_async_stream.runtime.query import stop_between_batches
 from airflow_async_stream.runtime.switch_request import refuse_unreadable
 from airflow_async_stream.runtime.versions import is_interrupted_stop

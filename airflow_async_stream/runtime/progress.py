@@ -1,5 +1,5 @@
 """What the driver records of each micro-batch: the progress record (the fields the project relies on, as
-plain JSON), the listener that hands Spark's events to the governor, and the governor's recording side
+plain JSON) and the governor's recording side
 (each batch once, a bounded memory of what was recorded, the pause a switch caused, the spec that proved
 stable, and what the heartbeat says of the trigger for the health verdict)."""
 
@@ -11,8 +11,6 @@ import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.runtime.versions import progress_of
@@ -27,7 +25,7 @@ if TYPE_CHECKING:
 
     from airflow_async_stream.lineage.running import RunningEvents
 
-__all__ = ["ProgressListener", "ProgressRecording", "progress_record"]
+__all__ = ["ProgressRecording", "progress_record"]
 
 _log = logging.getLogger(__name__)
 
@@ -104,60 +102,6 @@ def progress_record(progress: Any, deployment_id: str) -> dict[str, Any]:
     if state:
         record["state_operators"] = state
     return record
-
-
-class ProgressListener(StreamingQueryListener):
-    """Hands Spark's listener events for the query to its governor, each progress event read as Spark's JSON.
-
-    PySpark's own listener turns every event into Python objects field by field, a py4j call each (30-odd for a
-    progress event, served on Spark's listener thread): measured here that cost the driver's JVM more CPU than
-    its micro-batches (0.6 of a core at 4 batches/s). One ``json()`` call per event reads the same figures."""
-
-    def __init__(self, governor: ProgressRecording) -> None:
-        self._governor = governor
-        self._java: Any = None
-
-    @property
-    def _jlistener(self) -> Any:  # what PySpark's addListener registers (3.5 to 4.3 alike)
-        from pyspark import SparkContext
-
-        if self._java is None:
-            self._java = SparkContext._jvm.PythonStreamingQueryListenerWrapper(_JsonEvents(self._governor))  # type: ignore[union-attr]
-        return self._java
-
-    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 (Spark's name)
-        pass
-
-    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-        self._governor.record_progress(event.progress)
-
-    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
-        self._governor.record_idle()
-
-    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-        pass
-
-
-class _JsonEvents:
-    """The Java listener interface PySpark's wrapper calls (py4j): a progress event is its JSON, one call."""
-
-    def __init__(self, governor: ProgressRecording) -> None:
-        self._governor = governor
-
-    def onQueryStarted(self, jevent: Any) -> None:  # noqa: N802
-        pass
-
-    def onQueryProgress(self, jevent: Any) -> None:  # noqa: N802
-        self._governor.record_progress(json.loads(jevent.progress().json()))
-
-    def onQueryIdle(self, jevent: Any) -> None:  # noqa: N802
-        self._governor.record_idle()
-
-    def onQueryTerminated(self, jevent: Any) -> None:  # noqa: N802
-        pass
-
-    class Java:
-        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
 class ProgressRecording:

@@ -42,7 +42,7 @@ class _Fields:
 
 def progress_of(progress: Any) -> Any:
     """A ``StreamingQueryProgress`` read by attribute: PySpark 3.5's ``lastProgress`` and ``recentProgress``
-    are dicts of Spark's JSON (``p["batchId"]``), as are the listener's events on every line (progress.py);
+    are dicts of Spark's JSON (``p["batchId"]``), as are the listener's events on every line (listener.py);
     4.0+'s queries return objects (``p.batchId``). A nested dict (``durationMs``, a source's ``metrics``)
     stays a dict; a figure Spark's JSON leaves out (a NaN rate) reads as None."""
     return _Fields(progress) if isinstance(progress, Mapping) else progress

@@ -18,7 +18,7 @@ from py4j.java_gateway import GatewayClient
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import listener as pyspark_listener
 
-from airflow_async_stream.runtime import progress
+from airflow_async_stream.runtime import listener, progress
 
 spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
@@ -46,7 +46,7 @@ def counting(name, method):  # type: ignore[no-untyped-def]
 
 
 GatewayClient.send_command = _counted_send
-progress._JsonEvents.onQueryProgress = counting("ours", progress._JsonEvents.onQueryProgress)
+listener._JsonEvents.onQueryProgress = counting("ours", listener._JsonEvents.onQueryProgress)
 pyspark_listener.JStreamingQueryListener.onQueryProgress = counting(
     "pyspark", pyspark_listener.JStreamingQueryListener.onQueryProgress
 )
@@ -84,7 +84,7 @@ class Stock(pyspark_listener.StreamingQueryListener):
 
 
 ours, theirs = Seen(), Seen()
-spark.streams.addListener(progress.ProgressListener(ours))  # type: ignore[arg-type]
+spark.streams.addListener(listener.ProgressListener(ours))  # type: ignore[arg-type]
 spark.streams.addListener(Stock(theirs))
 query = (
     spark.readStream.format("rate-micro-batch").option("rowsPerBatch", "10").load()
