@@ -145,12 +145,13 @@ def test_a_line_of_the_incidents_or_the_progress_log_never_breaks_its_reader(fie
     good = {"at": AT, "kind": "crash", "deployment_id": "d1", "since": AT}
     event = {"deployment_id": "d1", "batch_id": 7, "duration_ms": {"triggerExecution": 9}, "sources": []}
     forged = json.dumps({**good, field: value}) + "\n" + (raw and f'{{"at": {raw}}}\n')
-    area = ControlArea(tempfile.mkdtemp(prefix="forged-lines-") + "/ck.async-stream")
-    area.ensure()
-    area.write_bytes(ControlArea.INCIDENTS, (json.dumps(good) + "\n" + forged).encode())
-    assert read_incidents(area)[-1].kind == "crash"
-    area.append_progress(event)  # the driver writes its segment; the forged line is added to it by hand
-    [segment] = Path(area.path(ControlArea.PROGRESS)).iterdir()
-    with segment.open("a") as fh:
-        fh.write(json.dumps({**event, "batch_id": 8, field: value}) + "\n" + (raw and f'{{"batch_id": {raw}}}\n'))
-    assert area.read_progress("d1")[0]["batch_id"] == 7
+    with tempfile.TemporaryDirectory(prefix="forged-lines-") as root:  # 200 examples: none left behind
+        area = ControlArea(root + "/ck.async-stream")
+        area.ensure()
+        area.write_bytes(ControlArea.INCIDENTS, (json.dumps(good) + "\n" + forged).encode())
+        assert read_incidents(area)[-1].kind == "crash"
+        area.append_progress(event)  # the driver writes its segment; the forged line is added to it by hand
+        [segment] = Path(area.path(ControlArea.PROGRESS)).iterdir()
+        with segment.open("a") as fh:
+            fh.write(json.dumps({**event, "batch_id": 8, field: value}) + "\n" + (raw and f'{{"batch_id": {raw}}}\n'))
+        assert area.read_progress("d1")[0]["batch_id"] == 7
