@@ -1,7 +1,7 @@
 """Run the benchmarks and write bench/results/results.json, latency.png, switch.png and migration.png.
 
     python -m bench.run [--rounds 2] [--batches 30] [--cycles 5]
-        [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise,control,autotune]
+        [--only latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise,control,autotune,cpu]
 
 Airflow runs on a private SQLite database in a temporary AIRFLOW_HOME; Spark on the embedded local master.
 """
@@ -39,6 +39,7 @@ from bench import (  # noqa: E402
     analyze_cost,
     autotune,
     control_cost,
+    driver_cpu,
     fleet,
     latency,
     migration,
@@ -74,10 +75,12 @@ TARGETS = {
     "control_writes_per_job_hour": "<= 360 on an object store (S3 server), >= 10x fewer than before at 1 batch/s",
     "autotune": "the configuration it settles on within 10 % of the best p50 of a hand sweep (sync, async 0, 1000, "
     "3000, 10000 ms), in <= 3 changes, no measured window > 10 % worse than the synchronous baseline",
+    "driver_cpu": "a running driver's CPU a batch <= 1.5x plain Spark's with no listener (100 ms trigger); a "
+    "PySpark listener alone costs more",
 }
 
 
-DEFAULT_ONLY = "latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise,control,autotune"
+DEFAULT_ONLY = "latency,switch,migration,fleet,sensor,parse,plan,report,page,analyze,supervise,control,autotune,cpu"
 
 
 def say(text: str) -> None:
@@ -145,6 +148,7 @@ def main() -> int:
         "supervise": lambda: supervise.run(say),
         "control": lambda: control_cost.run(say),
         "autotune": lambda: autotune.run(say),
+        "cpu": lambda: driver_cpu.run(say),
     }
     begun = time.monotonic()
     failed: list[str] = []
