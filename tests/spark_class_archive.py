@@ -96,3 +96,7 @@ def ensure_archive() -> Path | None:
 def submit_opts(archive: Path | None) -> str:
     """``SPARK_SUBMIT_OPTS`` for the tests' drivers, with the archive when there is one."""
     return f"{SUBMIT_OPTS} -XX:SharedArchiveFile={archive} {_QUIET}" if archive else SUBMIT_OPTS
+
+
+if __name__ == "__main__":  # scripts/test.sh writes it beside the full tier's set-up steps
+    sys.exit(0 if ensure_archive() else 1)

@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = ("setup.sh", "browser.sh", "services.sh", "stores.sh", "sparks.sh")
-TOOLS = ("ruff", "mypy", "pytest")
+TOOLS = ("ruff", "mypy", "pytest", "python")
 
 
 @pytest.fixture
@@ -38,10 +38,12 @@ def calls(checkout: Path, *args: str) -> list[str]:
 def test_the_quick_tier_installs_no_browser_and_no_services(checkout: Path) -> None:
     made = calls(checkout, "--quick")
     assert [c for c in made if c in STEPS] == ["setup.sh"]
+    assert not [c for c in made if c.startswith("python ")]  # its one smoke test writes Spark's class archive
     assert made[-1] == "pytest -m quick --durations=5"
 
 
 def test_the_full_tier_sets_up_everything_it_needs(checkout: Path) -> None:
     made = calls(checkout)
     assert [c for c in made if c in STEPS] == list(STEPS)
+    assert "python -m tests.spark_class_archive" in made  # written beside the set-up steps, before the tests
     assert "pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=15" in made
