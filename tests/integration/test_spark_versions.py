@@ -144,7 +144,8 @@ def test_the_listener_reads_each_event_in_two_calls_and_records_what_pysparks_ow
     seen = submit(version, LISTENER, str(tmp_path / "ck"))
     assert seen["spark"] == version
     assert len(seen["calls"]["ours"]) >= 20 and max(seen["calls"]["ours"]) <= 2, seen["calls"]["ours"]
-    assert min(seen["calls"]["pyspark"]) > 20, seen["calls"]["pyspark"]  # what the two calls replace
+    pysparks = sorted(seen["calls"]["pyspark"])  # what the two calls replace (a sparse event: about 20)
+    assert pysparks[0] > max(seen["calls"]["ours"]) and pysparks[len(pysparks) // 2] > 100, pysparks
     assert seen["compared"] >= 15
     for pair in seen["differ"]:  # only the first batch's start offset: Spark's JSON null, PySpark's str(null)
         ours, theirs = pair["ours"], pair["pyspark"]
