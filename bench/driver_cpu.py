@@ -48,8 +48,9 @@ def _cpu_below(root: int) -> float:
 
 
 def _committed(checkpoint: str) -> int:
-    folder = Path(checkpoint, "commits")
-    return max((int(n.name) for n in folder.iterdir() if n.name.isdigit()), default=-1) if folder.is_dir() else -1
+    from airflow_async_stream.state.checkpoint import batch_ids
+
+    return max(batch_ids(checkpoint, "commits"), default=-1)
 
 
 def _window(checkpoint: str) -> dict[str, Any]:
@@ -105,15 +106,16 @@ def plain(root: Path, listener: str) -> dict[str, Any]:
 
 
 def run(log: Any = print) -> dict[str, Any]:
-    root = Path(tempfile.mkdtemp(prefix="bench-cpu-"))
     result: dict[str, Any] = {"trigger": TRIGGER, "window_s": WINDOW_S}
-    for name, measure in (
-        ("plain", lambda: plain(root, "none")),
-        ("plain with a pyspark listener", lambda: plain(root, "pyspark")),
-        ("provider", lambda: provider(root)),
-    ):
-        result[name] = figures = measure()
-        log(f"driver cpu: {name}: {figures}")
+    with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
+        root = Path(tmp)
+        for name, measure in (
+            ("plain", lambda: plain(root, "none")),
+            ("plain with a pyspark listener", lambda: plain(root, "pyspark")),
+            ("provider", lambda: provider(root)),
+        ):
+            result[name] = figures = measure()
+            log(f"driver cpu: {name}: {figures}")
     result["provider_over_plain_cpu_ms_per_batch"] = round(
         result["provider"]["cpu_ms_per_batch"] / result["plain"]["cpu_ms_per_batch"], 2
     )
