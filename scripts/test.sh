@@ -8,6 +8,11 @@
 # Further arguments go to one pytest, e.g. `bash scripts/test.sh tests/integration/test_soak.py`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stores_pid=
+if [ "${1:-}" != "--quick" ]; then  # Azurite from npm (about 18 s on a fresh clone) beside the venv's pip
+  bash scripts/stores.sh &
+  stores_pid=$!
+fi
 bash scripts/setup.sh
 archive_pid=
 if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and starts no Redis, PostgreSQL or Azurite
@@ -17,7 +22,7 @@ if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and start
   archive_pid=$!
   bash scripts/browser.sh
   bash scripts/services.sh
-  bash scripts/stores.sh
+  wait "$stores_pid"  # its failure is the tier's
 fi
 .venv/bin/ruff check airflow_async_stream dags tests bench
 .venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench

@@ -44,6 +44,9 @@ def test_the_quick_tier_installs_no_browser_and_no_services(checkout: Path) -> N
 
 def test_the_full_tier_sets_up_everything_it_needs(checkout: Path) -> None:
     made = calls(checkout)
-    assert [c for c in made if c in STEPS] == list(STEPS)
+    assert sorted(c for c in made if c in STEPS) == sorted(STEPS)  # stores.sh runs beside setup.sh
+    assert made.index("setup.sh") < made.index("browser.sh") < made.index("services.sh")
+    waited = ("setup.sh", "browser.sh", "services.sh", "stores.sh")  # sparks.sh installs while the tests run
+    assert max(made.index(step) for step in waited) < made.index(next(c for c in made if c.startswith("pytest")))
     assert "python -m tests.spark_class_archive" in made  # written beside the set-up steps, before the tests
     assert "pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=15" in made
