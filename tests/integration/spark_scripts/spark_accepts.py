@@ -11,9 +11,14 @@ each source, whether ``readStream.format(...).options(...).load()`` accepts its 
 import json
 import sys
 
+import py4j.java_gateway
+import py4j.protocol
 from pyspark.sql import SparkSession
 
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+# Refusals come back as py4j's own error: PySpark's conversion of each into its exception classes asks the
+# JVM about 50 questions (20 ms) and changes only the error's type, never whether the call was refused.
+py4j.java_gateway.get_return_value = py4j.protocol.get_return_value
 questions = json.load(open(sys.argv[1], encoding="utf-8"))
 writer = spark.readStream.format("rate").load().writeStream
 jvm_trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger
