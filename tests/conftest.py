@@ -11,16 +11,12 @@ from typing import Any
 
 from tests.session import REPO
 
-#: The longest unit files (no JVM, about 95 s together), run first: the full tier starts its two workers while
-#: Spark's class archive is still being written (scripts/test.sh), which the first driver waits for.
-FIRST = ("tests/unit/cli/test_commands.py", "tests/unit/cli/test_names.py")
-
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     """Every test belongs to a tier: tests/unit are quick; tests/integration must say `integration`.
 
     The quick tier (`scripts/test.sh --quick`, ``-m quick``) is every unit test plus the integration tests
-    also marked ``quick``; the full tier is every test. The files of ``FIRST`` come first.
+    also marked ``quick``; the full tier is every test.
     """
     import pytest
 
@@ -31,5 +27,3 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(pytest.mark.quick)
         elif path.is_relative_to(integration) and item.get_closest_marker("integration") is None:
             raise pytest.UsageError(f"{item.nodeid}: an integration test must carry pytest.mark.integration")
-    first = [REPO / name for name in FIRST]
-    items.sort(key=lambda item: Path(str(item.path)) not in first)  # stable: the order otherwise collected

@@ -50,21 +50,3 @@ def test_the_full_tier_sets_up_everything_it_needs(checkout: Path) -> None:
     assert max(made.index(step) for step in waited) < made.index(next(c for c in made if c.startswith("pytest")))
     assert "python -m tests.spark_class_archive" in made  # written beside the set-up steps, before the tests
     assert "pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=15" in made
-
-
-class _Item:
-    def __init__(self, name: str) -> None:
-        self.path = REPO / name
-        self.markers: list[object] = []
-
-    def add_marker(self, marker: object) -> None:
-        self.markers.append(marker)
-
-
-def test_the_longest_unit_files_come_first_the_rest_as_collected() -> None:
-    from tests.conftest import FIRST, pytest_collection_modifyitems
-
-    names = ["tests/unit/a/test_x.py", FIRST[1], "tests/unit/b/test_y.py", FIRST[0], "tests/unit/a/test_z.py"]
-    items = [_Item(name) for name in names]
-    pytest_collection_modifyitems(None, items)
-    assert [str(i.path.relative_to(REPO)) for i in items] == [FIRST[1], FIRST[0], *names[0:5:2]]
