@@ -16,9 +16,7 @@ stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing airflow-async-stream and its dependencies into .venv (a few minutes the first time)"
   .venv/bin/python -m pip install --quiet --upgrade pip 2>/dev/null || true
-  # --no-compile: byte-compiling every installed module took 42 s of pip's 110 s on a fresh clone; Python
-  # compiles what it imports on first use (about 1 s for Airflow, PySpark and the provider).
-  .venv/bin/python -m pip install --quiet --no-compile -e ".[test,chart]"
+  .venv/bin/python -m pip install --quiet -e ".[test,chart]"
   touch "$stamp"
 fi
 
