@@ -60,7 +60,8 @@ def test_the_install_guide_works_from_a_fresh_venv(tmp_path: Path) -> None:
     env = _shell(tmp_path, tmp_path / "venv")
     pip_env = env | {"HOME": os.environ["HOME"]}  # pip's own config and cache, as on the newcomer's machine
     # Installed files as the guide's line installs them, without byte-compiling each one (35 of pip's 112 s
-    # here; the guide 158 -> 134 s): Python compiles what the guide's commands import on first use.
+    # here): the guide's few commands compile what they import (at each start where PYTHONDONTWRITEBYTECODE
+    # is set, as here); the walk 158 -> 134 s.
     pip_env["PIP_COMPILE"] = "0"  # pip reads PIP_NO_COMPILE=1 as --compile
     installed = _run(lines[0], pip_env, tmp_path)
     assert installed.returncode == 0, installed.stderr[-3000:]
