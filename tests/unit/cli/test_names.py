@@ -34,11 +34,13 @@ def _other_host(tmp_path: Path, *args: str, **settings: str) -> subprocess.Compl
 
 
 def _job(root: Path, folder: str, name: str) -> ControlArea:
-    """fake_deployment's job, deployed as ``name`` on the checkpoint ``root/folder``."""
+    """fake_deployment's job, deployed as ``name`` on the checkpoint ``root/folder``; its driver writes its status
+    every 10 minutes, so its heartbeat stays fresh through the CLI calls however loaded the host is."""
     os.rename(fake_deployment(root).root, f"{root / folder}.async-stream")
     control = ControlArea(f"{root / folder}.async-stream")
     for record in ("status.json", "deployment.json"):
         control.write_json(record, {**control.read_json(record), "job": name, "checkpoint": str(root / folder)})
+    control.write_json("status.json", {**control.read_json("status.json"), "write_interval_s": 600})
     make_checkpoint(root / folder, [0, 1], [0, 1])
     return control
 
