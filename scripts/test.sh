@@ -16,9 +16,8 @@ fi
 bash scripts/setup.sh
 archive_pid=
 if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and starts no Redis, PostgreSQL or Azurite
-  # Spark's class-data archive (tests/spark_class_archive.py, about 50 s on a fresh clone) is written meanwhile
-  # and while the tests start: the first driver waits for it (a lock); the longest unit files run first
-  # (tests/order.py).
+  # Spark's class-data archive (tests/spark_class_archive.py, about 35 s on a fresh clone) is written meanwhile:
+  # the tests' first drivers would otherwise wait for it, one core idle.
   .venv/bin/python -m tests.spark_class_archive >/dev/null 2>&1 &
   archive_pid=$!
   bash scripts/browser.sh
@@ -52,6 +51,7 @@ types_log=$(mktemp)
 "${types[@]}" >"$types_log" 2>&1 &
 types_pid=$!
 trap 'kill "$types_pid" "$ASYNC_STREAM_SPARKS_PID" $archive_pid 2>/dev/null || true; rm -f "$types_log" "$sparks_log"' EXIT  # never left running
+wait "$archive_pid" || true  # the tests write it themselves when this could not (their warning says why)
 tests_rc=0
 .venv/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=15 || tests_rc=$?
 types_rc=0

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.order import first_files_first
 from tests.session import REPO
 
 
@@ -17,7 +16,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     """Every test belongs to a tier: tests/unit are quick; tests/integration must say `integration`.
 
     The quick tier (`scripts/test.sh --quick`, ``-m quick``) is every unit test plus the integration tests
-    also marked ``quick``; the full tier is every test, the longest unit files first (tests/order.py).
+    also marked ``quick``; the full tier is every test.
     """
     import pytest
 
@@ -28,4 +27,3 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(pytest.mark.quick)
         elif path.is_relative_to(integration) and item.get_closest_marker("integration") is None:
             raise pytest.UsageError(f"{item.nodeid}: an integration test must carry pytest.mark.integration")
-    first_files_first(items)

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.order import FIRST, first_files_first
-
 REPO = Path(__file__).resolve().parents[2]
 STEPS = ("setup.sh", "browser.sh", "services.sh", "stores.sh", "sparks.sh")
 TOOLS = ("ruff", "mypy", "pytest", "python")
@@ -50,17 +48,5 @@ def test_the_full_tier_sets_up_everything_it_needs(checkout: Path) -> None:
     assert made.index("setup.sh") < made.index("browser.sh") < made.index("services.sh")
     waited = ("setup.sh", "browser.sh", "services.sh", "stores.sh")  # sparks.sh installs while the tests run
     assert max(made.index(step) for step in waited) < made.index(next(c for c in made if c.startswith("pytest")))
-    assert "python -m tests.spark_class_archive" in made  # written beside the set-up steps and the first tests
+    assert "python -m tests.spark_class_archive" in made  # written beside the set-up steps, before the tests
     assert "pytest -n 2 --dist loadfile --no-loadscope-reorder tests --durations=15" in made
-
-
-class _Item:
-    def __init__(self, name: str) -> None:
-        self.path = REPO / name
-
-
-def test_the_longest_unit_files_come_first_the_rest_as_collected() -> None:
-    names = ["tests/integration/test_x.py", FIRST[1], "tests/unit/b/test_y.py", FIRST[0], "tests/unit/a/test_z.py"]
-    items = [_Item(name) for name in names]
-    first_files_first(items)
-    assert [str(i.path.relative_to(REPO)) for i in items] == [FIRST[1], FIRST[0], *names[0:5:2]]
