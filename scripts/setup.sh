@@ -15,8 +15,8 @@ fi
 stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing airflow-async-stream and its dependencies into .venv (a few minutes the first time)"
-  # uv (from PyPI) installs the rest: its resolver and unpacking beside the byte-compiling on every core, about
-  # 60 s here against pip's 110 s. Byte-compiled at install, since this machine's PYTHONDONTWRITEBYTECODE=1
+  # uv (from PyPI) installs the rest, unpacking and byte-compiling on every core: the whole set-up 81 s here
+  # against pip's 146 s. Byte-compiled at install, since PYTHONDONTWRITEBYTECODE=1 (set on some machines)
   # would otherwise leave every later process compiling all it imports.
   .venv/bin/python -m pip install --quiet uv
   .venv/bin/uv pip install --python .venv/bin/python --quiet --compile-bytecode -e ".[test,chart]"
