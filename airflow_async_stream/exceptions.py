@@ -13,6 +13,7 @@ __all__ = [
     "DriverStartTimeoutError",
     "StopTimeoutError",
     "ControlAreaError",
+    "UntrustedSpecError",
     "CheckpointReadError",
     "UnsafeSyncRestartError",
     "CommittedBatchesError",
@@ -87,6 +88,10 @@ class StopTimeoutError(AsyncStreamError, TimeoutError):
 
 class ControlAreaError(AsyncStreamError, RuntimeError):
     """A control-area file is unreadable or malformed."""
+
+
+class UntrustedSpecError(ControlAreaError):
+    """A control area names a spec the Airflow side never handed to a driver of that job: it is not run."""
 
 
 class StorageError(AsyncStreamError, OSError):

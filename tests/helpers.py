@@ -8,9 +8,13 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_async_stream.spec.load import deep_merge
+
+if TYPE_CHECKING:
+    from airflow_async_stream.spec.model import JobSpec
+    from airflow_async_stream.state.control import ControlArea
 
 
 def rate_noop(
@@ -89,3 +93,16 @@ def until(
         assert time.monotonic() < deadline, f"{what}: not met within {timeout_s:.0f} s"
         time.sleep(every_s)
     return value
+
+
+def deployed(control: ControlArea, spec: dict[str, Any] | JobSpec, deployment_id: str = "d1") -> JobSpec:
+    """``spec.json`` as a deploy writes it, and the spec kept on this host as the deploy keeps it
+    (state/issued.py): what a test's hand-made job needs before it is switched, resumed or tuned."""
+    from airflow_async_stream.spec.load import parse_spec
+    from airflow_async_stream.state import issued
+
+    parsed = parse_spec(spec)
+    control.ensure()
+    control.write_bytes(control.SPEC, parsed.to_json_bytes())
+    issued.keep(parsed, deployment_id, "deploy")
+    return parsed

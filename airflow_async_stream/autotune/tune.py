@@ -28,7 +28,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, held
 from airflow_async_stream.state.records import SUFFIX, Status
 from airflow_async_stream.state.tuning import Trial, Tuning, read_tuning, write_tuning
-from airflow_async_stream.switch.request import not_running, running_spec, switch_in_place, why_not_in_place
+from airflow_async_stream.switch.request import issued_running_spec, not_running, switch_in_place, why_not_in_place
 from airflow_async_stream.waits import Log
 
 __all__ = ["SETTLED", "TuneSettings", "Tuned", "look_at", "tune_job", "tune_until_settled"]
@@ -74,7 +74,7 @@ SETTLED = frozenset({Act.NOTHING, Act.KEEP, Act.SKIP, Act.ABORT, Act.REVERT})
 def look_at(control: ControlArea, settings: TuneSettings, at: float | None = None) -> Look | None:
     """What the tuner sees of the job now; None for a job never deployed."""
     try:
-        spec = running_spec(control)
+        spec = issued_running_spec(control)  # what the job delegates, as the Airflow side handed it over
     except NotSwitchableError:
         return None
     status = control.read_status()

@@ -132,14 +132,14 @@ _NOT_IN_PLACE = {
 
 def cmd_switch(args: argparse.Namespace) -> int:
     from airflow_async_stream.switch.allowed import assign, parse_assignment
-    from airflow_async_stream.switch.request import not_running, running_spec, switch_in_place
+    from airflow_async_stream.switch.request import issued_running_spec, not_running, switch_in_place
 
     control = control_for(args.job)
     try:
         changes = [parse_assignment(text) for text in args.set]
     except ValueError as exc:
         return fail(str(exc))
-    current = running_spec(control)
+    current = issued_running_spec(control)  # a change is made from what the Airflow side handed over
     mapping = current.to_mapping()
     for key, value in changes:
         try:

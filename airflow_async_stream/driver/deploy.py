@@ -29,7 +29,7 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.state import registry
+from airflow_async_stream.state import issued, registry
 from airflow_async_stream.state.checkpoint import resume_point
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import DagRunLookup, Grant, Holder, held, revoke
@@ -55,8 +55,7 @@ class DeploySettings:
     stop_kill_after_s: float = 120.0
     requested_by: str = "airflow-async-stream"
     airflow: dict[str, Any] = field(default_factory=dict)  # dag_id, run_id, task_id, try_number
-    #: Deploy a synchronous spec even where the inspector says Spark cannot restart the checkpoint that way
-    #: (logged); by default such a deploy is refused before spark-submit, naming the cure.
+    #: Deploy a synchronous spec even where the inspector says Spark cannot restart it (logged; else refused).
     allow_unsafe_sync_restart: bool = False
     #: Where drivers run, or a function building it when a deploy or stop needs it (hooks/launchers.py).
     launcher: Launcher | Callable[[], Launcher] | None = field(default=None, compare=False, repr=False)
@@ -138,6 +137,7 @@ def deploy_job(
         refuse_unsafe_sync_start(spec, settings.allow_unsafe_sync_restart, log)
         _make_room(control, spec, launcher, settings, log)
         record = _record(spec, launcher.master, control, submission, settings).but(hold_token=grant.token)
+        issued.keep(spec, deployment_id, "deploy")  # before a driver exists
         record = _submit(control, launcher, submission, record, log, grant)
         return _confirm(spec, control, launcher, record, settings, log, grant)
 

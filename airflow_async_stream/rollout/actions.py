@@ -60,10 +60,11 @@ class Before:
         self.was_running = job.state in UP_STATES
         self.deployed_spec = job.spec
 
-    def rollback_target(self) -> dict[str, Any] | None:
+    def rollback_target(self) -> tuple[dict[str, Any], str] | None:
+        """The spec to go back to, and the control-area file it was read from (state/issued.py checks it)."""
         if self.stable_spec:
-            return dict(self.stable_spec)
-        return dict(self.deployed_spec) if self.was_running and self.deployed_spec else None
+            return dict(self.stable_spec), ControlArea.STABLE
+        return (dict(self.deployed_spec), ControlArea.SPEC) if self.was_running and self.deployed_spec else None
 
 
 @dataclass(frozen=True)

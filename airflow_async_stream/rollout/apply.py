@@ -41,12 +41,12 @@ from airflow_async_stream.rollout.actions import (
 )
 from airflow_async_stream.rollout.failures import spec_digest
 from airflow_async_stream.rollout.planner import CHANGES, PlanItem
-from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import FleetIndex
 from airflow_async_stream.state.hold import DagRunLookup, Holder, held
 from airflow_async_stream.state.incidents import Kind, record_change
+from airflow_async_stream.state.issued import issued
 from airflow_async_stream.state.records import SUFFIX, now
 from airflow_async_stream.waits import Log
 
@@ -123,7 +123,11 @@ def _roll_back(step: Step, before: Before, error: str) -> dict[str, Any]:
         if item.action == "deploy":
             step.stop("rollout: the new job did not commit batches")
         return {"outcome": "failed", "error": error}
-    spec = parse_spec(target)
+    mapping, read_from = target
+    try:
+        spec = issued(step.control, mapping, f"{step.control.url}/{read_from}")
+    except AsyncStreamError as exc:
+        return {"outcome": "failed", "error": f"{error}; not rolled back: {exc}"}
     if item.action != "safe_disable" and not spec.async_progress.enabled:
         if not inspect_checkpoint(spec.checkpoint).sync_restart_safe:
             spec = at_interval_0(spec)

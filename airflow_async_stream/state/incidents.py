@@ -47,6 +47,8 @@ class Kind(StrEnum):
     CRASH_LOOP = "crash_loop"
     #: The driver restarted its query after a transient failure (a source or sink briefly unreachable).
     QUERY_RESTART = "query_restart"
+    #: A control area named a spec the Airflow side never handed to the job's drivers: nothing ran from it.
+    UNTRUSTED_SPEC = "untrusted_spec"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,12 +12,12 @@ from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.migrations.in_process import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
-from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.commits import wait_for_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
+from airflow_async_stream.state.issued import issued
 from airflow_async_stream.waits import Log
 
 __all__ = ["REDEPLOY", "SAFE_DISABLE", "Recovery", "recover", "recovery_spec"]
@@ -35,14 +35,15 @@ class Recovery:
 
 
 def recovery_spec(control: ControlArea) -> tuple[JobSpec, str]:
-    """The spec to bring the job back with, and which: its last stable spec, else the one last deployed."""
+    """The spec to bring the job back with, and which: its last stable spec, else the one last deployed; in
+    either case the copy the Airflow side kept when it handed that spec over (UntrustedSpecError if none)."""
     stable = (control.read_json(ControlArea.STABLE) or {}).get("spec")
-    if isinstance(stable, dict):
-        return parse_spec(stable, f"{control.url}/{ControlArea.STABLE}"), "its last stable spec"
+    if stable is not None:
+        return issued(control, stable, f"{control.url}/{ControlArea.STABLE}"), "its last stable spec"
     deployed = control.read_json(ControlArea.SPEC)  # ControlAreaError when it is not a JSON object
     if deployed is None:
         raise ControlAreaError(f"{control.url}: never deployed, so there is no spec to bring it back with")
-    return parse_spec(deployed, f"{control.url}/{ControlArea.SPEC}"), "the spec last deployed (none ran stably)"
+    return issued(control, deployed, f"{control.url}/{ControlArea.SPEC}"), "the spec last deployed (none ran stably)"
 
 
 def recover(

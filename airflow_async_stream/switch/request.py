@@ -15,6 +15,7 @@ import uuid
 from dataclasses import replace
 
 from airflow_async_stream.exceptions import (
+    ControlAreaError,
     HoldRevokedError,
     NotSwitchableError,
     SwitchError,
@@ -23,7 +24,7 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.state import hold
+from airflow_async_stream.state import hold, issued
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import DagRunLookup, Holder
 from airflow_async_stream.state.incidents import Kind, record_change
@@ -34,7 +35,7 @@ from airflow_async_stream.switch.account import await_account
 from airflow_async_stream.switch.change import Need, change_of
 from airflow_async_stream.waits import Log
 
-__all__ = ["rehearse", "running_spec", "switch_in_place", "why_not_in_place"]
+__all__ = ["issued_running_spec", "rehearse", "running_spec", "switch_in_place", "why_not_in_place"]
 
 _log = logging.getLogger(__name__)
 #: Beyond the wait itself, what the hold allows for the graceful stop and the new query's start.
@@ -42,12 +43,23 @@ _HOLD_MARGIN_S = 60.0
 
 
 def running_spec(control: ControlArea) -> JobSpec:
-    """The spec the job's driver runs now (spec.json: the deploy's, or the latest switch's)."""
+    """The spec the job's driver runs now (spec.json: the deploy's, or the latest switch's), as the control area
+    says: to judge a change against, never to derive what runs from (issued_running_spec)."""
     try:
         raw = control.read_bytes(ControlArea.SPEC)
     except FileNotFoundError:
         raise NotSwitchableError(f"{control.url}: no {ControlArea.SPEC}: the job was never deployed") from None
-    return parse_spec(json.loads(raw), source=control.path(ControlArea.SPEC))
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ControlAreaError(f"{control.path(ControlArea.SPEC)} is not JSON: {exc}") from None
+    return parse_spec(data, control.path(ControlArea.SPEC))
+
+
+def issued_running_spec(control: ControlArea) -> JobSpec:
+    """The running spec as the Airflow side kept it when it handed it over (state/issued.py): what a change
+    is made from (UntrustedSpecError, recorded, when it never handed that spec over)."""
+    return issued.issued(control, running_spec(control).to_mapping(), control.path(ControlArea.SPEC))
 
 
 def switch_in_place(
@@ -81,6 +93,7 @@ def switch_in_place(
         reason=reason,
         graceful_timeout_s=graceful_timeout_s,
     )
+    issued.keep(spec, deployment_id, "switch")  # before the driver is asked: the only copy run again
     how = "to switch in place" + (", synchronous only if the checkpoint is safe" if require_sync_safe else "")
     hold_s = timeout_s + graceful_timeout_s + _HOLD_MARGIN_S
     record = _ask(control, request, holder, dag_run_lookup, hold_s, timeout_s, how, log)

@@ -15,6 +15,7 @@ import yaml
 
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
+from tests.helpers import deployed
 from tests.unit.helpers import fake_deployment, gapped_checkpoint
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -328,9 +329,7 @@ def test_switch_answers_before_asking_a_driver(tmp_path: Path) -> None:
     never = cli("switch", str(tmp_path / "nothing"), "--set", "async_progress.enabled=false")
     assert never.returncode == 2 and "no spec.json: the job was never deployed" in never.stderr, never
     control = fake_deployment(tmp_path)
-    control.write_bytes(
-        ControlArea.SPEC, json.dumps(yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}).encode()
-    )
+    deployed(control, yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")})
     older = cli("switch", str(tmp_path / "ck"), "--set", "async_progress.checkpoint_interval_ms=500")
     assert (
         older.returncode == 1
@@ -395,7 +394,7 @@ def test_a_switch_that_changes_nothing_asks_no_driver(tmp_path: Path) -> None:
         (sync, "async_progress.checkpoint_interval_ms=0"),  # the interval of async progress that is off
         (yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck")}, "async_progress.checkpoint_interval_ms=0"),
     ):
-        control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+        deployed(control, spec)
         result = cli("switch", str(tmp_path / "ck"), "--set", setting)
         assert result.returncode == 0 and result.stderr == "", result
         assert result.stdout.startswith("nothing to switch: the job already runs with async progress ")
@@ -482,7 +481,7 @@ def test_a_switch_of_a_stopped_job_says_it_is_not_running_whatever_the_change(tm
     """It said "the job already runs with async progress off" of a job that was stopped."""
     control = fake_deployment(tmp_path)
     sync = yaml.safe_load(GOOD) | {"checkpoint": str(tmp_path / "ck"), "async_progress": {"enabled": False}}
-    control.write_bytes(ControlArea.SPEC, json.dumps(sync).encode())
+    deployed(control, sync)
     control.write_json("status.json", {**control.read_json("status.json"), "state": "stopped"})
     for setting in ("async_progress.enabled=false", "async_progress.checkpoint_interval_ms=500"):
         result = cli("switch", str(tmp_path / "ck"), "--set", setting)

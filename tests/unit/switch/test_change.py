@@ -3,7 +3,6 @@ planner give the same answer for every case, including those they used to answer
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,11 +15,10 @@ from airflow_async_stream.rollout.desired import DesiredJob
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import plan_job
 from airflow_async_stream.spec.load import deep_merge, parse_spec
-from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment
 from airflow_async_stream.switch.allowed import assign, parse_assignment
 from airflow_async_stream.switch.change import How, Need, change_of
-from tests.helpers import rate_noop
+from tests.helpers import deployed, rate_noop
 from tests.unit.helpers import fake_deployment
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -65,7 +63,7 @@ def _planner_says(current: dict[str, Any], new: dict[str, Any]) -> Need:
 
 def _cli_says(tmp_path: Path, current: dict[str, Any], setting: str) -> Need:
     control = fake_deployment(tmp_path)  # an application's running driver: asking it is refused
-    control.write_bytes(ControlArea.SPEC, json.dumps(current).encode())
+    deployed(control, current)
     result = subprocess.run([CLI, "switch", str(tmp_path / "ck"), "--set", setting], capture_output=True,
                             text=True, env=os.environ)  # fmt: skip
     answers = {

@@ -25,7 +25,7 @@ from airflow_async_stream.switch.allowed import (
     runtime_conf_changes,
 )
 from airflow_async_stream.switch.request import switch_in_place
-from tests.helpers import rate_noop
+from tests.helpers import deployed, rate_noop
 
 BASE = rate_noop(
     "clicks",
@@ -130,7 +130,7 @@ def test_a_request_without_its_deployment_is_an_error_naming_the_file() -> None:
 def _control_with(tmp_path, status: Status | None) -> ControlArea:  # type: ignore[no-untyped-def]
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
-    control.write_bytes(ControlArea.SPEC, spec(checkpoint=str(tmp_path / "ck")).to_json_bytes())
+    deployed(control, spec(checkpoint=str(tmp_path / "ck")))
     if status:
         control.write_status(status)
     return control
