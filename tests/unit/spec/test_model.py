@@ -358,6 +358,13 @@ def test_every_form_spark_parses_is_accepted(text: str) -> None:
         ({"restart": {"backoff": "soon"}}, "restart.backoff", "does not start with a number"),
         ({"restart": {"backoff": "1 hour"}}, "restart", "max_backoff (10 minutes) must not be shorter than backoff"),
         ({"restart": {"retries": 3}}, "restart.retries", "unknown key"),
+        # a window shorter than the backoffs never holds max_restarts restarts: never crash_looping
+        (
+            {"restart": {"within": "1 second", "backoff": "5 seconds", "max_restarts": 1}},
+            "restart",
+            "within (1 second) must be longer than the backoffs of max_restarts (1) restarts, 5 s",
+        ),
+        ({"restart": {"max_restarts": 30}}, "restart", "backoffs of max_restarts (30) restarts, 15030 s"),
         ({"health": {"on_stall": "kill"}}, "health.on_stall", "'alert' or 'restart'"),
         ({"state": "paused"}, "state", "'running' or 'suspended'"),
     ],
@@ -372,6 +379,8 @@ def test_the_supervisor_fields_have_the_documented_defaults() -> None:
     policy = spec.restart_settings
     assert (policy.policy, policy.max_restarts, policy.within_s) == ("on_failure", 5, 3600.0)
     assert [policy.backoff_s(n) for n in (0, 1, 2, 6, 100)] == [10.0, 20.0, 40.0, 600.0, 600.0]
+    never = parse_spec(good(restart={"policy": "never", "within": "1 second", "backoff": "5 seconds"}))
+    assert never.restart_settings.policy == "never"  # no restarts, so no window to fit them in
     assert spec.health_settings.on_stall == "alert"
     assert not spec.suspended and parse_spec(good(state="suspended")).suspended
     assert "restart" not in spec.to_mapping() and "state" not in spec.to_mapping()  # a file's form is kept
