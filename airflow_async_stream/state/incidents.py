@@ -21,14 +21,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.exceptions import AsyncStreamError, ControlAreaError, UntrustedSpecError
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.typed import Record
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
 
-__all__ = ["KEPT", "Incident", "Kind", "one_line", "read_incidents", "record_change", "record_incident"]
+__all__ = [
+    "KEPT", "Incident", "Kind", "one_line", "read_incidents", "record_change", "record_incident", "record_unreadable",
+    "unreadable",
+]  # fmt: skip
 
 #: How many incidents a job keeps (the newest).
 KEPT = 200
@@ -49,6 +52,8 @@ class Kind(StrEnum):
     QUERY_RESTART = "query_restart"
     #: A control area named a spec the Airflow side never handed to the job's drivers: nothing ran from it.
     UNTRUSTED_SPEC = "untrusted_spec"
+    #: The watcher, the supervisor or the tuner could not read or write the job's control area; the others went on.
+    UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,3 +130,32 @@ def record_change(control: ControlArea, kind: Kind, error: str, diagnosis: str, 
         Incident(at=at, kind=kind, deployment_id=status.deployment_id if status else None, since=at, error=error,
                  diagnosis=diagnosis, action=action),
     )  # fmt: skip
+
+
+def unreadable(error: BaseException) -> bool:
+    """Whether ``error`` says one job's own storage failed (a folder where a file should be, a full disk, a
+    record that is not one): that job's incident, never the end of a pass over the fleet. A refused spec is
+    not: it is recorded as such and needs a person."""
+    if isinstance(error, UntrustedSpecError):
+        return False
+    return isinstance(error, OSError | ControlAreaError) or (
+        isinstance(error, ValueError) and not isinstance(error, AsyncStreamError)
+    )
+
+
+def record_unreadable(control: ControlArea, error: BaseException, actor: str) -> str:
+    """``error`` of ``actor`` (the watcher, the supervisor, the tuner) as the job's incident, at most one an
+    hour, where even that can be written; returns the line to log."""
+    line = f"control area unreadable: {one_line(str(error)) or type(error).__name__}"
+    at = now()
+    try:
+        record_incident(control, Incident(
+            at=at, kind=Kind.UNREADABLE, since=at - at % 3600, error=line,
+            diagnosis=f"the {actor} could not read or write {control.url}",
+            cure="fix the storage or the file the error names (a folder where a file should be, a full disk, "
+                 "permissions); `airflow-async-stream release --force` clears a hold or fence that cannot be read",
+            action=f"the {actor} left this job and went on with the others",
+        ))  # fmt: skip
+    except (OSError, AsyncStreamError, ValueError):
+        return f"{line} (not recorded either)"
+    return line

@@ -26,6 +26,7 @@ from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import create_once
 from airflow_async_stream.state.hold import hold_state
+from airflow_async_stream.state.incidents import record_unreadable, unreadable
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.typed import Record
 from airflow_async_stream.supervise.memory import Memory, Sighting, look, supervision_of
@@ -215,7 +216,8 @@ def sweep(
         try:
             change = watch_job(name, ControlArea(control_url), checkpoint, at, measure, memory)
         except (AsyncStreamError, OSError, ValueError) as exc:
-            _log.warning("%s (%s): not watched this sweep: %s", name, control_url, exc)
+            said = record_unreadable(ControlArea(control_url), exc, "watcher") if unreadable(exc) else exc
+            _log.warning("%s (%s): not watched this sweep: %s", name, control_url, said)
             if memory is not None:
                 memory.forget(control_url)
             continue

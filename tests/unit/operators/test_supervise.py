@@ -13,17 +13,19 @@ import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_async_stream.exceptions import AsyncStreamError
+from airflow_async_stream.operators.autotune import AutotuneJobsOperator
 from airflow_async_stream.operators.supervise import SuperviseJobsOperator, _evented
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.incidents import Kind, read_incidents
 from airflow_async_stream.state.stopped import Stopped
-from tests.helpers import rate_noop
+from airflow_async_stream.supervise.watch import sweep
+from tests.helpers import deployed, rate_noop
 
 
 def _crashed(tmp_path: Path) -> ControlArea:
     spec = rate_noop("job", str(tmp_path / "ck"), restart={"backoff": "2 minutes", "max_backoff": "5 minutes"})
     control = ControlArea.for_checkpoint(spec["checkpoint"])
-    control.ensure()
-    control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+    deployed(control, spec)
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d1", "deployed_at": time.time() - 60})
     control.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "failed", "batches": 3, "error": "boom",
                                             "finished_at": time.time(), "heartbeat_at": time.time()})  # fmt: skip
@@ -100,3 +102,45 @@ def test_a_crash_loop_fails_the_run_once_with_one_line_and_a_recovery_is_pushed_
     assert pushed["recovered"] == ["job: recovered: healthy as deployment d2 (was crash_looping)"]
     run("r4")
     assert pushed["recovered"] == []
+
+
+def _broken_fleet(tmp_path: Path) -> tuple[ControlArea, ControlArea, ControlArea]:
+    """Three jobs in one folder: one a person stopped, one whose fence.json is a folder (its supervisor must
+    take a hold to restart it), one whose status.json is a folder."""
+    stopped, fenced, unreadable = (_crashed(tmp_path / name) for name in ("a", "b", "c"))
+    stopped.write_json(ControlArea.STOPPED, Stopped(at=time.time(), by="ann@h", deployment_id="d1").to_json())
+    fenced.write_bytes(ControlArea.SPEC, json.dumps({**json.loads(fenced.read_bytes(ControlArea.SPEC)),
+                                                      "restart": {"backoff": "1 second"}}).encode())  # fmt: skip
+    Path(fenced.path(ControlArea.FENCE)).mkdir()
+    Path(unreadable.path(ControlArea.STATUS)).unlink()
+    Path(unreadable.path(ControlArea.STATUS)).mkdir()
+    return stopped, fenced, unreadable
+
+
+def test_one_jobs_broken_storage_is_its_incident_and_never_fails_the_run(tmp_path: Path) -> None:
+    stopped, fenced, unreadable = _broken_fleet(tmp_path)
+    task = SuperviseJobsOperator(task_id="supervise", checkpoint_folders=[str(tmp_path / n) for n in "abc"])
+
+    outcomes = {o["control_url"]: o for o in task.execute({})}  # type: ignore[arg-type]  # no error raised
+
+    assert outcomes[stopped.url]["act"] == "leave"
+    for broken, named in ((fenced, "fence.json"), (unreadable, "status.json")):
+        assert outcomes[broken.url]["act"] == "unreadable", outcomes[broken.url]
+        [incident] = [i for i in read_incidents(broken) if i.kind == Kind.UNREADABLE]
+        assert incident.error is not None and incident.error.startswith("control area unreadable: ")
+        assert named in incident.error and "Is a directory" in incident.error, incident.error
+        assert incident.action == "the supervisor left this job and went on with the others"
+    task.execute({})  # type: ignore[arg-type]  # the next run: the same hour, the same incident
+    assert len([i for i in read_incidents(unreadable) if i.kind == Kind.UNREADABLE]) == 1
+
+
+def test_the_watcher_and_the_tuner_go_on_past_a_broken_job(tmp_path: Path) -> None:
+    stopped, _, unreadable = _broken_fleet(tmp_path)
+    jobs = [("a", stopped.url, str(tmp_path / "a" / "ck")), ("c", unreadable.url, str(tmp_path / "c" / "ck"))]
+    sweep(jobs)  # no error: the broken job is its incident
+    [watched] = [i for i in read_incidents(unreadable) if i.kind == Kind.UNREADABLE]
+    assert watched.action == "the watcher left this job and went on with the others"
+
+    tuned = AutotuneJobsOperator(task_id="autotune", checkpoint_folders=[str(tmp_path / n) for n in "ac"]).execute({})  # type: ignore[arg-type]
+    assert {step["control_url"]: step["act"] for step in tuned}[unreadable.url] == "unreadable"
+    assert len(tuned) == 2
