@@ -32,9 +32,11 @@ BAD_STATE_MEANS = {
     "inspect": "a synchronous restart is UNSAFE (`--no-fail` exits 0 then)",
     "doctor": "it found something wrong",
     "stop": "the job had failed (before or while stopping), a hold refused the stop, or its driver was not seen "
-    "to exit",
+    "to exit; with a control area that cannot carry a stop, no driver of this host proved itself, or its stop "
+    "could not be recorded",
     "resume": "the job runs already, or could not be brought back",
-    "release": "the hold has not expired (add `--force`), or it cannot be read",
+    "release": "the hold has not expired (add `--force`), or it, or the fence, cannot be read (add `--force` to "
+    "set it aside)",
     "switch": "the switch was not made as asked",
     "list": "a job's records could not be read",
 }

@@ -1,106 +1,43 @@
-"""Changing a job from the command line: ``stop`` (graceful, or forced where a stop must win), ``release`` (a hold
-whose holder is gone) and ``switch`` (in place, under the hold)."""
+"""Changing a job from the command line: ``release`` (a hold whose holder is gone) and ``switch`` (in place,
+under the hold). ``stop`` is cli/stop.py."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from functools import partial
+import time
 from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail, progress_log
 from airflow_async_stream.cli.names import control_for
-from airflow_async_stream.driver.deferred import DeferredLauncher
-from airflow_async_stream.driver.exits import record_exit, unconfirmed
-from airflow_async_stream.driver.launcher import Launcher
-from airflow_async_stream.driver.process import this_host
-from airflow_async_stream.driver.stop import stop_driver
 from airflow_async_stream.exceptions import (
     ControlAreaError,
-    JobHeldError,
     SpecError,
     SwitchError,
 )
-from airflow_async_stream.insight.checkup import check_up
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state import fence
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.hold import Holder, held, hold_state, revoke
-from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.state.records import State, hold_ttl_s
+from airflow_async_stream.state.fence import current_token, guard
+from airflow_async_stream.state.hold import Holder, hold_state, revoke
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
-from airflow_async_stream.state.stopped import BY_PERSON, by_this_user, record_stop
 from airflow_async_stream.switch.change import Need, change_of
 
-__all__ = ["cmd_release", "cmd_stop", "cmd_switch"]
-
-
-def _connection_launcher(conn_id: str) -> Launcher:
-    """The Airflow connection's launcher, for a driver on a cluster only (the CLI starts without Airflow)."""
-    from airflow_async_stream.hooks.launchers import launcher_for
-
-    return launcher_for(conn_id)
-
-
-def _driver_gone(control: ControlArea, host: str) -> int:
-    """On a person's word, record the exit of the newest driver, launched on ``host``, which is gone for good
-    (and its driver with it): deploys from other hosts wait for that record, which no host can write now."""
-    deployment = control.read_deployment()
-    launched_on = deployment.driver.host if deployment and deployment.driver else None
-    if deployment is None or launched_on != host:
-        return fail(f"--driver-gone {host}: the newest driver of {control.url} was launched on {launched_on or 'no host'}, not {host}")  # fmt: skip
-    status = control.read_status()
-    judged = liveness(status)
-    if judged.live and status is not None and status.deployment_id == deployment.deployment_id:
-        return fail(f"--driver-gone {host}: its driver still reports ({judged.reason}), so {host} is not gone; "
-                    "stop it instead", EXIT_BAD_STATE)  # fmt: skip
-    if control.read_exit(deployment.deployment_id) is None:
-        record_exit(control, deployment.deployment_id, f"said by hand on {this_host()}: host {host} is gone, its driver with it")  # fmt: skip
-    print(f"recorded: the driver of deployment {deployment.deployment_id} on {host} has exited; a deploy from any host goes on")  # fmt: skip
-    return EXIT_OK
-
-
-def cmd_stop(args: argparse.Namespace) -> int:
-    control = control_for(args.job)
-    if args.driver_gone:
-        return _driver_gone(control, args.driver_gone)
-    check_up(control, None)  # a driver that died without a final status is recorded failed first, for every host
-    holder = Holder.this_process("stop from the command line")
-    if args.force:
-        revoked = revoke(control, holder, "stop --force from the command line")
-        if revoked:
-            print(f"forced: ended the hold of {revoked.holder} ({revoked.purpose}); "
-                  "its next step fails without changing the job")  # fmt: skip
-    try:
-        with held(control, holder, hold_ttl_s(stops=1, stop_kill_after_s=args.kill_after)) as grant:
-            record_stop(control, grant, BY_PERSON, by_this_user(), "stop from the command line")
-            outcome = stop_driver(
-                control,
-                "stop from the command line",
-                graceful_timeout_s=args.graceful_timeout,
-                kill_after_s=args.kill_after,
-                launcher=DeferredLauncher(partial(_connection_launcher, args.conn_id)),
-            )
-    except JobHeldError as exc:
-        return fail(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
-                    "without changing the job)", EXIT_BAD_STATE)  # fmt: skip
-    if outcome.was_live and outcome.status is None:
-        print("stopped: the deployment that was launching ended before its driver reported")
-        return EXIT_OK
-    state = outcome.status.state if outcome.status else "never deployed"
-    if outcome.exiting:  # its query ended, but its process has not been seen to exit
-        print(f"stopping: state {state}, but {outcome.exiting.describe()}")
-        return EXIT_BAD_STATE
-    print(f"{'stopped' if outcome.was_live else 'was not running'}: state {state}")
-    waiting = unconfirmed(control)
-    if waiting is not None:  # a deploy from any host would wait for that host's exit record, then refuse
-        print(f"but {waiting.describe()}: a deploy waits for it{waiting.remedy(args.job)}")
-        return EXIT_BAD_STATE
-    return EXIT_BAD_STATE if state == State.FAILED else EXIT_OK
+__all__ = ["cmd_release", "cmd_switch"]
 
 
 def cmd_release(args: argparse.Namespace) -> int:
     control = control_for(args.job)
+    for name, read in ((ControlArea.FENCE, current_token), (ControlArea.HOLD, ControlArea.read_hold)):
+        try:  # the fence first: ending a hold moves it on; a hold that is not JSON is ended below
+            read(control)
+        except (ControlAreaError, OSError) as exc:
+            if isinstance(exc, ControlAreaError) and name == ControlArea.HOLD:
+                break
+            if not args.force:
+                return fail(f"{name}: {exc}; add --force to set it aside", EXIT_BAD_STATE)
+            _set_aside(control, name)
     try:
         hold = control.read_hold()
     except ControlAreaError as exc:
@@ -120,6 +57,14 @@ def cmd_release(args: argparse.Namespace) -> int:
     control.remove(ControlArea.HOLD)
     print(f"released the hold of {hold.holder} ({ended or 'forced'})")
     return EXIT_OK
+
+
+def _set_aside(control: ControlArea, name: str) -> None:
+    """An unreadable fence or hold, moved aside (never deleted); every hold granted before is ended."""
+    with guard(control):
+        aside = control.set_aside(name)
+        fence.bump(control, f"{name} was unreadable: set aside as {aside} by release --force", seen=time.time_ns() // 10**6, revocation=True)  # fmt: skip
+    print(f"set aside an unreadable {name} as {aside}: every earlier hold is ended")
 
 
 #: What ``switch`` says of a change the running driver cannot make in place (switch/change.py decides).

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, exit_codes, fail
-from airflow_async_stream.cli.change import cmd_release, cmd_stop, cmd_switch
+from airflow_async_stream.cli.change import cmd_release, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.incidents import add_incidents
 from airflow_async_stream.cli.jobs import add_list
 from airflow_async_stream.cli.report import add_report
 from airflow_async_stream.cli.resume import add_resume
 from airflow_async_stream.cli.show import cmd_inspect, cmd_status
+from airflow_async_stream.cli.stop import cmd_stop
 from airflow_async_stream.cli.validate import add_spark_version, add_validate, judged_line, judging_for
 from airflow_async_stream.exceptions import (
     AsyncStreamError,

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from airflow_async_stream.exceptions import NotSignalledError
-from airflow_async_stream.state.liveness import local_pid_alive
+from airflow_async_stream.state.liveness import command_line, flag, local_pid_alive
 from airflow_async_stream.state.records import Driver
 
 __all__ = [
@@ -77,32 +77,12 @@ def _start_ticks(pid: int) -> int | None:
     return int(fields[19])  # field 22 of stat
 
 
-def _process_group(pid: int) -> int | None:
+def process_group(pid: int) -> int | None:
     fields = _stat(pid)
     return int(fields[2]) if fields else None  # field 5 of stat
 
 
-def _command_line(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    return [arg.decode("utf-8", "replace") for arg in raw.split(b"\0") if arg]
-
-
-def _flag(argv: list[str], name: str) -> str | None:
-    """The value of ``--name VALUE`` (or ``--name=VALUE``) in an argument list, the last one given."""
-    found = None
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif arg.startswith(name + "="):
-            found = arg[len(name) + 1 :]
-    return found
-
-
-def _plain(url: str) -> str:
+def plain_url(url: str) -> str:
     """A control area's URL as one spelling: a local path (``file://`` or not) normalised, trailing slashes off."""
     url = url.rstrip("/").removeprefix("file://")
     return url if "://" in url else posixpath.normpath(url)
@@ -118,16 +98,16 @@ class Target:
 
     def unproven(self, pid: int) -> str | None:
         """Why process ``pid`` of this host is not provably this target's driver; None when it is."""
-        argv = _command_line(pid)
+        argv = command_line(pid)
         if argv is None:
             return f"the command line of pid {pid} cannot be read"
-        named = _flag(argv, "--deployment-id"), _flag(argv, "--control-area")
-        if named[0] != self.deployment_id or named[1] is None or _plain(named[1]) != _plain(self.control_url):
+        named = flag(argv, "--deployment-id"), flag(argv, "--control-area")
+        if named[0] != self.deployment_id or named[1] is None or plain_url(named[1]) != plain_url(self.control_url):
             return (
                 f"pid {pid} is not provably the driver: its command line does not name deployment "
                 f"{self.deployment_id} of {self.control_url} (the deployment record may have been written by hand)"
             )
-        if _process_group(pid) != pid:
+        if process_group(pid) != pid:
             return f"pid {pid} is not provably the driver: it does not lead its own process group"
         return None
 

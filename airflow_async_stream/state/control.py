@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import posixpath
 import socket
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -163,6 +164,13 @@ class ControlArea:
     def write_bytes(self, name: str, payload: bytes) -> None:
         """Replace a file atomically (temp file and rename locally; a single put on object stores)."""
         replace_file(self.fs, self.path(name), payload)
+
+    def set_aside(self, name: str) -> str:
+        """Move an unreadable record (a folder where the file should be, garbage) out of the way, never deleting
+        it: ``<name>.unreadable-<time>``; that name."""
+        aside = f"{name}.unreadable-{time.strftime('%Y%m%dT%H%M%S')}"
+        self.fs.mv(self.path(name), self.path(aside), recursive=True)
+        return aside
 
     def remove(self, name: str) -> None:
         try:

@@ -136,11 +136,9 @@ def unreadable(error: BaseException) -> bool:
     """Whether ``error`` says one job's own storage failed (a folder where a file should be, a full disk, a
     record that is not one): that job's incident, never the end of a pass over the fleet. A refused spec is
     not: it is recorded as such and needs a person."""
-    if isinstance(error, UntrustedSpecError):
-        return False
-    return isinstance(error, OSError | ControlAreaError) or (
-        isinstance(error, ValueError) and not isinstance(error, AsyncStreamError)
-    )
+    if isinstance(error, ControlAreaError):
+        return not isinstance(error, UntrustedSpecError)
+    return isinstance(error, OSError | ValueError) and not isinstance(error, AsyncStreamError)  # ours say more
 
 
 def record_unreadable(control: ControlArea, error: BaseException, actor: str) -> str:

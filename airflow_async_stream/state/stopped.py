@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
     from airflow_async_stream.state.hold import Grant
 
-__all__ = ["BY_FILE", "BY_PERSON", "Stopped", "by_this_user", "record_stop", "stopped_on_purpose"]
+__all__ = ["BY_FILE", "BY_PERSON", "Stopped", "by_this_user", "record_stop", "record_unheld_stop", "stopped_on_purpose"]
 
 BY_PERSON, BY_FILE = "person", "file"
 
@@ -63,6 +63,17 @@ def record_stop(control: ControlArea, grant: Grant, kind: str, by: str, reason: 
     with grant.guarded():
         control.write_json(control.STOPPED, record.to_json())
     return record
+
+
+def record_unheld_stop(control: ControlArea, deployment_id: str, by: str, reason: str) -> str | None:
+    """A person's stop of ``deployment_id`` where no hold can be taken (the control area cannot carry one): a
+    person's word needs none. Why it could not be written either, or None."""
+    record = Stopped(at=now(), kind=BY_PERSON, by=by, reason=reason, deployment_id=deployment_id)
+    try:
+        control.write_json(control.STOPPED, record.to_json())
+    except (OSError, ValueError) as exc:
+        return f"{control.STOPPED}: {exc}"
+    return None
 
 
 def stopped_on_purpose(control: ControlArea) -> Stopped | None:

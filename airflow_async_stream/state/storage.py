@@ -11,6 +11,7 @@ a HEAD and a LIST (a LIST is billed as a PUT). With one part, a read is one GET,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -82,13 +83,19 @@ def open_url(url: str) -> tuple[Any, str]:
 
 def replace_file(fs: fsspec.AbstractFileSystem, target: str, payload: bytes) -> None:
     """Replace a file atomically, so a reader never sees half of it: a temporary file beside it and a rename
-    on local disks, a single put on object stores (whose puts are atomic)."""
+    on local disks (the temporary file removed when the write or the rename fails: a full disk, a folder where
+    the file should be), a single put on object stores (whose puts are atomic)."""
     if isinstance(fs, LocalFileSystem):
         folder, name = posixpath.split(target)
         tmp = posixpath.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, target)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(payload)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     else:
         put(fs, target, payload)
 

@@ -38,6 +38,7 @@ from airflow_async_stream.rollout.actions import ApplySettings
 from airflow_async_stream.rollout.apply import apply_item
 from airflow_async_stream.rollout.planner import plan_folder
 from airflow_async_stream.spec.load import deep_merge, parse_spec
+from airflow_async_stream.state import issued
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, release, take
@@ -319,6 +320,9 @@ def test_a_synchronous_job_crashed_over_async_gaps_is_cured_not_started(stack: A
     stack.await_(lambda: not inspect_checkpoint(spec["checkpoint"]).sync_restart_safe, "async's gaps", 60)
     stack.await_(lambda: control.read_json(ControlArea.STABLE), "the deployment stable", 60)
     sync = {**spec, "async_progress": {"enabled": False, "checkpoint_interval_ms": 1000}}
+    # As if this host had run the job synchronously before async was turned on: its last stable spec is one
+    # the Airflow side handed over (state/issued.py), so the supervisor may run it again.
+    issued.keep(parse_spec(sync), first.deployment_id, "deploy")
     control.write_json(
         ControlArea.STABLE, {"deployment_id": first.deployment_id, "spec": parse_spec(sync).to_mapping()}
     )
