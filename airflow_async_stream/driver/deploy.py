@@ -1,7 +1,7 @@
 """Deploy one job (make room on its checkpoint, submit detached, confirm its query runs), or stop it.
 
-Shared by the operators, the safe-disable steps and rollouts. The caller's hold on the job is taken here
-for the deploy or stop (renewed when the caller already holds it).
+Shared by the operators, the migration's steps and rollouts. The caller's hold on the job is taken here
+(renewed when the caller already holds it).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.exits import wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher, Submission
 from airflow_async_stream.driver.local import LocalLauncher
-from airflow_async_stream.driver.start import refuse_unsafe_sync_start, wait_until_running
+from airflow_async_stream.driver.start import refuse_nested, refuse_unsafe_sync_start, wait_until_running
 from airflow_async_stream.driver.stop import StopOutcome, stop_driver
 from airflow_async_stream.exceptions import (
     DeployError,
@@ -128,6 +128,7 @@ def deploy_job(
     control = ControlArea.for_checkpoint(spec.checkpoint)
     launcher = settings.target()
     log.info("Target %s: %s", launcher.master, launcher.check(spec))  # refused here, before any Spark work
+    refuse_nested(spec.checkpoint)
     secrets = launcher.secrets(spec)  # a missing connection fails here too
     deployment_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     spark = launcher.spark()

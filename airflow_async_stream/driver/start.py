@@ -7,6 +7,7 @@ implementation; every wait logs its progress.
 from __future__ import annotations
 
 import logging
+import posixpath
 import time
 from collections.abc import Callable
 
@@ -15,6 +16,7 @@ from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.log import tail_lines
 from airflow_async_stream.driver.poll import poll_interval
 from airflow_async_stream.exceptions import (
+    DeployError,
     DriverFailedError,
     DriverStartTimeoutError,
     UnsafeSyncRestartError,
@@ -23,6 +25,7 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import FINAL_STATES, Driver, State, Status
+from airflow_async_stream.state.storage import is_local_url, open_url
 from airflow_async_stream.waits import REPORT_EVERY_S, Log, WaitLog
 
 __all__ = [
@@ -105,6 +108,19 @@ def wait_until_running(
             )
         say(f"state {state}")
         sleep(poll_interval(control))
+
+
+def refuse_nested(checkpoint: str) -> None:
+    """A checkpoint inside another job's Spark checkpoint (a folder with ``metadata`` and ``offsets/``) would
+    mix two jobs' files: refused before its control area is made there, naming that folder."""
+    fs, path = open_url(checkpoint)
+    parent = posixpath.dirname(path.rstrip("/"))
+    while parent and parent != "/":
+        if fs.exists(f"{parent}/metadata") and fs.exists(f"{parent}/offsets"):
+            where = parent if is_local_url(checkpoint) else fs.unstrip_protocol(parent)
+            raise DeployError(f"checkpoint {checkpoint} is inside {where}, the Spark checkpoint of another job: give "
+                              "each job a folder of its own")  # fmt: skip
+        parent = posixpath.dirname(parent)
 
 
 def refuse_unsafe_sync_start(spec: JobSpec, allow: bool, log: Log = _log) -> None:

@@ -3,6 +3,7 @@ to the tuner (``auto``) is desired at the value the job runs with, so a rollout 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,16 +55,36 @@ def load_desired(folder: str | Path) -> dict[str, DesiredJob]:
         if name in jobs:
             problems.append((path.name, "name", f"{name!r} is also the job of {jobs[name].file}: one job per name"))
             continue
-        if checkpoint in checkpoints:
-            problems.append(
-                (path.name, "checkpoint", f"{checkpoint} is also the checkpoint of {checkpoints[checkpoint]}")
-            )
+        clash = _clash(checkpoint, checkpoints)
+        if clash:
+            problems.append((path.name, "checkpoint", clash))
             continue
         jobs[name] = job
         checkpoints[checkpoint] = path.name
     if problems:
         raise DesiredStateError(str(root), problems)
     return jobs
+
+
+def _clash(checkpoint: str, known: dict[str, str]) -> str | None:
+    """Why ``checkpoint`` is, holds or sits inside another file's checkpoint (a folder of this host judged by its
+    real path: a symlink is the folder it names), or None. Inside a control area the spec refuses already."""
+    if checkpoint in known:
+        return f"{checkpoint} is also the checkpoint of {known[checkpoint]}"
+    mine = _real(checkpoint)
+    for other, file in known.items():
+        theirs = _real(other)
+        if mine == theirs:
+            return f"{checkpoint} is {other}, the checkpoint of {file}"
+        if mine.startswith(theirs + "/"):
+            return f"{checkpoint} is inside {other}, the checkpoint of {file}"
+        if theirs.startswith(mine + "/"):
+            return f"{checkpoint} holds {other}, the checkpoint of {file}"
+    return None
+
+
+def _real(checkpoint: str) -> str:
+    return checkpoint if "://" in checkpoint else os.path.realpath(checkpoint)
 
 
 def load_folder(folder: str | Path) -> tuple[dict[str, DesiredJob], FleetIndex]:

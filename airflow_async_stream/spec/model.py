@@ -7,7 +7,6 @@ driver. Spark's own behaviour behind each rule is in SPARK_FACTS.md.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -30,6 +29,7 @@ from airflow_async_stream.spec.endpoints import (
 )
 from airflow_async_stream.spec.health import Health
 from airflow_async_stream.spec.intervals import interval_ms
+from airflow_async_stream.spec.paths import checkpoint_folder, one_spelling
 from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
 from airflow_async_stream.spec.tracking import AsyncProgress, Autotune
@@ -40,7 +40,6 @@ __all__ = ["AsyncProgress", "JobSpec", "Lineage", "Logs", "Trigger"]
 #: The trigger kinds a spec may give (one at most); none means Spark's default trigger.
 TRIGGER_KINDS = ("processing_time", "once", "available_now", "continuous", "real_time")
 _NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
-_URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
 class Trigger(StrictModel):
@@ -216,16 +215,15 @@ class JobSpec(StrictModel):
             )
         return value
 
-    @field_validator("checkpoint", "application")
+    @field_validator("checkpoint")
+    @classmethod
+    def _checkpoint_folder(cls, value: str) -> str:
+        return checkpoint_folder(value)
+
+    @field_validator("application")
     @classmethod
     def _absolute_or_url(cls, value: str | None) -> str | None:
-        if value is not None and ".." in re.split(r"[/\\]", value):
-            raise ValueError("must not climb out of a folder with '..': write the path it means")
-        if value is None or _URL_RE.match(value):
-            return value
-        if not Path(value).is_absolute():
-            raise ValueError(f"must be an absolute path or a URL, got {value!r}")
-        return value.rstrip("/") or "/"
+        return None if value is None else one_spelling(value)
 
     @model_validator(mode="after")
     def _spark_rules(self) -> JobSpec:

@@ -12,7 +12,7 @@ import pytest
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.launcher import Submission
 from airflow_async_stream.driver.local import LocalLauncher
-from airflow_async_stream.exceptions import UnsafeSyncRestartError
+from airflow_async_stream.exceptions import DeployError, UnsafeSyncRestartError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
@@ -70,3 +70,18 @@ def test_what_spark_can_restart_is_deployed(tmp_path: Path, offsets: list[int] |
     checkpoint = make_checkpoint(tmp_path / "ck", offsets, offsets) if offsets else str(tmp_path / "ck")
     with pytest.raises(LaunchedError):
         _deploy(checkpoint, **changes)
+
+
+def test_a_checkpoint_inside_another_jobs_checkpoint_is_refused_before_submit(tmp_path: Path) -> None:
+    outer = make_checkpoint(tmp_path / "other-job", [0, 1], [0, 1])
+    Path(outer, "metadata").write_text('{"id":"q"}\n')
+    before = snapshot(tmp_path / "other-job")
+    with pytest.raises(DeployError) as refused:
+        _deploy(f"{outer}/inner")
+    assert str(refused.value) == (
+        f"checkpoint {outer}/inner is inside {outer}, the Spark checkpoint of another job: give each job a folder "
+        "of its own"
+    )
+    assert snapshot(tmp_path / "other-job") == before  # nothing written into it, not even a control area
+    with pytest.raises(LaunchedError):  # a sibling folder is no one's checkpoint
+        _deploy(str(tmp_path / "other-job-2"))

@@ -229,6 +229,32 @@ def test_the_folder_is_validated_as_a_whole(tmp_path: Path) -> None:
     assert "is also the job of a-again.yaml" in str(caught.value)
 
 
+def test_one_checkpoint_under_two_spellings_or_inside_another_job_is_refused_naming_both(tmp_path: Path) -> None:
+    folder, ck = tmp_path / "desired", tmp_path / "ck"
+    (ck / "real").mkdir(parents=True)
+    (ck / "link").symlink_to(ck / "real")
+    write_spec(folder, "a.yaml", {**FLEET_JOB, "name": "a", "checkpoint": str(ck / "real")})
+    write_spec(folder, "b.yaml", {**FLEET_JOB, "name": "b", "checkpoint": str(ck / "link")})  # a symlink to a's
+    write_spec(folder, "c.yaml", {**FLEET_JOB, "name": "c", "checkpoint": str(ck / "c")})
+    write_spec(folder, "d.yaml", {**FLEET_JOB, "name": "d", "checkpoint": str(ck / "c" / "inner")})
+    write_spec(folder, "e.yaml", {**FLEET_JOB, "name": "e", "checkpoint": str(ck / "cc" / "e")})  # f's holds it
+    write_spec(folder, "f.yaml", {**FLEET_JOB, "name": "f", "checkpoint": str(ck / "cc")})  # c's sibling, e's parent
+
+    with pytest.raises(DesiredStateError) as caught:
+        load_desired(folder)
+
+    said = {(file, field): reason for file, field, reason in caught.value.problems}
+    assert set(said) == {("b.yaml", "checkpoint"), ("d.yaml", "checkpoint"), ("f.yaml", "checkpoint")}, said
+    assert said["b.yaml", "checkpoint"] == f"{ck / 'link'} is {ck / 'real'}, the checkpoint of a.yaml"
+    assert said["d.yaml", "checkpoint"] == f"{ck / 'c' / 'inner'} is inside {ck / 'c'}, the checkpoint of c.yaml"
+    assert said["f.yaml", "checkpoint"] == f"{ck / 'cc'} holds {ck / 'cc' / 'e'}, the checkpoint of e.yaml"
+    # Inside a control area is refused by the spec itself (spec/paths.py), whatever the folder holds.
+    write_spec(folder, "g.yaml", {**FLEET_JOB, "name": "g", "checkpoint": str(ck / "c.async-stream" / "g")})
+    with pytest.raises(DesiredStateError) as again:
+        load_desired(folder)
+    assert "must not be in or be a job's control area (c.async-stream)" in str(again.value)
+
+
 def test_a_plan_lists_every_problem_of_the_folder_at_once(tmp_path: Path) -> None:
     """A duplicate name, a bad spec and a bad fleet file: one run shows all three, by file and field."""
     folder = tmp_path / "desired"

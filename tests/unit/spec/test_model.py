@@ -107,6 +107,28 @@ def test_relative_checkpoint_is_refused_and_urls_are_accepted() -> None:
 
 
 @pytest.mark.parametrize(
+    ("checkpoint", "needle"),
+    [
+        ("/", "must not be / (its control area would be .async-stream in the current folder)"),
+        ("//", "must not be / (its control area"),
+        ("file:///", "must not be / (its control area"),
+        (str(Path.home()), f"must not be the home folder {Path.home()}"),
+        (f"{Path.home()}/", "must not be the home folder"),
+        ("/data/ck.async-stream/x", "must not be in or be a job's control area (ck.async-stream)"),
+        ("s3://b/ck.async-stream", "must not be in or be a job's control area (ck.async-stream)"),
+    ],
+)
+def test_a_checkpoint_that_is_no_job_folder_is_refused(checkpoint: str, needle: str) -> None:
+    assert needle in problems(good(checkpoint=checkpoint))["checkpoint"]
+
+
+@pytest.mark.parametrize("spelling", ["/data//ck/x", "/data/./ck/x/", "file:///data/ck/x", "file:/data/ck/x"])
+def test_one_local_checkpoint_has_one_spelling(spelling: str) -> None:
+    """Two spellings of one folder were two jobs to a desired folder and one checkpoint to Spark."""
+    assert parse_spec(good(checkpoint=spelling)).checkpoint == "/data/ck/x"
+
+
+@pytest.mark.parametrize(
     ("data", "field", "nearest"),
     [
         (
