@@ -7,6 +7,7 @@ implementation; every wait logs its progress.
 from __future__ import annotations
 
 import logging
+import os
 import posixpath
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.log import tail_lines
 from airflow_async_stream.driver.poll import poll_interval
 from airflow_async_stream.exceptions import (
+    ControlAreaError,
     DeployError,
     DriverFailedError,
     DriverStartTimeoutError,
@@ -25,7 +27,8 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import FINAL_STATES, Driver, State, Status
-from airflow_async_stream.state.storage import is_local_url, open_url
+from airflow_async_stream.state.registry import registry_dir
+from airflow_async_stream.state.storage import is_local_url, open_local, open_url
 from airflow_async_stream.waits import REPORT_EVERY_S, Log, WaitLog
 
 __all__ = [
@@ -49,13 +52,20 @@ def log_tail(control: ControlArea, lines: int = 30, files: int = 2) -> str:
     deployment = control.read_deployment()
     driver = deployment.driver if deployment else None
     local_log = driver.log if driver and driver.log_on_host else None
-    if local_log:
-        return tail_lines(_read_local, local_log, lines, files)
-    return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines, files)
+    try:
+        if local_log:
+            return tail_lines(_read_local, local_log, lines, files)
+        return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines, files)
+    except (ControlAreaError, OSError) as exc:  # a report of a failure never fails on the log
+        return f"(the driver log cannot be read: {exc})"
 
 
 def _read_local(path: str) -> bytes:
-    with open(path, "rb") as fh:
+    """A driver log of this host: only in this host's log folder (registry.py), never through a symlink; a
+    deployment record naming any other file (written by hand) names no log."""
+    if os.path.dirname(path) != str(registry_dir().parent / "logs"):
+        raise FileNotFoundError(path)
+    with open_local(path, "rb") as fh:
         return fh.read()
 
 

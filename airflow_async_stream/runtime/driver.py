@@ -38,6 +38,7 @@ from airflow_async_stream.spec.secret_options import Redactor, SecretOptions, ta
 from airflow_async_stream.spec.versions import judge_process_for
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.progress_log import Retention
+from airflow_async_stream.state.typed import printable
 
 #: Spark's default ``spark.redaction.regex`` and the OpenLineage transport's API key and headers.
 CONF_REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|apikey|openlineage[.]transport.*[.]headers[.]"
@@ -116,12 +117,19 @@ def _pyspark_in_use() -> dict[str, str]:
     return {"version": pyspark.__version__, "from": os.path.dirname(pyspark.__file__)}
 
 
+class _OneLine(logging.Formatter):
+    """Each of our lines one line: values from records (a stop request's reason) cannot add a line of their own
+    to the driver log, nor move a terminal's cursor; a traceback keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+
 def _log_our_lines() -> logging.Logger:
     """Our own lines go to the driver log at INFO whatever Spark's level (``logs.spark_level``) is."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)s airflow-async-stream: %(message)s", "%y/%m/%d %H:%M:%S")
-    )
+    handler.setFormatter(_OneLine("%(asctime)s %(levelname)s airflow-async-stream: %(message)s", "%y/%m/%d %H:%M:%S"))
     logger = logging.getLogger("airflow_async_stream")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

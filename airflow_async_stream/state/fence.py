@@ -37,6 +37,7 @@ from typing import Any
 from airflow_async_stream.exceptions import ControlAreaError, HoldRevokedError, JobHeldError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, Revocation, State, now
+from airflow_async_stream.state.storage import open_local
 from airflow_async_stream.state.typed import MAX_INT
 
 __all__ = [
@@ -176,7 +177,7 @@ def guard(control: ControlArea) -> Iterator[None]:
         yield
         return
     control.ensure()
-    with open(control.path(ControlArea.HOLD_GUARD), "a") as fh:
+    with open_local(control.path(ControlArea.HOLD_GUARD), "ab") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

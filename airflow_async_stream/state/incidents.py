@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import AsyncStreamError, ControlAreaError, UntrustedSpecError
 from airflow_async_stream.state.records import now
+from airflow_async_stream.state.storage import append_file
 from airflow_async_stream.state.typed import Record
 
 if TYPE_CHECKING:
@@ -113,8 +114,7 @@ def record_incident(control: ControlArea, incident: Incident) -> bool:
     line = (json.dumps(incident.to_json(), sort_keys=True) + "\n").encode()
     if control.appendable and len(known) < 2 * KEPT:
         control.ensure()
-        with control.fs.open(control.path(control.INCIDENTS), "ab") as fh:
-            fh.write(line)
+        append_file(control.fs, control.path(control.INCIDENTS), line)
         return True
     kept = [json.dumps(old.to_json(), sort_keys=True) + "\n" for old in reversed(known[: KEPT - 1])]
     control.write_bytes(control.INCIDENTS, "".join(kept).encode() + line)

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from airflow_async_stream.state.progress_log import SEGMENT_LINES, Area, Retention, Segment, segments
-from airflow_async_stream.state.storage import make_folder, put
+from airflow_async_stream.state.storage import append_file, make_folder, put
 
 __all__ = ["ProgressWriter"]
 
@@ -72,8 +72,7 @@ class ProgressWriter:
             self._add(line)
             path = self.area.path(self._name)
             if self.area.appendable:
-                with self.area.fs.open(path, "ab") as fh:
-                    fh.write(line)
+                append_file(self.area.fs, path, line)
             else:
                 put(self.area.fs, path, b"".join(self._lines))
             self._wrote()

@@ -10,6 +10,7 @@ written back; a request (``STRICT``), which is acted on, refuses them.
 from __future__ import annotations
 
 import math
+import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -19,7 +20,7 @@ from typing import Any, Self, Union, get_args, get_origin, get_type_hints
 
 from airflow_async_stream.exceptions import ControlAreaError
 
-__all__ = ["MAX_INT", "cut", "fits", "said"]
+__all__ = ["MAX_INT", "cut", "fits", "printable", "said"]
 
 #: The largest number a record's integer field may hold (a fencing token, a pid, a batch id).
 MAX_INT = 2**63 - 1
@@ -73,6 +74,15 @@ def said(hint: Any) -> str:
 
 def cut(text: str, most: int = 80) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``): a record's value written into a log line or
+    onto a terminal stays on its line and moves no cursor."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 @cache
