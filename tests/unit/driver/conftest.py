@@ -1,5 +1,5 @@
-"""Fixtures of the driver tests that start real processes: a control area, and the processes a test started
-(killed by process group afterwards, so a driver under ``unshare`` goes with its wrapper)."""
+"""Fixtures of the driver tests that start real processes: the processes a test started (killed by process
+group afterwards, so a driver under ``unshare`` goes with its wrapper). The control area is tests/unit's."""
 
 from __future__ import annotations
 
@@ -7,18 +7,8 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-from airflow_async_stream.state.control import ControlArea
-
-
-@pytest.fixture
-def control(tmp_path: Path) -> ControlArea:
-    area = ControlArea(str(tmp_path / "ck.async-stream"))
-    area.ensure()
-    return area
 
 
 @pytest.fixture

@@ -24,13 +24,6 @@ CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 
 @pytest.fixture
-def control(tmp_path: Path) -> ControlArea:
-    area = ControlArea(str(tmp_path / "ck.async-stream"))
-    area.ensure()
-    return area
-
-
-@pytest.fixture
 def victim(tmp_path: Path) -> Path:
     """A file outside the control area that a symlink points at (a .pth file, a secret)."""
     path = tmp_path / "site-packages" / "evil.pth"
