@@ -11,6 +11,7 @@ import os
 import posixpath
 import time
 from collections.abc import Callable
+from functools import partial
 
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
@@ -25,7 +26,7 @@ from airflow_async_stream.exceptions import (
 )
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
-from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.control import LOG_TAIL_BYTES, ControlArea
 from airflow_async_stream.state.records import FINAL_STATES, Driver, State, Status
 from airflow_async_stream.state.registry import registry_dir
 from airflow_async_stream.state.storage import is_local_url, open_local, open_url
@@ -55,7 +56,7 @@ def log_tail(control: ControlArea, lines: int = 30, files: int = 2) -> str:
     try:
         if local_log:
             return tail_lines(_read_local, local_log, lines, files)
-        return tail_lines(control.read_bytes, ControlArea.DRIVER_LOG, lines, files)
+        return tail_lines(partial(control.read_bytes, start=-LOG_TAIL_BYTES), ControlArea.DRIVER_LOG, lines, files)
     except (ControlAreaError, OSError) as exc:  # a report of a failure never fails on the log
         return f"(the driver log cannot be read: {exc})"
 

@@ -41,13 +41,24 @@ from airflow_async_stream.state.progress_log import Retention
 from airflow_async_stream.state.progress_writer import ProgressWriter
 from airflow_async_stream.state.records import SUFFIX, Deployment, DriverExit, Hold, Status, now
 from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
-from airflow_async_stream.state.storage import make_folder, open_url, read_file, read_json_object, replace_file
+from airflow_async_stream.state.storage import (
+    RECORD_BYTES,
+    make_folder,
+    open_url,
+    read_file,
+    read_json_object,
+    replace_file,
+)
 from airflow_async_stream.state.typed import Record
 
 __all__ = ["ControlArea", "control_url_for"]
 
 
 _R = TypeVar("_R", bound=Record)
+
+
+#: The most of ``incidents.jsonl`` and of a driver log that is read (their newest end: readers read tails).
+INCIDENT_BYTES, LOG_TAIL_BYTES = 4 << 20, 1 << 20
 
 
 def control_url_for(checkpoint: str) -> str:
@@ -157,9 +168,11 @@ class ControlArea:
         data = self.read_json(name)
         return None if data is None else kind.from_json(data, f"{self.url}/{name}")
 
-    def read_bytes(self, name: str) -> bytes:
-        """A file's bytes; FileNotFoundError when there is none."""
-        return read_file(self.fs, self.path(name))
+    def read_bytes(self, name: str, start: int | None = None) -> bytes:
+        """A file's bytes (from ``start``, from the end when negative), at most what its kind may hold
+        (a record 1 MiB; ``INCIDENT_BYTES``, ``LOG_TAIL_BYTES``); FileNotFoundError when there is none."""
+        kind = INCIDENT_BYTES if name == self.INCIDENTS else LOG_TAIL_BYTES if name.startswith(self.DRIVER_LOG) else 0
+        return read_file(self.fs, self.path(name), start, kind or RECORD_BYTES)
 
     def write_bytes(self, name: str, payload: bytes) -> None:
         """Replace a file atomically (temp file and rename locally; a single put on object stores)."""

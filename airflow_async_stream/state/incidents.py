@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from airflow_async_stream.exceptions import AsyncStreamError, ControlAreaError, UntrustedSpecError
+from airflow_async_stream.state.control import INCIDENT_BYTES
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.storage import append_file
 from airflow_async_stream.state.typed import Record
@@ -38,6 +39,8 @@ __all__ = [
 KEPT = 200
 #: An error is kept to its first line, at most this long (Spark appends the query's plan to its errors).
 ERROR_CHARS = 400
+#: A diagnosis, a cure or an action is kept to this many characters.
+TEXT_CHARS = 2000
 
 
 class Kind(StrEnum):
@@ -87,10 +90,14 @@ def one_line(error: str | None) -> str | None:
     return first[:ERROR_CHARS] or None
 
 
+def _cut(text: str | None, most: int) -> str | None:
+    return text if text is None or len(text) <= most else f"{text[: most - 20]}... ({len(text):,} chars)"
+
+
 def read_incidents(control: ControlArea) -> list[Incident]:
     """The job's incidents, newest first; none when the file does not exist."""
     try:
-        text = control.read_bytes(control.INCIDENTS).decode("utf-8", errors="replace")
+        text = control.read_bytes(control.INCIDENTS, -INCIDENT_BYTES).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return []
     found = []
@@ -106,8 +113,9 @@ def read_incidents(control: ControlArea) -> list[Incident]:
 def record_incident(control: ControlArea, incident: Incident) -> bool:
     """Add ``incident`` unless one with its key is recorded already; True when it was added."""
     incident = incident.but(
-        at=incident.at or now(), error=one_line(incident.error), host=incident.host or socket.gethostname()
-    )
+        at=incident.at or now(), error=one_line(incident.error), host=incident.host or socket.gethostname(),
+        **{k: _cut(getattr(incident, k), TEXT_CHARS) for k in ("diagnosis", "cure", "action")},
+    )  # fmt: skip
     known = read_incidents(control)
     if any(old.key == incident.key for old in known):
         return False

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from airflow_async_stream.state.storage import read_file
 from airflow_async_stream.state.typed import fits
 
 __all__ = ["Area", "Retention", "Segment", "segments", "tail_events", "tail_of"]
@@ -91,7 +92,7 @@ def read_events(area: Area, files: list[Segment]) -> list[dict[str, Any]]:
     events = []
     for segment in files:
         try:
-            text = area.fs.cat_file(area.path(segment.name)).decode("utf-8", errors="replace")
+            text = read_file(area.fs, area.path(segment.name)).decode("utf-8", errors="replace")
         except FileNotFoundError:
             continue  # removed by the retention since it was listed
         events += _parsed(text.splitlines())
@@ -127,7 +128,7 @@ def _tail(area: Area, files: list[tuple[str, int]], max_bytes: int) -> list[dict
             break
         start = max(0, size - left)
         try:
-            data = area.fs.cat_file(area.path(name), start=start or None)
+            data = read_file(area.fs, area.path(name), start or None)
         except FileNotFoundError:
             continue  # removed by the retention since it was listed or named
         left -= size

@@ -28,6 +28,7 @@ from airflow_async_stream.exceptions import ControlAreaError, StorageError
 
 __all__ = [
     "LOCAL_PROTOCOLS",
+    "RECORD_BYTES",
     "append_file",
     "is_local_url",
     "make_folder",
@@ -118,12 +119,27 @@ def put(fs: fsspec.AbstractFileSystem, path: str, payload: bytes) -> None:
         ) from None
 
 
-def read_file(fs: fsspec.AbstractFileSystem, path: str) -> bytes:
-    """A file's bytes; on local disks a plain read (fsspec's costs 2x for a small file, 5x for a missing one)."""
+def read_file(fs: fsspec.AbstractFileSystem, path: str, start: int | None = None, most: int | None = None) -> bytes:
+    """A file's bytes from ``start`` (from the end when negative); on local disks a plain read (fsspec's costs
+    2x for a small file, 5x for a missing one). More than ``most`` bytes is a ControlAreaError: a reader never
+    takes in what a broken or hostile writer made huge (docs/runtime.md: what each kind may hold)."""
     if isinstance(fs, LocalFileSystem):
         with open_local(path, "rb") as fh:
-            return fh.read()
-    return bytes(fs.cat_file(path))
+            size = os.fstat(fh.fileno()).st_size
+            begin = max(0, size + start) if start is not None and start < 0 else start or 0
+            _within(path, size - begin, most)
+            fh.seek(begin)
+            return fh.read(size - begin)
+    end = None if most is None or (start is not None and start < 0) else (start or 0) + most + 1
+    data = bytes(fs.cat_file(path, start=start, end=end))
+    _within(fs.unstrip_protocol(path), len(data), most)
+    return data
+
+
+def _within(path: str, size: int, most: int | None) -> None:
+    if most is not None and size > most:
+        raise ControlAreaError(f"{path} holds over {most:,} bytes, more than a file of its kind may: refused "
+                               "(written by hand or by a broken writer)")  # fmt: skip
 
 
 def append_file(fs: fsspec.AbstractFileSystem, path: str, payload: bytes) -> None:
@@ -135,6 +151,9 @@ def append_file(fs: fsspec.AbstractFileSystem, path: str, payload: bytes) -> Non
         with fs.open(path, "ab") as fh:
             fh.write(payload)
 
+
+#: The most a JSON record of a control area (status, deployment, spec, a request, a hold) may hold.
+RECORD_BYTES = 1 << 20
 
 #: How ``open_local`` opens each mode (a symlink at the name is never followed: ELOOP).
 _FLAGS = {"rb": os.O_RDONLY, "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT, "xb": os.O_WRONLY | os.O_CREAT | os.O_EXCL}
@@ -165,7 +184,7 @@ def read_json_object(fs: fsspec.AbstractFileSystem, path: str, where: str) -> di
     """A file's JSON object, or None when the file does not exist; ControlAreaError naming ``where`` when it
     holds anything else (a record that cannot be read is an error, never taken for a missing one)."""
     try:
-        raw = read_file(fs, path)
+        raw = read_file(fs, path, most=RECORD_BYTES)
     except FileNotFoundError:
         return None
     try:

@@ -1,0 +1,51 @@
+"""What a reader takes in from a control area is bounded whatever a writer made of it: a record at most
+1 MiB (refused beyond, naming the file), incidents and the driver log by their newest end, an incident's texts
+cut where it is recorded. Real files, no Spark."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from airflow_async_stream.driver.start import log_tail
+from airflow_async_stream.exceptions import ControlAreaError
+from airflow_async_stream.state.control import INCIDENT_BYTES, ControlArea
+from airflow_async_stream.state.incidents import Incident, Kind, read_incidents, record_incident
+
+CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+
+
+def test_a_record_over_a_mebibyte_is_refused_naming_it(control: ControlArea) -> None:
+    Path(control.path(ControlArea.STATUS)).write_text(json.dumps({"state": "running", "error": "x" * (2 << 20)}))
+    with pytest.raises(ControlAreaError, match=r"status\.json holds over 1,048,576 bytes"):
+        control.read_status()
+    shown = subprocess.run([CLI, "status", control.url], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 2 and "Traceback" not in shown.stderr, shown
+    assert "status.json holds over 1,048,576 bytes, more than a file of its kind may: refused" in shown.stderr
+
+
+def test_incidents_are_read_from_their_newest_end(control: ControlArea) -> None:
+    with open(control.path(ControlArea.INCIDENTS), "w") as fh:
+        fh.write(("x" * 1000 + "\n") * (INCIDENT_BYTES // 1000 + 500))  # past the cap, none of them incidents
+    record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d9", since=1.0, error="the newest"))
+    [newest] = read_incidents(control)
+    assert (newest.deployment_id, newest.error) == ("d9", "the newest")
+
+
+def test_an_incidents_texts_are_cut_where_it_is_recorded(control: ControlArea) -> None:
+    huge = "y" * (5 << 20)
+    record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d1", since=1.0, error=huge, diagnosis=huge,
+                                      cure=huge, action=huge))  # fmt: skip
+    assert Path(control.path(ControlArea.INCIDENTS)).stat().st_size < 10_000
+    [incident] = read_incidents(control)
+    assert incident.diagnosis is not None and incident.diagnosis.endswith(f"... ({5 << 20:,} chars)")
+
+
+def test_the_driver_log_is_read_from_its_newest_end(control: ControlArea) -> None:
+    with open(control.path(ControlArea.DRIVER_LOG), "w") as fh:
+        fh.write("old line\n" * ((3 << 20) // 9) + "the last line\n")  # 3 MiB
+    assert log_tail(control, lines=1) == "the last line"
