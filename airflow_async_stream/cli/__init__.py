@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any, TextIO
+
+from airflow_async_stream.state.typed import printable
 
 __all__ = [
     "BAD_STATE_MEANS",
@@ -12,6 +15,7 @@ __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_OK",
     "PREFIX",
+    "Printable",
     "exit_code_table",
     "exit_codes",
     "fail",
@@ -64,6 +68,21 @@ def exit_code_table() -> str:
 
 #: Every line a command writes to stderr about what went wrong starts with this.
 PREFIX = "airflow-async-stream: "
+
+
+class Printable:
+    """A command's stdout or stderr: every control character but a newline or a tab escaped as it is
+    written, so a value read from a record (an ESC sequence in a forged reason) moves no cursor and clears no
+    screen (state/typed.py ``printable``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text, lines=True))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> int:

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, NoReturn
 
-from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, exit_codes, fail
+from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, Printable, exit_codes, fail
 from airflow_async_stream.cli.change import cmd_release, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.incidents import add_incidents
@@ -238,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Printable(sys.stdout), Printable(sys.stderr)
     logging.basicConfig(format=PREFIX + "%(message)s", level=logging.WARNING)  # warnings too: the one prefix
     logging.captureWarnings(True)  # a library's DeprecationWarning and the like, the same way
     try:
@@ -249,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except (AsyncStreamError, OSError) as exc:
         return fail(str(exc))
+    finally:
+        sys.stdout, sys.stderr = streams
 
 
 if __name__ == "__main__":

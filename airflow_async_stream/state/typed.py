@@ -77,12 +77,13 @@ def cut(text: str, most: int = 80) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters escaped (``\\n``, ``\\x1b``): a record's value written into a log line or
-    onto a terminal stays on its line and moves no cursor."""
-    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
+def printable(text: str, lines: bool = False) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``; with ``lines``, newlines and tabs kept): a
+    record's value written into a log line or onto a terminal stays on its line and moves no cursor."""
+    return (_CONTROL_BUT_LINES if lines else _CONTROL).sub(lambda found: repr(found.group())[1:-1], text)
 
 
 @cache

@@ -97,3 +97,11 @@ def test_a_stop_reason_never_writes_a_line_of_its_own_into_the_driver_log(contro
     assert _log_our_lines is not None
     [line] = done.stderr.splitlines()
     assert line.endswith(r"stop requested (x\nimport os; os.system(1)\r\x1b[2J)"), line
+
+
+def test_a_records_control_characters_reach_no_terminal(control: ControlArea) -> None:
+    record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d", since=1.0,
+                                      error="boom\x1b[2J\x1b]0;owned\x07", diagnosis="a\rb"))  # fmt: skip
+    shown = subprocess.run([CLI, "incidents", control.url], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\r" not in shown.stdout, shown
+    assert r"boom\x1b[2J\x1b]0;owned\x07" in shown.stdout and r"a\rb" in shown.stdout, shown.stdout
