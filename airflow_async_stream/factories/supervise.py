@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, Asset, AssetWatcher
@@ -33,9 +33,13 @@ def fleet_indexes_of(folder_or_index: str | Path | None) -> list[str]:
     if folder_or_index is None:
         return []
     where = str(folder_or_index)
-    if (Path(where) / FLEET_FILE).is_file():
+    if _is_folder(where):
         return [FleetIndex.for_folder(where).url]
     return [where if "://" in where else os.path.abspath(where)]
+
+
+def _is_folder(folder_or_index: str | Path | None) -> TypeGuard[str | Path]:
+    return folder_or_index is not None and (Path(folder_or_index) / FLEET_FILE).is_file()
 
 
 def supervise_dag(
@@ -60,6 +64,7 @@ def supervise_dag(
     the task fails with one line per job that needs a person, once per incident. ``on_recovery`` is the
     ``on_success_callback`` of the ``recovered`` task, which succeeds once per recovery of such a job."""
     fleet_indexes = fleet_indexes_of(folder_or_index)
+    desired = [os.path.abspath(folder_or_index)] if _is_folder(folder_or_index) else []  # a restart's specs
     folders = [f if "://" in f else os.path.abspath(f) for f in checkpoint_folders or []]
     if not fleet_indexes and not folders:
         raise ValueError("supervise_dag: give a desired-state folder or fleet index, or checkpoint_folders")
@@ -76,6 +81,7 @@ def supervise_dag(
     with DAG(dag_id=dag_id, schedule=[health], **dag_kwargs) as dag:
         supervise = SuperviseJobsOperator(
             task_id="supervise", fleet_indexes=fleet_indexes, checkpoint_folders=folders, conn_id=conn_id,
+            desired_folders=desired,
             startup_timeout_s=startup_timeout_s, wait_timeout_s=wait_timeout_s, on_failure_callback=on_alert,
         )  # fmt: skip
         supervise >> RecoveredJobsOperator(task_id="recovered", on_success_callback=on_recovery)

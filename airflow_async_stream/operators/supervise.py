@@ -17,6 +17,8 @@ from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.rollout.desired import load_desired
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import record_unreadable, unreadable
@@ -66,6 +68,7 @@ class SuperviseJobsOperator(BaseOperator):
         *,
         fleet_indexes: list[str] | None = None,
         checkpoint_folders: list[str] | None = None,
+        desired_folders: list[str] | None = None,
         conn_id: str = StreamingJobHook.default_conn_name,
         startup_timeout_s: float = 300.0,
         wait_timeout_s: float = 300.0,
@@ -74,6 +77,7 @@ class SuperviseJobsOperator(BaseOperator):
         super().__init__(**kwargs)
         self.fleet_indexes = list(fleet_indexes or [])
         self.checkpoint_folders = list(checkpoint_folders or [])
+        self.desired_folders = list(desired_folders or [])
         self.conn_id = conn_id
         self.startup_timeout_s = startup_timeout_s
         self.wait_timeout_s = wait_timeout_s
@@ -98,7 +102,7 @@ class SuperviseJobsOperator(BaseOperator):
         settings = SuperviseSettings(
             DeploySettings(conn_id=self.conn_id, startup_timeout_s=self.startup_timeout_s,
                            requested_by=f"supervisor {self.dag_id}", launcher=partial(launcher_for, self.conn_id)),
-            wait_timeout_s=self.wait_timeout_s,
+            wait_timeout_s=self.wait_timeout_s, desired=self._desired(),
         )  # fmt: skip
         holder = Holder.for_task(context, "supervisor")
         run = f"{self.dag_id}/{context.get('run_id') or 'a run outside Airflow'}"
@@ -124,6 +128,19 @@ class SuperviseJobsOperator(BaseOperator):
             self.log.info("Restarts due in %.1f s: waiting", soonest)
             time.sleep(soonest)
         return self._said(context, done)
+
+    def _desired(self) -> dict[str, JobSpec]:
+        """The jobs of the desired folders, by name (what a restart of one runs); a folder that cannot be read
+        is said, and its jobs restart from the specs this host kept (state/issued.py)."""
+        jobs: dict[str, JobSpec] = {}
+        for folder in self.desired_folders:
+            try:
+                jobs |= {name: job.spec for name, job in load_desired(folder).items()}
+            except (AsyncStreamError, OSError) as exc:
+                self.log.error(
+                    "desired folder %s cannot be read (%s): its jobs restart from the specs kept", folder, exc
+                )
+        return jobs
 
     def _said(self, context: Context, done: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Say the recoveries (XCom ``recovered``), then fail with one line per job that needs a person."""

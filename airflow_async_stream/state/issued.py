@@ -10,6 +10,7 @@ Hosts that act on one another's jobs share ``AIRFLOW_ASYNC_STREAM_HOME`` (docs/r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -77,6 +78,12 @@ def issued(control: ControlArea, data: Any, where: str) -> JobSpec:
 
 
 def _refuse(control: ControlArea, why: str) -> NoReturn:
+    with contextlib.suppress(OSError, AsyncStreamError):  # a control area that takes no incident: still refused
+        _record(control, why)
+    raise UntrustedSpecError(f"{why}; refused: no spec runs from a control area alone (deploy the job again)")
+
+
+def _record(control: ControlArea, why: str) -> None:
     record_incident(control, Incident(
         kind=Kind.UNTRUSTED_SPEC, deployment_id=_deployment_id(control), error=why,
         diagnosis="the control area names a spec the Airflow side never handed to this job's drivers: something "
@@ -84,7 +91,6 @@ def _refuse(control: ControlArea, why: str) -> NoReturn:
         cure=f"find out who writes {control.url}; deploy the job again from its own spec or desired folder",
         action="refused: nothing was run from it",
     ))  # fmt: skip
-    raise UntrustedSpecError(f"{why}; refused: no spec runs from a control area alone (deploy the job again)")
 
 
 def _deployment_id(control: ControlArea) -> str | None:

@@ -9,6 +9,7 @@ crash (a repeated event, a retried task) finds the restart recorded and does not
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -18,6 +19,7 @@ from airflow_async_stream.insight.checkup import Checkup, check_up
 from airflow_async_stream.insight.health import UP
 from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, held
 from airflow_async_stream.state.incidents import Incident, Kind, one_line, record_incident
@@ -40,6 +42,8 @@ class SuperviseSettings:
     deploy: DeploySettings = field(default_factory=DeploySettings)
     wait_timeout_s: float = 300.0
     confirm_batches: int = 2
+    #: The jobs of the supervisor's desired folders by name: a restart runs a job's spec from there.
+    desired: Mapping[str, JobSpec] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,8 @@ def _act(control: ControlArea, grant: Grant, holder: Holder, settings: Supervise
     write_supervision(control, grant, case.supervision.with_restart(restart))  # counted before it is tried
     log.warning("%s: %s; %s", control.url, case.health.reason, decision.reason)
     try:
-        done = recover(control, holder, settings.deploy, settings.wait_timeout_s, settings.confirm_batches, log)
+        done = recover(control, holder, settings.deploy, settings.wait_timeout_s, settings.confirm_batches, log,
+                       settings.desired)  # fmt: skip
     except AsyncStreamError as exc:
         write_supervision(control, grant, read_supervision(control).with_restart({**restart, "error": str(exc)[:400]}))
         deployment = control.read_deployment()

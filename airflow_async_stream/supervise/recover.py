@@ -6,6 +6,7 @@ safe-disable path: never a synchronous start into ``batch N doesn't exist``. Sha
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
@@ -34,9 +35,14 @@ class Recovery:
     why: str
 
 
-def recovery_spec(control: ControlArea) -> tuple[JobSpec, str]:
-    """The spec to bring the job back with, and which: its last stable spec, else the one last deployed; in
-    either case the copy the Airflow side kept when it handed that spec over (UntrustedSpecError if none)."""
+def recovery_spec(control: ControlArea, desired: Mapping[str, JobSpec] | None = None) -> tuple[JobSpec, str]:
+    """The spec to bring the job back with, and which: its spec in ``desired`` (its desired folder's, by name,
+    for this checkpoint); else its last stable spec, else the one last deployed, in either case the copy the
+    Airflow side kept when it handed that spec over (UntrustedSpecError if none)."""
+    deployment = control.read_deployment()
+    wanted = (desired or {}).get((deployment.job if deployment else None) or "")
+    if wanted and not wanted.suspended and ControlArea.for_checkpoint(wanted.checkpoint).url == control.url:
+        return wanted, "its spec in the desired folder"
     stable = (control.read_json(ControlArea.STABLE) or {}).get("spec")
     if stable is not None:
         return issued(control, stable, f"{control.url}/{ControlArea.STABLE}"), "its last stable spec"
@@ -53,10 +59,11 @@ def recover(
     wait_timeout_s: float = 300.0,
     confirm_batches: int = 2,
     log: Log = _log,
+    desired: Mapping[str, JobSpec] | None = None,
 ) -> Recovery:
     """Redeploy the job (see the module docstring); returns once the new deployment committed
     ``confirm_batches`` batches. The caller holds the job (deploys renew the hold)."""
-    spec, which = recovery_spec(control)
+    spec, which = recovery_spec(control, desired)
     inspection = inspect_checkpoint(spec.checkpoint)
     if not spec.async_progress.enabled and inspection.exists and not inspection.sync_restart_safe:
         why = (f"{which} is synchronous and its checkpoint cannot restart synchronously ({inspection.reason}): "

@@ -17,6 +17,7 @@ import pytest
 from airflow_async_stream.autotune.tune import TuneSettings, tune_job
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError, UntrustedSpecError
+from airflow_async_stream.operators.supervise import SuperviseJobsOperator
 from airflow_async_stream.rollout.apply import ApplySettings, apply_item
 from airflow_async_stream.rollout.planner import PlanItem
 from airflow_async_stream.spec.load import deep_merge, parse_spec
@@ -26,6 +27,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import Kind, read_incidents
 from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
+from airflow_async_stream.supervise.recover import recovery_spec
 from airflow_async_stream.switch.change import How
 from airflow_async_stream.switch.request import issued_running_spec
 from tests.fake_driver import launcher as fake_launcher
@@ -195,3 +197,22 @@ def test_a_rollback_never_runs_a_forged_stable_spec(running_job: tuple[ControlAr
     assert not (tmp_path / "evil-ran").exists()
     assert json.loads(control.read_bytes(ControlArea.SPEC))["source"]["options"] == {"rowsPerSecond": 7}
     assert len(_untrusted(control)) == 1
+
+
+def test_a_job_of_the_supervisors_desired_folder_restarts_from_its_file(tmp_path: Path) -> None:
+    """Another host deployed it (nothing kept here): its desired folder, read by the supervisor, is trusted."""
+    spec = parse_spec(rate_noop("job", str(tmp_path / "job")))
+    control = ControlArea.for_checkpoint(spec.checkpoint)
+    control.ensure()
+    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d3", "job": "job"})
+    control.write_json(ControlArea.STABLE, {"deployment_id": "d3", "spec": _evil(spec, tmp_path)})
+    folder = tmp_path / "desired"
+    folder.mkdir()
+    (folder / "job.json").write_text(json.dumps(spec.to_mapping()))
+    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
+    desired = SuperviseJobsOperator(task_id="supervise", desired_folders=[str(folder)])._desired()
+
+    assert recovery_spec(control, desired) == (spec, "its spec in the desired folder")
+    elsewhere = parse_spec(rate_noop("job", str(tmp_path / "elsewhere")))  # the file names another checkpoint
+    with pytest.raises(UntrustedSpecError, match="this host never deployed or switched job 'job'"):
+        recovery_spec(control, {"job": elsewhere})
