@@ -130,7 +130,9 @@ def read_file(fs: fsspec.AbstractFileSystem, path: str, start: int | None = None
             _within(path, size - begin, most)
             fh.seek(begin)
             return fh.read(size - begin)
-    end = None if most is None or (start is not None and start < 0) else (start or 0) + most + 1
+    if start is not None and start < 0:  # a tail: not every store takes a range from the end (Azure)
+        start = max(0, int(fs.size(path)) + start) or None
+    end = None if most is None else (start or 0) + most + 1
     data = bytes(fs.cat_file(path, start=start, end=end))
     _within(fs.unstrip_protocol(path), len(data), most)
     return data
