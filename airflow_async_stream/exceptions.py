@@ -31,6 +31,7 @@ __all__ = [
     "SwitchFailedError",
     "SwitchTimeoutError",
     "NotSignalledError",
+    "cut_text",
 ]
 
 
@@ -38,7 +39,7 @@ class AsyncStreamError(Exception):
     """Root of every error this provider raises on purpose."""
 
 
-def _cut(text: str, most: int) -> str:
+def cut_text(text: str, most: int) -> str:
     """A message never echoes a long value whole (a 100 KB field name or value stays a line)."""
     return text if len(text) <= most else f"{text[: most - 20]}... ({len(text):,} chars)"
 
@@ -47,7 +48,7 @@ class SpecError(AsyncStreamError, ValueError):
     """A job spec breaks a rule; ``problems`` lists ``(field, reason)`` pairs."""
 
     def __init__(self, problems: list[tuple[str, str]], source: str | None = None) -> None:
-        self.problems = [(_cut(field, 120), _cut(reason, 400)) for field, reason in problems]
+        self.problems = [(cut_text(field, 120), cut_text(reason, 400)) for field, reason in problems]
         self.source = source
         where = f" in {source}" if source else ""
         lines = [f"{field}: {reason}" for field, reason in self.problems]
@@ -159,7 +160,8 @@ class SwitchRefusedError(NotSwitchableError):
     def __init__(self, problems: list[tuple[str, str]], where: str) -> None:
         self.problems = problems
         lines = [
-            f"{_cut(field, 120)}: {_cut(reason, 400)}" if field else _cut(reason, 400) for field, reason in problems
+            f"{cut_text(field, 120)}: {cut_text(reason, 400)}" if field else cut_text(reason, 400)
+            for field, reason in problems
         ]
         super().__init__(f"{where} cannot switch in place: " + "; ".join(lines))
 

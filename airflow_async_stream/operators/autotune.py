@@ -16,7 +16,7 @@ from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
-from airflow_async_stream.state.incidents import record_unreadable, unreadable
+from airflow_async_stream.state.incidents import left_out
 from airflow_async_stream.state.sources import find_jobs
 
 if TYPE_CHECKING:
@@ -66,12 +66,8 @@ class AutotuneJobsOperator(BaseOperator):
             try:
                 step = tune_job(ControlArea(found.control_area), holder, settings, self.log).to_json()
             except (AsyncStreamError, OSError, ValueError) as exc:
-                if not unreadable(exc):
-                    self.log.error("%s: not tuned: %s", found.control_area, exc)
-                    step = {"control_url": found.control_area, "act": "error", "reason": str(exc)}
-                else:  # its storage's failure is the job's incident, not the run's
-                    line = record_unreadable(ControlArea(found.control_area), exc, "tuner")
-                    step = {"control_url": found.control_area, "act": "unreadable", "reason": line}
+                step = left_out(found.control_area, exc, "tuner")
+                self.log.error("%s: not tuned: %s", found.control_area, step["reason"])
             self.log.info("%s: %s: %s", step.get("job") or found.control_area, step["act"], step["reason"])
             if step["act"] == "error" or step.get("error"):
                 failed.append(str(step.get("job") or found.control_area))

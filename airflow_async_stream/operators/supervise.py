@@ -21,7 +21,7 @@ from airflow_async_stream.rollout.desired import load_desired
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
-from airflow_async_stream.state.incidents import record_unreadable, unreadable
+from airflow_async_stream.state.incidents import left_out
 from airflow_async_stream.state.sources import find_jobs
 from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
 
@@ -112,7 +112,8 @@ class SuperviseJobsOperator(BaseOperator):
                 try:
                     outcome = supervise_job(ControlArea(area), holder, settings, self.log, run).to_json()
                 except (AsyncStreamError, OSError, ValueError) as exc:
-                    outcome = _not_supervised(area, exc, self.log)
+                    outcome = left_out(area, exc, "supervisor")
+                    self.log.error("%s: not supervised: %s", area, outcome["reason"])
                 if outcome["act"] == "wait":
                     waiting[area] = float(outcome["wait_s"])
                 else:
@@ -156,17 +157,6 @@ class SuperviseJobsOperator(BaseOperator):
         if lines:
             raise AsyncStreamError("\n".join(lines))
         return done
-
-
-def _not_supervised(area: str, error: Exception, log: Any) -> dict[str, Any]:
-    """One job that could not be supervised: its storage's failure is its incident, not the run's; any other
-    error fails the run once every other job was looked at."""
-    if unreadable(error):
-        line = record_unreadable(ControlArea(area), error, "supervisor")
-        log.error("%s: not supervised: %s", area, line)
-        return {"control_url": area, "act": "unreadable", "reason": line}
-    log.error("%s: not supervised: %s", area, error)
-    return {"control_url": area, "act": "error", "reason": str(error)}
 
 
 class RecoveredJobsOperator(BaseOperator):

@@ -19,20 +19,16 @@ import json
 import socket
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-from airflow_async_stream.exceptions import AsyncStreamError, ControlAreaError, UntrustedSpecError
-from airflow_async_stream.state.control import INCIDENT_BYTES
+from airflow_async_stream.exceptions import AsyncStreamError, ControlAreaError, UntrustedSpecError, cut_text
+from airflow_async_stream.state.control import INCIDENT_BYTES, ControlArea
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.storage import append_file
 from airflow_async_stream.state.typed import Record
 
-if TYPE_CHECKING:
-    from airflow_async_stream.state.control import ControlArea
-
 __all__ = [
     "KEPT", "Incident", "Kind", "one_line", "read_incidents", "record_change", "record_incident", "record_unreadable",
-    "unreadable",
+    "left_out", "unreadable",
 ]  # fmt: skip
 
 #: How many incidents a job keeps (the newest).
@@ -90,10 +86,6 @@ def one_line(error: str | None) -> str | None:
     return first[:ERROR_CHARS] or None
 
 
-def _cut(text: str | None, most: int) -> str | None:
-    return text if text is None or len(text) <= most else f"{text[: most - 20]}... ({len(text):,} chars)"
-
-
 def read_incidents(control: ControlArea) -> list[Incident]:
     """The job's incidents, newest first; none when the file does not exist."""
     try:
@@ -114,7 +106,7 @@ def record_incident(control: ControlArea, incident: Incident) -> bool:
     """Add ``incident`` unless one with its key is recorded already; True when it was added."""
     incident = incident.but(
         at=incident.at or now(), error=one_line(incident.error), host=incident.host or socket.gethostname(),
-        **{k: _cut(getattr(incident, k), TEXT_CHARS) for k in ("diagnosis", "cure", "action")},
+        **{k: cut_text(v, TEXT_CHARS) for k in ("diagnosis", "cure", "action") if (v := getattr(incident, k))},
     )  # fmt: skip
     known = read_incidents(control)
     if any(old.key == incident.key for old in known):
@@ -147,6 +139,16 @@ def unreadable(error: BaseException) -> bool:
     if isinstance(error, ControlAreaError):
         return not isinstance(error, UntrustedSpecError)
     return isinstance(error, OSError | ValueError) and not isinstance(error, AsyncStreamError)  # ours say more
+
+
+def left_out(control_url: str, error: Exception, actor: str) -> dict[str, str]:
+    """One job of the fleet ``actor`` (the supervisor, the tuner) could not act on: ``unreadable`` when its own
+    storage failed (its incident; the run goes on and does not fail for it), else ``error``, which fails the
+    run once every other job was looked at."""
+    if unreadable(error):
+        return {"control_url": control_url, "act": "unreadable",
+                "reason": record_unreadable(ControlArea(control_url), error, actor)}  # fmt: skip
+    return {"control_url": control_url, "act": "error", "reason": str(error)}
 
 
 def record_unreadable(control: ControlArea, error: BaseException, actor: str) -> str:
