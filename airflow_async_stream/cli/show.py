@@ -18,7 +18,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.records import State, now
 from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
-from airflow_async_stream.supervise.record import read_supervision
+from airflow_async_stream.supervise.record import shown_supervision
 
 __all__ = ["INCIDENTS_SHOWN", "cmd_inspect", "cmd_status", "status_report", "when"]
 
@@ -64,7 +64,7 @@ def status_report(control: ControlArea, named: NamedJob | None = None) -> dict[s
         "latest_progress": latest,
         "hold": hold_of(control, now()),
         "stopped_on_purpose": stopped.to_json() if (stopped := stopped_on_purpose(control)) else None,
-        "supervision": read_supervision(control).to_json(),
+        "supervision": shown_supervision(control).to_json(),
         "job": (status.job if status else None) or (deployment.job if deployment else None) or (named and named.name),
         "checkpoint": (deployment.checkpoint if deployment else None) or (named.checkpoint if named else None),
     }

@@ -17,7 +17,7 @@ from airflow_async_stream.insight.transient import transient_cause
 from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state.incidents import Incident, Kind, record_incident
 from airflow_async_stream.state.records import now
-from airflow_async_stream.supervise.record import read_supervision
+from airflow_async_stream.supervise.record import recorded_supervision
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
@@ -81,7 +81,7 @@ def requery(governor: Governed, query: StreamingQuery, writer: Any) -> Streaming
         return None
     policy = governor.spec.restart_settings if governor.spec else Restart()
     at = now()
-    recent = read_supervision(governor.control).counted(policy.within_s, governor.query_restarts, at)
+    recent = recorded_supervision(governor.control).counted(policy.within_s, governor.query_restarts, at)
     if policy.policy == "never" or recent >= policy.max_restarts:
         _log.warning("query failed transiently (%s), but restart.%s: the driver ends", cause,
                      "policy is never" if policy.policy == "never" else f"max_restarts ({policy.max_restarts}) is reached")  # fmt: skip

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from airflow_async_stream.exceptions import AsyncStreamError, UntrustedSpecError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import Incident, Kind, record_incident
 from airflow_async_stream.state.records import SUFFIX
@@ -45,7 +46,8 @@ def kept_folder(job: str) -> Path:
 
 
 def keep(spec: JobSpec, deployment_id: str, how: str) -> str:
-    """Keep ``spec`` as handed to ``deployment_id``'s driver (``how``: deploy or switch); returns its digest."""
+    """Keep ``spec`` as handed to ``deployment_id``'s driver (``how``: deploy or switch); returns its digest. A
+    deploy is the job's newest deployment in its ledger from here on."""
     folder = kept_folder(spec.name)
     folder.mkdir(parents=True, exist_ok=True)
     key = digest(spec)
@@ -56,6 +58,8 @@ def keep(spec: JobSpec, deployment_id: str, how: str) -> str:
     os.replace(tmp, path)  # a second keep of one spec only moves it to the newest
     for old in _newest_first(folder)[KEPT:]:
         old.unlink(missing_ok=True)
+    if how == "deploy":
+        ledger.write(ControlArea.for_checkpoint(spec.checkpoint), ledger.DEPLOYED, {"deployment_id": deployment_id, "at": entry["at"]})  # fmt: skip
     return key
 
 

@@ -1,7 +1,8 @@
 """A stop on purpose: a person's (``airflow-async-stream stop``, ``StopStreamingJobOperator``) or its file's
 (``state: suspended``), in ``stopped.json``. Neither the supervisor nor a rollout starts such a job again; it
 holds for the deployment it stopped, so any later deployment (a deploy, ``resume``, ``state: running``) ends
-it without anything being deleted.
+it without anything being deleted. The record decisions read is the Airflow side's own (ledger.py); the
+control area's copy is for readers, and only ever adds a stop.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.typed import Record
 
@@ -61,6 +63,7 @@ def record_stop(control: ControlArea, grant: Grant, kind: str, by: str, reason: 
         return None
     record = Stopped(at=now(), kind=kind, by=by, reason=reason, deployment_id=deployment.deployment_id)
     with grant.guarded():
+        ledger.write(control, ledger.STOPPED, record.to_json())
         control.write_json(control.STOPPED, record.to_json())
     return record
 
@@ -70,14 +73,25 @@ def record_unheld_stop(control: ControlArea, deployment_id: str, by: str, reason
     person's word needs none. Why it could not be written either, or None."""
     record = Stopped(at=now(), kind=BY_PERSON, by=by, reason=reason, deployment_id=deployment_id)
     try:
+        ledger.write(control, ledger.STOPPED, record.to_json())
+    except OSError as exc:
+        return f"{ledger.folder(control) / ledger.STOPPED}: {exc}"
+    try:
         control.write_json(control.STOPPED, record.to_json())
     except (OSError, ValueError) as exc:
-        return f"{control.STOPPED}: {exc}"
+        return f"{control.STOPPED}: {exc} (the stop is kept in {ledger.folder(control)}, where the supervisor reads it)"
     return None
 
 
 def stopped_on_purpose(control: ControlArea) -> Stopped | None:
-    """The stop on purpose in effect: recorded for the job's current deployment (None once another followed)."""
+    """The stop on purpose in effect: the Airflow side's, unless it launched a later deployment since; else one
+    the control area records for its current deployment (None once another followed). A forged control area can
+    add a stop, never remove one."""
+    kept = ledger.read(control, ledger.STOPPED)
+    if kept is not None:
+        record = Stopped.from_json(kept, str(ledger.folder(control) / ledger.STOPPED))
+        if ledger.deployed(control) in (None, record.deployment_id):
+            return record
     data = control.read_json(control.STOPPED)
     if data is None:
         return None

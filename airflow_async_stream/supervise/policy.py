@@ -6,7 +6,9 @@ its backoff (``restart.backoff``, doubled at each restart within ``restart.withi
 ``never``, a restart already answered that deployment, or ``restart.max_restarts`` restarts within the window
 were made already: then it is ``crash_looping`` and left for a person. What a person must look at (a crash loop,
 a stall with ``on_stall: alert``, a job left down by ``never``, a restart that failed) is named in the decision's
-``alert``, every time the job is looked at while it lasts (alerts.py says it once).
+``alert``, every time the job is looked at while it lasts (alerts.py says it once). The backoff runs from when
+the job went down, or from when the supervisor first saw it down if that is earlier (its ledger): a driver's
+records, which anyone writing the control area can rewrite, cannot push a restart ever later.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.spec.health import Health as HealthSpec
 from airflow_async_stream.spec.load import parse_part
 from airflow_async_stream.spec.restart import Restart
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.records import now
 from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
 from airflow_async_stream.supervise.record import Supervision, read_supervision
 
@@ -59,6 +63,8 @@ class Case:
     supervision: Supervision = Supervision()
     #: The driver's own restarts of its query (status ``query_restarts``), counted with the supervisor's.
     query_restarts: tuple[float, ...] = ()
+    #: When the supervisor first saw this deployment down or stalled (its ledger).
+    seen_down: float | None = None
 
 
 def case_for(control: ControlArea, health: Health, deployment_id: str | None) -> Case:
@@ -70,9 +76,11 @@ def case_for(control: ControlArea, health: Health, deployment_id: str | None) ->
     restart = parse_part(Restart, spec, "restart", where)
     on_stall = parse_part(HealthSpec, spec, "health", where).on_stall
     status = control.read_status()
+    bad = health.verdict in DOWN or health.verdict == Verdict.STALLED
     return Case(health, deployment_id, restart, on_stall, spec.get("state") == "suspended",
                 stopped_on_purpose(control), read_supervision(control),
-                tuple(status.query_restarts) if status else ())  # fmt: skip
+                tuple(status.query_restarts) if status else (),
+                ledger.down_since(control, deployment_id, now()) if bad else None)  # fmt: skip
 
 
 def decide(case: Case, at: float) -> Decision:
@@ -107,7 +115,7 @@ def decide(case: Case, at: float) -> Decision:
             f"(restart.max_restarts {policy.max_restarts}): crash_looping, no more restarts until a person looks",
             alert="crash_looping",
         )
-    due = (case.health.since or at) + policy.backoff_s(recent)
+    due = min(case.health.since or at, case.seen_down or at) + policy.backoff_s(recent)
     if due > at:
         return Decision(Act.WAIT, f"{verdict}: restart {recent + 1} within {policy.within}, due in {due - at:.0f} s (backoff)", due - at, recent)  # fmt: skip
     return Decision(Act.RESTART, f"{verdict}: restart {recent + 1} within {policy.within}", 0.0, recent)

@@ -1,5 +1,7 @@
 """``supervision.json``: what the supervisor did to a job (its restarts, newest last, capped; a crash loop it
-declared), so the watcher, every worker and the next run read the same."""
+declared; a person's resume), so the watcher, every worker and the next run read the same. Decisions read the
+Airflow side's own record (state/ledger.py), so a forged copy in the control area cannot end a crash loop; the
+copy there is what the driver (runtime/requery.py) and readers elsewhere see."""
 
 from __future__ import annotations
 
@@ -7,13 +9,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.typed import Record
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
     from airflow_async_stream.state.hold import Grant
 
-__all__ = ["KEPT_RESTARTS", "Supervision", "read_supervision", "write_supervision"]
+__all__ = [
+    "KEPT_RESTARTS",
+    "Supervision",
+    "read_supervision",
+    "recorded_supervision",
+    "shown_supervision",
+    "write_supervision",
+]
 
 #: How many of its newest restarts a job keeps (enough for any ``max_restarts`` a window counts).
 KEPT_RESTARTS = 1000
@@ -52,12 +62,24 @@ class Supervision(Record):
 
 
 def read_supervision(control: ControlArea) -> Supervision:
-    """The job's record; an empty one for a job the supervisor never acted on."""
+    """The supervisor's own record of the job (its ledger); an empty one for a job it never acted on."""
+    data = ledger.read(control, ledger.SUPERVISION)
+    return Supervision() if data is None else Supervision.from_json(data, str(ledger.folder(control) / ledger.SUPERVISION))  # fmt: skip
+
+
+def recorded_supervision(control: ControlArea) -> Supervision:
+    """The copy in the control area: what a driver, or a host without the ledger, can read."""
     data = control.read_json(control.SUPERVISION)
     return Supervision() if data is None else Supervision.from_json(data, f"{control.url}/{control.SUPERVISION}")
 
 
+def shown_supervision(control: ControlArea) -> Supervision:
+    """For a reader: the supervisor's own record where this host keeps it, else the control area's copy."""
+    return read_supervision(control) if ledger.read(control, ledger.SUPERVISION) is not None else recorded_supervision(control)  # fmt: skip
+
+
 def write_supervision(control: ControlArea, grant: Grant, record: Supervision) -> None:
-    """Write it under the job's hold, fenced: a forced stop that ended the hold wins."""
+    """Write it under the job's hold, fenced (a forced stop that ended the hold wins): the ledger, then the copy."""
     with grant.guarded():
+        ledger.write(control, ledger.SUPERVISION, record.to_json())
         control.write_json(control.SUPERVISION, record.to_json())

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.liveness import liveness
+from airflow_async_stream.state.liveness import command_line, liveness
 from airflow_async_stream.state.records import Status
 from airflow_async_stream.state.stopped import stopped_on_purpose
 from tests.fake_driver import started
@@ -115,6 +115,7 @@ def test_release_force_sets_a_hold_that_is_a_folder_aside(tmp_path: Path) -> Non
 def test_a_driver_that_cannot_write_its_status_is_not_called_crashed(tmp_path: Path) -> None:
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--deployment-id", "d-7"])
     try:
+        until(lambda: "d-7" in (command_line(process.pid) or []), 30, what="the process's command line")
         stale = Status(deployment_id="d-7", state="running", pid=process.pid, host=socket.gethostname(),
                        heartbeat_at=time.time() - 600)  # fmt: skip
         judged = liveness(stale)

@@ -15,6 +15,7 @@ from airflow.sdk.exceptions import TaskDeferred
 from airflow_async_stream.exceptions import AsyncStreamError
 from airflow_async_stream.operators.autotune import AutotuneJobsOperator
 from airflow_async_stream.operators.supervise import SuperviseJobsOperator, _evented
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import Kind, read_incidents
 from airflow_async_stream.state.stopped import Stopped
@@ -76,7 +77,7 @@ def test_a_crash_loop_fails_the_run_once_with_one_line_and_a_recovery_is_pushed_
     control = _crashed(tmp_path)
     spec = {**json.loads(control.read_bytes(ControlArea.SPEC)), "restart": {"max_restarts": 1}}
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
-    control.write_json(ControlArea.SUPERVISION, {"restarts": [{"at": time.time() - 30, "answered": "d0", "deployment_id": "d1"}]})  # fmt: skip
+    ledger.write(control, ledger.SUPERVISION, {"restarts": [{"at": time.time() - 30, "answered": "d0", "deployment_id": "d1"}]})  # fmt: skip
     task = SuperviseJobsOperator(task_id="supervise", checkpoint_folders=[str(tmp_path)])
     pushed: dict[str, object] = {}
 

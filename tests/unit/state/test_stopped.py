@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.driver.deploy import DeploySettings, stop_job
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.records import Deployment
@@ -60,6 +61,8 @@ def test_a_later_deployment_ends_the_stop_and_nothing_is_deleted(live: ControlAr
     assert stopped is not None and (stopped.kind, stopped.by) == (BY_FILE, "/fleet")
     assert stopped.describe().startswith("suspended by its file at ")
     live.write_json(ControlArea.DEPLOYMENT, Deployment(deployment_id="d2").to_json())
+    assert stopped_on_purpose(live) == stopped  # a deployment record alone: anyone writing the storage can
+    ledger.write(live, ledger.DEPLOYED, {"deployment_id": "d2"})  # a deploy of the Airflow side writes this
     assert stopped_on_purpose(live) is None
     assert live.read_json(ControlArea.STOPPED) == stopped.to_json()
 

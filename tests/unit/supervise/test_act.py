@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
 from airflow_async_stream.state.incidents import Kind, read_incidents
@@ -40,7 +41,7 @@ def _supervise(control: ControlArea, run: str = "") -> Outcome:
 
 
 def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: ControlArea) -> None:
-    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
         {"at": time.time() - 200, "answered": "d1", "deployment_id": "d2"},
         {"at": time.time() - 100, "answered": "d2", "deployment_id": "d3"},
     ]).to_json())  # fmt: skip
@@ -60,7 +61,7 @@ def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: Control
 
 
 def test_a_held_job_is_skipped_and_nothing_is_written(crashed: ControlArea) -> None:
-    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
         {"at": time.time() - 10, "answered": f"d{i}"} for i in range(2)]).to_json())  # fmt: skip
     take(crashed, Holder("DAG run migrate/r1", "a migration", dag_id="migrate", run_id="r1"), 600)
     outcome = _supervise(crashed)
@@ -90,7 +91,7 @@ def test_a_policy_that_cannot_be_read_names_its_field(crashed: ControlArea) -> N
 
 
 def test_a_crash_loop_is_said_once_by_the_run_that_found_it_and_again_by_its_retries(crashed: ControlArea) -> None:
-    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
         {"at": time.time() - 100, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i in (1, 2)]).to_json())  # fmt: skip
     first = _supervise(crashed, run="supervise/r1")
     assert first.said == first.line() and first.recovered is None
@@ -111,7 +112,7 @@ def test_a_crash_loop_is_said_once_by_the_run_that_found_it_and_again_by_its_ret
 
 
 def test_a_restart_never_made_is_said_once_and_its_reason_kept(crashed: ControlArea) -> None:
-    crashed.write_json(ControlArea.SUPERVISION, Supervision(restarts=[
+    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
         {"at": time.time() - 10, "answered": "d3", "error": "spark-submit: no such file"}]).to_json())  # fmt: skip
     outcome = _supervise(crashed, run="supervise/r1")
     assert (outcome.act, outcome.alert) == ("nothing", "restart_failed")
@@ -131,3 +132,44 @@ def test_the_line_said_is_one_line_whatever_spark_wrote() -> None:
     outcome = Outcome("/ck.async-stream", "crashed", "crash_looping", "crashed: [X] boom\n=== Streaming Query ===\nId",
                       "the transform raised\nat line 2", job="job", cure="resume it\n(twice)", alert="crash_looping")  # fmt: skip
     assert outcome.line() == "job: crash_looping (crashed): crashed: [X] boom; diagnosis: the transform raised; cure: resume it"  # fmt: skip
+
+
+def test_a_forged_history_in_the_control_area_never_ends_a_crash_loop(crashed: ControlArea) -> None:
+    """The supervisor counts the restarts it recorded itself (its ledger), not the control area's copy."""
+    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
+        {"at": time.time() - 100, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i in (1, 2)]).to_json())  # fmt: skip
+    crashed.write_json(ControlArea.SUPERVISION, Supervision(resumed_at=time.time() + 3600).to_json())
+    outcome = _supervise(crashed)
+    assert (outcome.act, outcome.alert) == ("crash_looping", "crash_looping"), outcome
+    assert Supervision.from_json(crashed.read_json(ControlArea.SUPERVISION)).crash_looping == "d3"  # copied back
+
+
+def test_an_edited_stop_record_never_restarts_a_job_a_person_stopped(crashed: ControlArea) -> None:
+    """A person's stop is the Airflow side's record; a status rewritten to failed, a stopped.json naming another
+    deployment and a forged deployment record do not undo it."""
+    from airflow_async_stream.state.stopped import record_unheld_stop
+
+    assert record_unheld_stop(crashed, "d3", "ann@h", "maintenance") is None
+    crashed.write_json(ControlArea.STOPPED, {"at": 1.0, "by": "x", "deployment_id": "d0"})
+    crashed.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d9", "deployed_at": time.time() - 10})
+    crashed.write_json(ControlArea.STATUS, {**crashed.read_json(ControlArea.STATUS), "deployment_id": "d9"})
+    outcome = _supervise(crashed)
+    assert outcome.act == "leave" and "stopped by a person (ann@h)" in outcome.reason, outcome
+    ledger.write(crashed, ledger.DEPLOYED, {"deployment_id": "d9"})  # what a deploy from the Airflow side writes
+    assert _supervise(crashed).act != "leave"
+
+
+def test_a_forged_exit_time_never_pushes_the_restart_later(crashed: ControlArea) -> None:
+    """Rewriting the status (or an exit record) at every look moves the crash's time; the backoff still runs
+    from when the supervisor first saw the deployment down."""
+    from airflow_async_stream.insight.checkup import check_up
+    from airflow_async_stream.supervise.policy import Act, case_for, decide
+
+    crashed.write_bytes(ControlArea.SPEC, json.dumps({**json.loads(crashed.read_bytes(ControlArea.SPEC)),
+                                                      "restart": {"backoff": "1 minute"}}).encode())  # fmt: skip
+    assert ledger.down_since(crashed, "d3", time.time() - 120) < time.time() - 100  # first seen two minutes ago
+    crashed.write_json(ControlArea.STATUS, {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(),
+                                            "heartbeat_at": time.time()})  # fmt: skip
+    health = check_up(crashed, crashed.url).health
+    assert health.since is not None and health.since > time.time() - 5  # what the forged record says
+    assert decide(case_for(crashed, health, "d3"), time.time()).act == Act.RESTART

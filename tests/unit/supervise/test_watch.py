@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_async_stream.state import ledger
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, release, take
 from airflow_async_stream.supervise.memory import Memory
@@ -103,7 +104,7 @@ def test_a_down_job_nothing_answered_is_announced_again(job: ControlArea) -> Non
     assert _watch(job, time.time() + RESEND_AFTER_S - 5) == []
     again = _sweep([("job", job.url, "/ck")], later)
     assert [c.event for c in again] == ["crashed"] and again[0].reason.endswith("still down, nothing answered it")
-    job.write_json(ControlArea.SUPERVISION, Supervision(restarts=[{"at": later, "answered": "d1"}]).to_json())
+    ledger.write(job, ledger.SUPERVISION, Supervision(restarts=[{"at": later, "answered": "d1"}]).to_json())
     assert _watch(job, later + 2 * RESEND_AFTER_S) == []  # answered: not again
 
 
