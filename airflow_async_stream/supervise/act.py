@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow_async_stream.driver.deploy import DeploySettings
-from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError
+from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, UntrustedSpecError
 from airflow_async_stream.insight.checkup import Checkup, check_up
 from airflow_async_stream.insight.health import UP
 from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
 from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Grant, Holder, held
 from airflow_async_stream.state.incidents import Incident, Kind, one_line, record_incident
@@ -83,12 +84,16 @@ class Outcome:
         return f"{self.job}: {self.alert} ({self.verdict}): {reason}; diagnosis: {diagnosis}; cure: {cure_line}"
 
 
-def _look(control: ControlArea) -> tuple[Checkup, Case, Decision]:
+def _look(control: ControlArea, desired: Mapping[str, JobSpec]) -> tuple[Checkup, Case, Decision]:
     """A look at the job (the crash recorded once, with the doctor's diagnosis), its case and the decision."""
     looked = check_up(control, control.url.removesuffix(SUFFIX))
     status, deployment = looked.status, looked.deployment
     deployment_id = status.deployment_id if status else (deployment.deployment_id if deployment else None)
-    case = case_for(control, looked.health, deployment_id)
+    try:
+        case = case_for(control, looked.health, deployment_id, desired)
+    except UntrustedSpecError as exc:  # recorded as the job's incident: a person must look, nothing runs
+        case = Case(looked.health, deployment_id, Restart())
+        return looked, case, Decision(Act.NOTHING, f"not restarted: {exc}", alert="untrusted_spec")
     return looked, case, decide(case, now())
 
 
@@ -125,7 +130,7 @@ def _say(control: ControlArea, outcome: Outcome, run: str, log: Log) -> Outcome:
 
 
 def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings, log: Log) -> Outcome:
-    looked, case, decision = _look(control)
+    looked, case, decision = _look(control, settings.desired)
     outcome = _outcome(control, looked, case, decision)
     if decision.act in (Act.NOTHING, Act.LEAVE, Act.WAIT):
         log.info("%s: %s: %s", control.url, decision.act, decision.reason)
@@ -142,7 +147,7 @@ def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings
 
 def _act(control: ControlArea, grant: Grant, holder: Holder, settings: SuperviseSettings, log: Log) -> Outcome:
     """Decide again from records read under the hold, then act."""
-    looked, case, decision = _look(control)
+    looked, case, decision = _look(control, settings.desired)
     outcome = _outcome(control, looked, case, decision)
     if decision.act == Act.CRASH_LOOPING:
         return _crash_looping(control, grant, case, decision, outcome, log)

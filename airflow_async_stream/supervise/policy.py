@@ -13,19 +13,20 @@ records, which anyone writing the control area can rewrite, cannot push a restar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 from airflow_async_stream.insight.health import DOWN, Health, Verdict
-from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.spec.health import Health as HealthSpec
-from airflow_async_stream.spec.load import parse_part
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state import ledger
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
 from airflow_async_stream.supervise.record import Supervision, read_supervision
+from airflow_async_stream.supervise.recover import recovery_spec
 
 __all__ = ["Act", "Case", "Decision", "case_for", "decide"]
 
@@ -46,7 +47,8 @@ class Decision:
     wait_s: float = 0.0
     #: For WAIT and RESTART: how many restarts the window held before this one.
     restarts_before: int = 0
-    #: What a person must look at (alerts.py says it once): crash_looping, stalled, left_down, restart_failed.
+    #: What a person must look at (alerts.py says it once): crash_looping, stalled, left_down, restart_failed,
+    #: untrusted_spec (act.py).
     alert: str | None = None
 
 
@@ -67,20 +69,21 @@ class Case:
     seen_down: float | None = None
 
 
-def case_for(control: ControlArea, health: Health, deployment_id: str | None) -> Case:
-    """A job as the policy sees it: ``health`` of ``deployment_id``, the policy of the spec it was deployed with
-    (SpecError naming the field when that cannot be read), a stop on purpose, the supervisor's record and the
-    driver's own restarts of its query."""
-    spec = recorded_spec(control) or {}
-    where = f"{control.url}/{ControlArea.SPEC}"
-    restart = parse_part(Restart, spec, "restart", where)
-    on_stall = parse_part(HealthSpec, spec, "health", where).on_stall
+def case_for(
+    control: ControlArea, health: Health, deployment_id: str | None, desired: Mapping[str, JobSpec] | None = None
+) -> Case:
+    """A job as the policy sees it: ``health`` of ``deployment_id``; for a job that is down or stalled, the
+    policy of the spec a restart would run (recover.recovery_spec: its desired folder's, else the copy the
+    Airflow side kept, never the control area's alone: UntrustedSpecError), a stop on purpose, the supervisor's
+    record and the driver's own restarts of its query."""
+    if health.verdict not in DOWN and health.verdict != Verdict.STALLED:
+        return Case(health, deployment_id, Restart())  # nothing to decide: no policy read
+    spec, _ = recovery_spec(control, desired)
     status = control.read_status()
-    bad = health.verdict in DOWN or health.verdict == Verdict.STALLED
-    return Case(health, deployment_id, restart, on_stall, spec.get("state") == "suspended",
-                stopped_on_purpose(control), read_supervision(control),
+    return Case(health, deployment_id, spec.restart or Restart(), (spec.health or HealthSpec()).on_stall,
+                spec.suspended, stopped_on_purpose(control), read_supervision(control),
                 tuple(status.query_restarts) if status else (),
-                ledger.down_since(control, deployment_id, now()) if bad else None)  # fmt: skip
+                ledger.down_since(control, deployment_id, now()))  # fmt: skip
 
 
 def decide(case: Case, at: float) -> Decision:

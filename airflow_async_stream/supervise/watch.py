@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from airflow_async_stream.exceptions import AsyncStreamError, SpecError
+from airflow_async_stream.exceptions import AsyncStreamError, ControlAreaError, SpecError
 from airflow_async_stream.insight.health import DOWN, Health, Limits, Look, Verdict, judge
 from airflow_async_stream.spec.load import parse_part
 from airflow_async_stream.spec.restart import Restart
@@ -135,7 +135,7 @@ def _unanswered(control: ControlArea, health: Health, deployment_id: str | None,
     """Whether the supervisor's policy would restart this down job now and nothing has."""
     try:
         case = case_for(control, health, deployment_id)
-    except SpecError:
+    except (SpecError, ControlAreaError):
         return False  # its supervisor run says why; announcing it again would not help
     return decide(case, at).act == Act.RESTART
 

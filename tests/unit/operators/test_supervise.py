@@ -76,7 +76,7 @@ def test_an_event_naming_a_job_outside_the_fleet_is_left_alone(tmp_path: Path) -
 def test_a_crash_loop_fails_the_run_once_with_one_line_and_a_recovery_is_pushed_once(tmp_path: Path) -> None:
     control = _crashed(tmp_path)
     spec = {**json.loads(control.read_bytes(ControlArea.SPEC)), "restart": {"max_restarts": 1}}
-    control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+    deployed(control, spec, "d1")
     ledger.write(control, ledger.SUPERVISION, {"restarts": [{"at": time.time() - 30, "answered": "d0", "deployment_id": "d1"}]})  # fmt: skip
     task = SuperviseJobsOperator(task_id="supervise", checkpoint_folders=[str(tmp_path)])
     pushed: dict[str, object] = {}
@@ -110,8 +110,8 @@ def _broken_fleet(tmp_path: Path) -> tuple[ControlArea, ControlArea, ControlArea
     take a hold to restart it), one whose status.json is a folder."""
     stopped, fenced, unreadable = (_crashed(tmp_path / name) for name in ("a", "b", "c"))
     stopped.write_json(ControlArea.STOPPED, Stopped(at=time.time(), by="ann@h", deployment_id="d1").to_json())
-    fenced.write_bytes(ControlArea.SPEC, json.dumps({**json.loads(fenced.read_bytes(ControlArea.SPEC)),
-                                                      "restart": {"backoff": "1 second"}}).encode())  # fmt: skip
+    deployed(fenced, {**json.loads(fenced.read_bytes(ControlArea.SPEC)),
+                                                      "restart": {"backoff": "1 second"}}, 'd1')  # fmt: skip
     Path(fenced.path(ControlArea.FENCE)).mkdir()
     Path(unreadable.path(ControlArea.STATUS)).unlink()
     Path(unreadable.path(ControlArea.STATUS)).mkdir()

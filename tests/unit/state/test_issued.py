@@ -103,7 +103,7 @@ def test_the_supervisor_never_runs_a_forged_stable_spec(tmp_path: Path) -> None:
 
     outcome = supervise_job(control, Holder.this_process("supervisor"), settings)
 
-    assert (outcome.act, outcome.alert) == ("restart_failed", "restart_failed"), outcome
+    assert (outcome.act, outcome.alert) == ("nothing", "untrusted_spec"), outcome
     assert "not a spec this host deployed or switched job 'job' to" in outcome.reason
     assert "in application, " in outcome.reason and "spark_conf.spark.driver.extraJavaOptions" in outcome.reason
     assert control.read_deployment().deployment_id == "d3"  # type: ignore[union-attr]  # nothing launched
@@ -111,7 +111,7 @@ def test_the_supervisor_never_runs_a_forged_stable_spec(tmp_path: Path) -> None:
     [incident] = _untrusted(control)
     assert incident.action == "refused: nothing was run from it" and "application" in (incident.error or "")
     again = supervise_job(control, Holder.this_process("supervisor"), settings)
-    assert again.act in ("nothing", "restart_failed") and len(_untrusted(control)) == 1  # recorded once
+    assert again.alert == "untrusted_spec" and len(_untrusted(control)) == 1  # recorded once
 
 
 def test_a_stable_spec_naming_another_jobs_checkpoint_takes_nothing_over(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_a_stable_spec_naming_another_jobs_checkpoint_takes_nothing_over(tmp_pat
     outcome = supervise_job(control, Holder.this_process("supervisor"), SuperviseSettings(
         deploy=DeploySettings(launcher=fake_launcher(), startup_timeout_s=20)))  # fmt: skip
 
-    assert outcome.act == "restart_failed"
+    assert (outcome.act, outcome.alert) == ("nothing", "untrusted_spec")
     assert f"names checkpoint {other_spec.checkpoint!r}, which is not this job's" in outcome.reason
     assert other.read_deployment() is None and other.read_status() is None  # the other job untouched
     assert len(_untrusted(control)) == 1 and _untrusted(other) == []

@@ -17,7 +17,7 @@ from airflow_async_stream.state.hold import Holder, take
 from airflow_async_stream.state.incidents import Kind, read_incidents
 from airflow_async_stream.supervise.act import Outcome, SuperviseSettings, supervise_job
 from airflow_async_stream.supervise.record import Supervision, read_supervision
-from tests.helpers import rate_noop
+from tests.helpers import deployed, rate_noop
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
@@ -28,7 +28,7 @@ def crashed(tmp_path: Path) -> ControlArea:
     spec = rate_noop("job", str(tmp_path / "ck"), restart={"max_restarts": 2, "backoff": "1 second"})
     control = ControlArea.for_checkpoint(spec["checkpoint"])
     control.ensure()
-    control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+    deployed(control, spec, "d3")
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d3", "deployed_at": time.time() - 100})
     control.write_json(ControlArea.STATUS, {"deployment_id": "d3", "state": "failed", "batches": 4, "last_batch_id": 9,
                                             "error": "boom at batch 10", "finished_at": time.time() - 50,
@@ -73,21 +73,24 @@ def test_a_held_job_is_skipped_and_nothing_is_written(crashed: ControlArea) -> N
 def test_a_crash_within_its_backoff_waits(crashed: ControlArea) -> None:
     crashed.write_json(ControlArea.STATUS, {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(),
                                             "heartbeat_at": time.time()})  # fmt: skip
-    crashed.write_bytes(ControlArea.SPEC, json.dumps({**json.loads(crashed.read_bytes(ControlArea.SPEC)),
-                                                      "restart": {"backoff": "1 minute"}}).encode())  # fmt: skip
+    deployed(crashed, {**json.loads(crashed.read_bytes(ControlArea.SPEC)),
+                                                      "restart": {"backoff": "1 minute"}}, 'd3')  # fmt: skip
     outcome = _supervise(crashed)
     assert outcome.act == "wait" and 50 < outcome.wait_s <= 60
     assert [i.kind for i in read_incidents(crashed)] == [Kind.CRASH]  # the look recorded the crash, once
 
 
-def test_a_policy_that_cannot_be_read_names_its_field(crashed: ControlArea) -> None:
-    from airflow_async_stream.exceptions import SpecError
-
+def test_a_forged_policy_is_refused_naming_its_field(crashed: ControlArea) -> None:
+    """The policy comes from the spec a restart would run, as the Airflow side kept it: a spec.json rewritten to
+    allow endless restarts is refused, recorded, and nothing is restarted."""
     spec = json.loads(crashed.read_bytes(ControlArea.SPEC))
-    crashed.write_bytes(ControlArea.SPEC, json.dumps({**spec, "health": {"on_stall": "kill"}}).encode())
-    with pytest.raises(SpecError) as bad:
-        _supervise(crashed)
-    assert bad.value.problems == [("health.on_stall", "Input should be 'alert' or 'restart' (got 'kill')")]
+    forged = {**spec, "restart": {**spec["restart"], "max_restarts": 50, "within": "1 day"}}
+    crashed.write_bytes(ControlArea.SPEC, json.dumps(forged).encode())
+    outcome = _supervise(crashed)
+    assert (outcome.act, outcome.alert) == ("nothing", "untrusted_spec"), outcome
+    assert "differs from the last one (deployment d3) in restart.max_restarts, restart.within;" in outcome.reason
+    [incident] = [i for i in read_incidents(crashed) if i.kind == Kind.UNTRUSTED_SPEC]
+    assert "restart.max_restarts" in (incident.error or "") and read_supervision(crashed).restarts == []
 
 
 def test_a_crash_loop_is_said_once_by_the_run_that_found_it_and_again_by_its_retries(crashed: ControlArea) -> None:
@@ -122,7 +125,7 @@ def test_a_restart_never_made_is_said_once_and_its_reason_kept(crashed: ControlA
 
 def test_a_job_left_down_by_policy_never_is_said_once_a_persons_stop_never(crashed: ControlArea) -> None:
     spec = json.loads(crashed.read_bytes(ControlArea.SPEC))
-    crashed.write_bytes(ControlArea.SPEC, json.dumps({**spec, "restart": {"policy": "never"}}).encode())
+    deployed(crashed, {**spec, "restart": {"policy": "never"}}, "d3")
     outcome = _supervise(crashed, run="supervise/r1")
     assert (outcome.act, outcome.alert) == ("leave", "left_down") and outcome.said
     assert _supervise(crashed, run="supervise/r2").said is None
@@ -165,8 +168,8 @@ def test_a_forged_exit_time_never_pushes_the_restart_later(crashed: ControlArea)
     from airflow_async_stream.insight.checkup import check_up
     from airflow_async_stream.supervise.policy import Act, case_for, decide
 
-    crashed.write_bytes(ControlArea.SPEC, json.dumps({**json.loads(crashed.read_bytes(ControlArea.SPEC)),
-                                                      "restart": {"backoff": "1 minute"}}).encode())  # fmt: skip
+    deployed(crashed, {**json.loads(crashed.read_bytes(ControlArea.SPEC)),
+                                                      "restart": {"backoff": "1 minute"}}, 'd3')  # fmt: skip
     assert ledger.down_since(crashed, "d3", time.time() - 120) < time.time() - 100  # first seen two minutes ago
     crashed.write_json(ControlArea.STATUS, {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(),
                                             "heartbeat_at": time.time()})  # fmt: skip

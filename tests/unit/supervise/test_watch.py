@@ -19,7 +19,7 @@ from airflow_async_stream.state.hold import Holder, release, take
 from airflow_async_stream.supervise.memory import Memory
 from airflow_async_stream.supervise.record import Supervision
 from airflow_async_stream.supervise.watch import RESEND_AFTER_S, Change, read_seen, sweep
-from tests.helpers import rate_noop
+from tests.helpers import deployed, rate_noop
 
 _MEMORY: list[Memory | None] = [None]
 
@@ -39,7 +39,7 @@ def job(tmp_path: Path) -> ControlArea:
     spec = rate_noop("job", str(tmp_path / "ck"), restart={"backoff": "1 second"})
     control = ControlArea.for_checkpoint(spec["checkpoint"])
     control.ensure()
-    control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
+    deployed(control, spec)
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d1", "deployed_at": time.time() - 60})
     _running(control)
     return control
