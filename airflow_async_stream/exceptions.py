@@ -40,8 +40,12 @@ class AsyncStreamError(Exception):
 
 
 def cut_text(text: str, most: int) -> str:
-    """A message never echoes a long value whole (a 100 KB field name or value stays a line)."""
-    return text if len(text) <= most else f"{text[: most - 20]}... ({len(text):,} chars)"
+    """A message never echoes a long value whole (a 100 KB field name or value stays a line): at most ``most``
+    characters, so cutting again changes nothing."""
+    if len(text) <= most:
+        return text
+    tail = f"... ({len(text):,} chars)"
+    return text[: max(0, most - len(tail))] + tail
 
 
 class SpecError(AsyncStreamError, ValueError):

@@ -39,6 +39,8 @@ _log = logging.getLogger(__name__)
 
 #: The newest batches a job's latency series carries.
 SERIES = 2000
+#: The newest changes and incidents a job's answer carries (its size stays bounded whatever its log holds).
+CHANGES = INCIDENTS = 200
 #: How many rows are read at once.
 WORKERS = 16
 #: How many new crashes one read of rows diagnoses.
@@ -197,7 +199,8 @@ def job_rows(found: list[Found], workers: int = WORKERS) -> list[dict[str, Any]]
 
 
 def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
-    """One job's row with the report's figures and advice, its newest ``SERIES`` batches and its changes."""
+    """One job's row with the report's figures and advice, its newest ``SERIES`` batches, ``CHANGES`` changes and
+    ``INCIDENTS`` incidents."""
     row = job_row(found)
     if row["error"]:
         return {**row, "report": None, "advice": [], "series": [], "changes": [], "incidents": [], "history": []}
@@ -214,8 +217,8 @@ def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
         for b in report.batches[-SERIES:]
     ]  # fmt: skip
     figures = {k: data[k] for k in ("batches", "p50_ms", "p90_ms", "p99_ms", "rows_per_s", "baseline", "at_risk", "state")}  # fmt: skip
-    changes = [summarized(change) for change in data["changes"]]
-    incidents = [i.to_json() for i in read_incidents(ControlArea(found.control_area))]
+    changes = [summarized(change) for change in data["changes"][-CHANGES:]]
+    incidents = [i.to_json() for i in read_incidents(ControlArea(found.control_area))[:INCIDENTS]]
     return {
         **row,
         "report": figures,

@@ -117,6 +117,7 @@ class Logs(StrictModel):
     progress_max_bytes: StrictInt = Field(
         default=progress_log.DEFAULT_MAX_BYTES,
         ge=4096,
+        le=progress_log.MAX_BYTES,
         description="Whole progress segments beyond this size are removed, oldest first.",
     )
     progress_max_age_hours: StrictInt | float = Field(

@@ -87,7 +87,8 @@ def one_line(error: str | None) -> str | None:
 
 
 def read_incidents(control: ControlArea) -> list[Incident]:
-    """The job's incidents, newest first; none when the file does not exist."""
+    """The job's incidents, newest first, their texts cut as where they are recorded (a line written by hand is
+    no longer); none when the file does not exist."""
     try:
         text = control.read_bytes(control.INCIDENTS, -INCIDENT_BYTES).decode("utf-8", errors="replace")
     except FileNotFoundError:
@@ -96,7 +97,7 @@ def read_incidents(control: ControlArea) -> list[Incident]:
     for line in text.splitlines():
         try:
             data = json.loads(line)
-            found.append(Incident.from_json(data, f"{control.url}/{control.INCIDENTS}"))
+            found.append(_cut(Incident.from_json(data, f"{control.url}/{control.INCIDENTS}")))
         except (ValueError, RecursionError, ControlAreaError):
             continue  # a torn last line, or a line no release wrote (a number or nesting past any limit too)
     return list(reversed(found))
@@ -104,10 +105,7 @@ def read_incidents(control: ControlArea) -> list[Incident]:
 
 def record_incident(control: ControlArea, incident: Incident) -> bool:
     """Add ``incident`` unless one with its key is recorded already; True when it was added."""
-    incident = incident.but(
-        at=incident.at or now(), error=one_line(incident.error), host=incident.host or socket.gethostname(),
-        **{k: cut_text(v, TEXT_CHARS) for k in ("diagnosis", "cure", "action") if (v := getattr(incident, k))},
-    )  # fmt: skip
+    incident = _cut(incident.but(at=incident.at or now(), host=incident.host or socket.gethostname()))
     known = read_incidents(control)
     if any(old.key == incident.key for old in known):
         return False
@@ -119,6 +117,12 @@ def record_incident(control: ControlArea, incident: Incident) -> bool:
     kept = [json.dumps(old.to_json(), sort_keys=True) + "\n" for old in reversed(known[: KEPT - 1])]
     control.write_bytes(control.INCIDENTS, "".join(kept).encode() + line)
     return True
+
+
+def _cut(incident: Incident) -> Incident:
+    """Its error to one line of ``ERROR_CHARS``, its other texts to ``TEXT_CHARS``."""
+    texts = {k: cut_text(v, TEXT_CHARS) for k in ("kind", "deployment_id", "diagnosis", "cure", "action", "host") if (v := getattr(incident, k))}  # fmt: skip
+    return incident.but(error=one_line(incident.error), **texts)
 
 
 def record_change(control: ControlArea, kind: Kind, error: str, diagnosis: str, action: str) -> None:

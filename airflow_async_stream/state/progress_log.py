@@ -26,8 +26,13 @@ __all__ = ["Area", "Retention", "Segment", "segments", "tail_events", "tail_of"]
 
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
-#: The defaults of the spec's ``logs.progress_max_bytes`` and ``logs.progress_max_age_hours``.
+#: The defaults of the spec's ``logs.progress_max_bytes`` and ``logs.progress_max_age_hours``; its largest.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+MAX_BYTES = 64 * 1024 * 1024
+#: What a reader takes in: one segment at most (a writer's hold a quarter of the log's size and a line), the
+#: whole log at most (its newest segments; anything beyond was written by someone else, or by a driver at 1.25x).
+SEGMENT_READ_BYTES = MAX_BYTES // 4 + 1024 * 1024
+READ_MAX_BYTES = MAX_BYTES * 5 // 4
 DEFAULT_MAX_AGE_HOURS = 168
 #: The default of the spec's ``logs.control_write_interval_s`` on object stores: at most 360 writes a job-hour.
 OBJECT_STORE_WRITE_INTERVAL_S = 10.0
@@ -88,15 +93,26 @@ def segments(area: Area) -> list[Segment]:
 
 
 def read_events(area: Area, files: list[Segment]) -> list[dict[str, Any]]:
-    """The events of ``files`` in order; a torn last line or a file removed meanwhile is skipped."""
+    """The events of ``files`` in order, of the newest files ``READ_MAX_BYTES`` holds; a torn last line or a file
+    removed meanwhile is skipped, a file over ``SEGMENT_READ_BYTES`` refused (ControlAreaError naming it)."""
     events = []
-    for segment in files:
+    for segment in _newest_within(files, READ_MAX_BYTES):
         try:
-            text = read_file(area.fs, area.path(segment.name)).decode("utf-8", errors="replace")
+            raw = read_file(area.fs, area.path(segment.name), most=SEGMENT_READ_BYTES)
+            text = raw.decode("utf-8", errors="replace")
         except FileNotFoundError:
             continue  # removed by the retention since it was listed
         events += _parsed(text.splitlines())
     return events
+
+
+def _newest_within(files: list[Segment], most: int) -> list[Segment]:
+    """The newest of ``files`` (oldest first) whose listed sizes add up to at most ``most``."""
+    total, first = 0, len(files)
+    while first > 0 and total + files[first - 1].size <= most:
+        first -= 1
+        total += files[first].size
+    return files[first:]
 
 
 def tail_events(area: Area, max_bytes: int) -> list[dict[str, Any]]:

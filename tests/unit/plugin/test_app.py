@@ -14,6 +14,7 @@ from fastapi import HTTPException
 from airflow_async_stream.plugin import PREFIX, AsyncStreamPlugin
 from airflow_async_stream.plugin.app import list_jobs, one_job, sources
 from airflow_async_stream.state.control import ControlArea
+from airflow_async_stream.state.incidents import read_incidents
 from tests.helpers import make_checkpoint
 
 
@@ -127,3 +128,41 @@ def test_every_answer_carries_the_security_headers_and_a_page_only_its_own_scrip
     assert said.startswith("default-src 'none'; script-src 'sha256-") and "'unsafe-inline'" not in said
     assert said.count("'sha256-") == 2 and "connect-src 'self'" in said and "frame-ancestors 'self'" in said
     assert policy(html.replace("</script>", "alert(1)</script>")) != said  # a changed script no longer runs
+
+
+def test_a_jobs_answer_stays_small_whatever_its_files_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A control area written by hand: incidents with megabyte texts, a progress log switching its configuration
+    at every batch. The answer carries the newest of each, cut, never the files."""
+    import json
+
+    from airflow_async_stream.insight.overview import CHANGES, INCIDENTS
+    from airflow_async_stream.state.incidents import ERROR_CHARS, TEXT_CHARS
+    from tests.unit.helpers import batch_events, configuration
+
+    _job(tmp_path, "clicks")
+    control = ControlArea.for_checkpoint(str(tmp_path / "clicks"))
+    huge = {"kind": "crash", "deployment_id": "d1", "error": "e" * (1 << 20), "cure": "c" * (1 << 20)}
+    with open(control.path(ControlArea.INCIDENTS), "w") as fh:
+        fh.writelines(json.dumps({**huge, "since": float(i)}) + "\n" for i in range(3))
+        fh.writelines(
+            json.dumps({"kind": "crash", "deployment_id": "d1", "since": 10.0 + i}) + "\n" for i in range(300)
+        )
+    events = []
+    for i in range(600):  # every batch another configuration: 599 changes
+        events += batch_events(
+            [200.0], [100.0], first_batch=i, start=1_800_000_000.0 + i, conf=configuration(i % 2 == 0)
+        )
+    Path(control.path(ControlArea.PROGRESS)).mkdir()
+    Path(control.path(ControlArea.PROGRESS), "d1-000001-t1800000000.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in events)
+    )
+    monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS", str(tmp_path))
+
+    detail = one_job("clicks")
+
+    assert len(detail["changes"]) == CHANGES and len(detail["incidents"]) == INCIDENTS
+    assert len(json.dumps(detail)) < 1 << 20, len(json.dumps(detail))
+    oldest_huge = [i for i in read_incidents(control) if (i.error or "").startswith("e")]
+    assert oldest_huge and all(
+        len(i.error or "") <= ERROR_CHARS and len(i.cure or "") <= TEXT_CHARS for i in oldest_huge
+    )

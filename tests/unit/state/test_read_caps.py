@@ -49,3 +49,41 @@ def test_the_driver_log_is_read_from_its_newest_end(control: ControlArea) -> Non
     with open(control.path(ControlArea.DRIVER_LOG), "w") as fh:
         fh.write("old line\n" * ((3 << 20) // 9) + "the last line\n")  # 3 MiB
     assert log_tail(control, lines=1) == "the last line"
+
+
+def _segment(control: ControlArea, number: int, lines: int, pad: int = 0) -> None:
+    folder = Path(control.path(ControlArea.PROGRESS))
+    folder.mkdir(parents=True, exist_ok=True)
+    events = [{"deployment_id": "d1", "batchId": number * 1000 + i, "pad": "p" * pad} for i in range(lines)]
+    (folder / f"d1-{number:06d}-t1700000000.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_a_progress_segment_past_its_cap_is_refused_naming_it(control: ControlArea) -> None:
+    from airflow_async_stream.state.progress_log import SEGMENT_READ_BYTES
+
+    _segment(control, 1, 3)
+    _segment(control, 2, SEGMENT_READ_BYTES // (1 << 20) + 2, pad=1 << 20)  # a writer's segment is never this big
+    with pytest.raises(ControlAreaError, match=r"d1-000002-t1700000000\.jsonl holds over [\d,]+ bytes"):
+        control.read_progress()
+
+
+def test_the_whole_progress_log_is_read_by_its_newest_segments_only(
+    control: ControlArea, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_async_stream.state import progress_log
+
+    for number in range(1, 6):
+        _segment(control, number, 10, pad=100)
+    size = Path(control.path(ControlArea.PROGRESS), "d1-000001-t1700000000.jsonl").stat().st_size
+    monkeypatch.setattr(progress_log, "READ_MAX_BYTES", 2 * size)  # 2 segments' worth, not 5
+    assert sorted({e["batchId"] // 1000 for e in control.read_progress()}) == [4, 5]
+
+
+def test_a_spec_cannot_keep_more_progress_than_a_reader_takes_in() -> None:
+    from airflow_async_stream.exceptions import SpecError
+    from airflow_async_stream.spec.load import parse_spec
+    from tests.helpers import rate_noop
+
+    with pytest.raises(SpecError) as bad:
+        parse_spec(rate_noop("job", "/tmp/ck", logs={"progress_max_bytes": 1 << 30}))
+    assert bad.value.problems[0][0] == "logs.progress_max_bytes" and "67108864" in bad.value.problems[0][1]
