@@ -7,6 +7,7 @@ control area's copy is for readers, and only ever adds a stop.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import socket
 from dataclasses import dataclass
@@ -70,16 +71,15 @@ def record_stop(control: ControlArea, grant: Grant, kind: str, by: str, reason: 
 
 def record_unheld_stop(control: ControlArea, deployment_id: str, by: str, reason: str) -> str | None:
     """A person's stop of ``deployment_id`` where no hold can be taken (the control area cannot carry one): a
-    person's word needs none. Why it could not be written either, or None."""
+    person's word needs none. Kept beside the registry, where the supervisor reads it, and copied into the
+    control area where it can be; why it could not be kept, or None."""
     record = Stopped(at=now(), kind=BY_PERSON, by=by, reason=reason, deployment_id=deployment_id)
     try:
         ledger.write(control, ledger.STOPPED, record.to_json())
     except OSError as exc:
         return f"{ledger.folder(control) / ledger.STOPPED}: {exc}"
-    try:
+    with contextlib.suppress(OSError, ValueError):  # the caller says why the control area takes nothing
         control.write_json(control.STOPPED, record.to_json())
-    except (OSError, ValueError) as exc:
-        return f"{control.STOPPED}: {exc} (the stop is kept in {ledger.folder(control)}, where the supervisor reads it)"
     return None
 
 
