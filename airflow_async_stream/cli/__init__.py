@@ -19,6 +19,7 @@ __all__ = [
     "exit_code_table",
     "exit_codes",
     "fail",
+    "indented",
     "main",
     "progress_log",
 ]
@@ -83,6 +84,13 @@ class Printable:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+def indented(value: object, indent: int) -> str:
+    """A value for a labelled line of output, its later lines (a Spark error's, or a newline in a forged record)
+    indented by ``indent``: none starts a line of its own, where it could pass for another label."""
+    first, *rest = str(value).rstrip("\n").split("\n")  # only a newline moves a terminal to a new line
+    return "\n".join([first, *(" " * indent + line for line in rest)])
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> int:

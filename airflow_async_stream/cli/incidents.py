@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_OK
+from airflow_async_stream.cli import EXIT_OK, indented
 from airflow_async_stream.cli.names import find_job
 from airflow_async_stream.cli.show import when
 from airflow_async_stream.insight.checkup import check_up
@@ -18,15 +18,15 @@ __all__ = ["add_incidents", "cmd_incidents"]
 
 
 def _print(job: str, health: dict[str, Any], incidents: list[dict[str, Any]]) -> None:
-    print(f"{job}: {health['verdict']}: {health['reason']}")
+    print(f"{job}: {health['verdict']}: {indented(health['reason'], 4)}")
     if not incidents:
         print("no incidents recorded")
         return
     for incident in incidents:
-        print(f"{when(incident['at'])}  {incident['kind']}  deployment {incident.get('deployment_id') or '-'}")
+        print(indented(f"{when(incident['at'])}  {incident['kind']}  deployment {incident.get('deployment_id') or '-'}", 4))  # fmt: skip
         for key in ("error", "diagnosis", "cure", "action"):
             if incident.get(key):
-                print(f"    {key + ':':<11}{incident[key]}")
+                print(f"    {key + ':':<11}{indented(incident[key], 15)}")
     print(f"{len(incidents)} incident{'' if len(incidents) == 1 else 's'}")
 
 

@@ -15,6 +15,7 @@ from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail
 from airflow_async_stream.insight import overview
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.sources import Found, configured, find_jobs, once_each
+from airflow_async_stream.state.typed import printable
 
 __all__ = ["add_list", "cmd_list"]
 
@@ -58,7 +59,7 @@ def _print(rows: list[dict[str, Any]]) -> None:
     if not rows:
         print("no jobs found")
         return
-    cells = {id(row): _line(row) for row in rows if not row["error"]}
+    cells = {id(row): tuple(printable(cell) for cell in _line(row)) for row in rows if not row["error"]}
     table = [_COLUMNS, *cells.values(), *((row["name"], "unreadable", "", "", "", "") for row in rows)]
     widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS) - 1)]
 
@@ -68,7 +69,7 @@ def _print(rows: list[dict[str, Any]]) -> None:
     show(_COLUMNS)
     for row in rows:
         if row["error"]:  # the reason in place of the columns, which it would stretch
-            print(f"{row['name']:<{widths[0]}}  {'unreadable':<{widths[1]}}  {row['error']}")
+            print(f"{printable(row['name']):<{widths[0]}}  {'unreadable':<{widths[1]}}  {printable(row['error'])}")
         else:
             show(cells[id(row)])
     print(f"{len(rows)} job{'' if len(rows) == 1 else 's'}")

@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK
+from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, indented
 from airflow_async_stream.cli.names import JobNotFoundError, NamedJob, find_job
 from airflow_async_stream.insight.checkup import check_up
 from airflow_async_stream.insight.overview import hold_of
@@ -145,7 +145,7 @@ def _print_status(report: dict[str, Any]) -> None:
     rows.append(("control area", report["control_area"]))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
-        print(f"{key:<{width}}  {value}")
+        print(f"{key:<{width}}  {indented(value, width + 2)}")
 
 
 def _supervisor_rows(report: dict[str, Any]) -> list[tuple[str, str]]:

@@ -105,3 +105,27 @@ def test_a_records_control_characters_reach_no_terminal(control: ControlArea) ->
     shown = subprocess.run([CLI, "incidents", control.url], capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\r" not in shown.stdout, shown
     assert r"boom\x1b[2J\x1b]0;owned\x07" in shown.stdout and r"a\rb" in shown.stdout, shown.stdout
+
+
+def test_a_newline_in_a_record_starts_no_line_of_its_own(control: ControlArea) -> None:
+    """A forged value with a newline and a line that looks like output ('verdict  healthy') is shown indented
+    under its own label (status, incidents), or escaped in a table cell (list)."""
+    from airflow_async_stream.state import ledger
+
+    forged = "maintenance\nverdict  healthy"
+    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d1", "deployed_at": 1.0, "job": "j\nk"})
+    control.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "stopped", "stop_reason": forged,
+                                            "finished_at": 2.0})  # fmt: skip
+    ledger.write(control, ledger.STOPPED, {"at": 2.0, "by": "ann@h", "reason": forged, "deployment_id": "d1"})
+    record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d1", since=1.0, error="boom",
+                                      diagnosis=forged, cure=forged))  # fmt: skip
+    for command in ("status", "incidents"):
+        shown = subprocess.run([CLI, command, control.url], capture_output=True, text=True, timeout=60)
+        assert shown.returncode in (0, 1) and "Traceback" not in shown.stderr, shown
+        assert not [line for line in shown.stdout.splitlines() if line.startswith("verdict")], shown.stdout
+        assert [line for line in shown.stdout.splitlines() if line.strip() == "verdict  healthy"], shown.stdout
+    listed = subprocess.run([CLI, "list", "--folder", str(Path(control.url).parent)], capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert "Traceback" not in listed.stderr and not [
+        line for line in listed.stdout.splitlines() if line.startswith("verdict")
+    ], listed.stdout
