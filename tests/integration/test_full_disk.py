@@ -1,7 +1,7 @@
 """A person's stop ends a real Spark driver whose control area sits on a full disk (a small tmpfs, filled up):
 the stop request cannot be written, so ``stop`` ends this host's provable driver by signal, says what it could
 not record, and keeps the stop where the supervisor reads it; ``status`` does not call the running driver
-crashed meanwhile, and no temporary file is left. Needs root, to mount the tmpfs."""
+crashed meanwhile (nor does its liveness, once its heartbeat is stale), and no temporary file is left. Needs root, to mount the tmpfs."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
-from airflow_async_stream.state.liveness import local_pid_alive
+from airflow_async_stream.state.liveness import liveness, local_pid_alive
+from airflow_async_stream.state.records import HEARTBEAT_INTERVAL_S
 from airflow_async_stream.state.stopped import stopped_on_purpose
 from tests.helpers import rate_noop, until
 
@@ -68,6 +70,14 @@ def test_a_persons_stop_ends_a_real_driver_whose_disk_is_full(small_disk: Path) 
     assert pid and local_pid_alive(pid)
     try:
         _fill(small_disk)
+        # Its heartbeat cannot be written now: once it has missed two, judged with that as the limit, the
+        # driver still lives, by its own process.
+        status = control.read_status()
+        assert status is not None
+        until(lambda: time.time() - (status.heartbeat_at or 0) > 2 * HEARTBEAT_INTERVAL_S, 30, what="two heartbeats missed")  # fmt: skip
+        assert control.read_status() == status and local_pid_alive(pid)  # none written, and the driver runs on
+        judged = liveness(status, stale_after_s=2 * HEARTBEAT_INTERVAL_S)
+        assert judged.live and f"its driver process {status.pid} runs on this host" in judged.reason, judged
         shown = subprocess.run([CLI, "status", spec.checkpoint], capture_output=True, text=True, timeout=120)
         assert "crashed" not in shown.stdout and "Traceback" not in shown.stderr, shown
 
