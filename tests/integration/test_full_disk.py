@@ -1,7 +1,8 @@
 """A person's stop ends a real Spark driver whose control area sits on a full disk (a small tmpfs, filled up):
 the stop request cannot be written, so ``stop`` ends this host's provable driver by signal, says what it could
 not record, and keeps the stop where the supervisor reads it; ``status`` does not call the running driver
-crashed meanwhile (nor does its liveness, once its heartbeat is stale), and no temporary file is left. Needs root, to mount the tmpfs."""
+crashed meanwhile (nor does its liveness, once its heartbeat is stale), and no temporary file is left.
+Needs root, to mount the tmpfs."""
 
 from __future__ import annotations
 
