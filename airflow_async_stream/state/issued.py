@@ -108,7 +108,8 @@ def _deployment_id(control: ControlArea) -> str | None:
 def _unknown(spec: JobSpec) -> str:
     newest = next(iter(_newest_first(kept_folder(spec.name))), None)
     if newest is None:
-        return f"this host never deployed or switched job {spec.name!r} (nothing kept in {kept_folder(spec.name)})"
+        return (f"this host never deployed or switched job {spec.name!r} (nothing kept in {kept_folder(spec.name)}; "
+                "hosts that act on one another's jobs share AIRFLOW_ASYNC_STREAM_HOME)")  # fmt: skip
     last = json.loads(newest.read_text())
     fields = _differences(last.get("spec") or {}, spec.to_mapping())
     named = ", ".join(fields[:_NAMED]) + (f" and {len(fields) - _NAMED} more" if len(fields) > _NAMED else "")
