@@ -1,7 +1,8 @@
 """The cluster launcher: YARN or Kubernetes cluster mode, through the apache-spark provider's hook.
 
 spark-submit returns at once (Spark's wait-for-completion settings off); the driver runs on the cluster,
-and its state and kill go through the provider hook's YARN/Kubernetes calls. Its control area must then
+and its state and kill go through the provider hook's YARN/Kubernetes calls, a kill only of an application or
+pod tagged with the deployment (tags.py). Its control area must then
 be on storage both sides reach (a checkpoint URL such as hdfs://, s3a://, abfs://), so a local checkpoint
 path is refused.
 """
@@ -18,8 +19,9 @@ from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.spark_version import SparkBuild, refuse_on, target_build
-from airflow_async_stream.exceptions import DeployError
+from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
+from airflow_async_stream.hooks.tags import tag_conf, unproven
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
@@ -87,7 +89,11 @@ class ClusterLauncher:
         hook = StreamingJobHook(
             conn_id=self.hook.conn_id,
             connection=self.hook.connection,
-            conf={**NO_WAIT_CONF[self.manager], **submission.conf},
+            conf={
+                **NO_WAIT_CONF[self.manager],
+                **submission.conf,
+                **tag_conf(self.manager, submission.deployment_id, submission.conf),
+            },  # fmt: skip
             name=submission.name,
             application_args=submission.arguments,
         )
@@ -156,11 +162,15 @@ class ClusterLauncher:
         return f"the driver ended on its cluster ({state})" if state and state.upper() in ENDED_STATES else None
 
     def kill(self, driver: Driver, target: driver_process.Target) -> str:
-        """Kill a driver on the cluster through the provider hook's own calls (one of this host: as LocalLauncher)."""
+        """Kill a driver on the cluster through the provider hook's own calls, once the application or pod
+        carries ``target``'s deployment tag (tags.py; one of this host: as LocalLauncher)."""
         if driver.on_a_host:
             return LocalLauncher().kill(driver, target)
         hook = self.hook
         kind = driver.kind
+        why = unproven(hook, driver, target, self._env()) if kind in ("yarn-application", "kubernetes-pod") else None
+        if why:
+            raise NotSignalledError(why)
         if kind == "yarn-application":
             hook._yarn_application_id = str(driver.application_id)
             if hook._yarn_track_via_rm_api:

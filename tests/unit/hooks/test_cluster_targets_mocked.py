@@ -22,7 +22,7 @@ from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.process import Target
 from airflow_async_stream.driver.stop import stop_driver
-from airflow_async_stream.exceptions import DeployError
+from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.hooks.cluster import ClusterLauncher
 from airflow_async_stream.hooks.launchers import launcher_for
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
@@ -106,7 +106,8 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
 ) -> None:
     bin_dir = tmp_path / "bin"
     _stub(bin_dir, "spark-submit", "INFO Client: Submitted application application_1700000000000_0042")
-    _stub(bin_dir, "yarn", "Killed application application_1700000000000_0042")
+    report = "Application Report : \n\tApplication-Tags : nightly,async-stream-deployment-d1\n\tState : RUNNING"
+    _stub(bin_dir, "yarn", report)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster", "queue": "streaming"})
     launcher = launcher_for("spark_yarn")
@@ -121,6 +122,7 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
     assert submitted == [
         "--master", "yarn",
         "--conf", "spark.yarn.submit.waitAppCompletion=false",
+        "--conf", "spark.yarn.tags=async-stream-deployment-d1",
         "--name", "async-stream-clicks",
         "--queue", "streaming",
         "--deploy-mode", "cluster",
@@ -128,8 +130,9 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
     ]  # fmt: skip
     assert b"Submitted application application_1700000000000_0042" in control.read_bytes(ControlArea.DRIVER_LOG)
 
-    assert launcher.kill(driver, Target("/ck.async-stream", "d-1")) == "killed on the cluster"
-    assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_1700000000000_0042"]]
+    assert launcher.kill(driver, Target("/ck.async-stream", "d1")) == "killed on the cluster"  # tagged: killed
+    assert _calls(bin_dir, "yarn") == [["application", "-status", "application_1700000000000_0042"],
+                                       ["application", "-kill", "application_1700000000000_0042"]]  # fmt: skip
 
     _stub(
         bin_dir, "yarn", "Application Report : \n\tApplication-Id : application_1700000000000_0042\n\tState : RUNNING"
@@ -186,7 +189,9 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
             deleted.append((name, namespace))
 
         def read_namespaced_pod(self, name: str, namespace: str) -> Any:
-            return types.SimpleNamespace(status=types.SimpleNamespace(phase="Running" if not deleted else "Failed"))
+            labels = {"spark-role": "driver", "async-stream-deployment": "d1" if name.endswith("9f1c2b-driver") else "d0"}  # fmt: skip
+            return types.SimpleNamespace(status=types.SimpleNamespace(phase="Running" if not deleted else "Failed"),
+                                         metadata=types.SimpleNamespace(labels=labels))  # fmt: skip
 
     fake_kube_client = types.SimpleNamespace(get_kube_client=FakeCoreV1, ApiException=RuntimeError)
     fake_kubernetes = types.ModuleType("kubernetes")
@@ -214,13 +219,20 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
     assert submitted == [
         "--master", "k8s://https://k8s.example:6443",
         "--conf", "spark.kubernetes.submission.waitAppCompletion=false",
+        "--conf", "spark.kubernetes.driver.label.async-stream-deployment=d1",
         "--conf", "spark.kubernetes.namespace=streaming",
         "--name", "async-stream-clicks",
         "--deploy-mode", "cluster",
         runtime_driver_path(),
     ]  # fmt: skip
     assert launcher.state(driver) == "Running"
-    launcher.kill(driver, Target("/ck.async-stream", "d-1"))
+    other = pod.but(pod="async-stream-payments-77aa01-driver")  # a forged record naming another job's pod
+    with pytest.raises(NotSignalledError, match="label async-stream-deployment is 'd0', not 'd1'"):
+        launcher.kill(other, Target("/ck.async-stream", "d1"))
+    with pytest.raises(NotSignalledError, match="is not provably the driver"):
+        launcher.kill(driver, Target("/ck.async-stream", "d2"))  # the pod of an earlier deployment
+    assert deleted == []
+    launcher.kill(driver, Target("/ck.async-stream", "d1"))
     assert deleted == [("async-stream-clicks-9f1c2b-driver", "streaming")]
     assert launcher.state(driver) == "Failed"
 
@@ -269,7 +281,7 @@ def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
     import time
 
     bin_dir = tmp_path / "bin"
-    _stub(bin_dir, "yarn", "Killed application application_1_0007")
+    _stub(bin_dir, "yarn", "Application-Tags : async-stream-deployment-d1\nKilled application application_1_0007")
     control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
     control.ensure()
     driver = Driver(kind="yarn-application", application_id="application_1_0007")
@@ -299,5 +311,52 @@ def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
     result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
 
     assert result.stdout.splitlines()[-1] == "stopped: state failed", result
-    assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_1_0007"]]
+    assert _calls(bin_dir, "yarn") == [["application", "-status", "application_1_0007"],
+                                       ["application", "-kill", "application_1_0007"]]  # fmt: skip
     assert "killed on the cluster" in (control.read_status().error or "")
+
+
+def test_yarn_mocked_a_forged_record_naming_an_untagged_application_is_not_killed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The yarn CLI (stubbed) says the application carries another deployment's tag, or none: no kill, and why."""
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster"})
+    launcher = launcher_for("spark_yarn")
+    someone_elses = Driver(kind="yarn-application", application_id="application_1700000000000_0099")
+    for tags in ("payroll-nightly", ""):
+        _stub(bin_dir, "yarn", f"Application Report : \n\tApplication-Tags : {tags}\n\tState : RUNNING")
+        with pytest.raises(NotSignalledError) as refused:
+            launcher.kill(someone_elses, Target("/ck.async-stream", "d1"))
+        assert "application_1700000000000_0099 is not provably the driver: it is not tagged async-stream-deployment-d1" in str(refused.value)  # fmt: skip
+    _stub(bin_dir, "yarn", "Exception in thread main: connection refused")  # no answer: no kill either
+    with pytest.raises(NotSignalledError, match="tags of YARN application .* cannot be read"):
+        launcher.kill(someone_elses, Target("/ck.async-stream", "d1"))
+    assert all(call[:2] == ["application", "-status"] for call in _calls(bin_dir, "yarn"))  # never -kill
+
+
+def test_yarn_mocked_tags_are_read_through_the_resourcemanagers_rest_api(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import requests
+
+    asked: list[str] = []
+
+    def get(url: str, **kwargs: Any) -> Any:
+        asked.append(url)
+        return types.SimpleNamespace(json=lambda: {"app": {"applicationTags": "async-stream-deployment-20261129t150422z-ab12"}})  # fmt: skip
+
+    monkeypatch.setattr(requests, "get", get)
+    bin_dir = tmp_path / "bin"
+    _stub(bin_dir, "yarn", "Killed application application_9_0001")  # the kill itself: the yarn CLI
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _connection(monkeypatch, "spark_yarn", "yarn",
+                **{"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": "rm:8088"})  # fmt: skip
+    launcher = launcher_for("spark_yarn")
+    app = Driver(kind="yarn-application", application_id="application_9_0001")
+    with pytest.raises(NotSignalledError):
+        launcher.kill(app, Target("/ck.async-stream", "20261129T150422Z-cd34"))
+    assert launcher.kill(app, Target("/ck.async-stream", "20261129T150422Z-ab12")) == "killed on the cluster"
+    assert asked == ["http://rm:8088/ws/v1/cluster/apps/application_9_0001"] * 2
+    assert _calls(bin_dir, "yarn") == [["application", "-kill", "application_9_0001"]]
