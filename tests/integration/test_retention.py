@@ -7,6 +7,7 @@ and the stability check run across those rotations.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,11 @@ class AreaWatch:
         root = Path(self.control.root)
         if not root.is_dir():
             return False
-        files = [p for p in root.rglob("*") if p.is_file()]
-        sizes = {str(p.relative_to(root)): p.stat().st_size for p in files if p.exists()}
+        sizes = {}
+        for path in root.rglob("*"):
+            with contextlib.suppress(FileNotFoundError):  # a temp file renamed, a segment removed, since listed
+                if path.is_file():
+                    sizes[str(path.relative_to(root))] = path.stat().st_size
         logs = {name: size for name, size in sizes.items() if name.startswith("driver.log")}
         self.driver_log_rotated |= "driver.log.1" in logs
         self.max_driver_log = max(self.max_driver_log, sum(logs.values()))
