@@ -18,6 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.runtime.pause import pause_at
 from airflow_async_stream.runtime.query import stop_between_batches
 from airflow_async_stream.runtime.switch_request import (
     abandon_stale_request,
@@ -74,6 +75,12 @@ class InPlaceSwitch:
         self.writer = writer
         self.df = df
 
+    def _stopped(self, query: StreamingQuery) -> None:
+        """Its progress flushed once its old query stopped; a test's fault may land here, before the new query
+        starts (runtime/pause.py)."""
+        self.governor.flush_progress(query)
+        pause_at("switch-stopped")
+
     def apply(self, query: StreamingQuery, request: SwitchRequest) -> StreamingQuery:
         current = self.governor.spec
         assert current is not None
@@ -102,7 +109,7 @@ class InPlaceSwitch:
         self._write(record)
         _log.info("switching in place (request %s): stopping between micro-batches", request.request_id)
         forced = stop_between_batches(query, request.graceful_timeout_s)
-        self.governor.flush_progress(query)
+        self._stopped(query)
         last_before = self.governor.last_event
         record = record.but(
             phase=SwitchPhase.STOPPED,

@@ -133,7 +133,8 @@ def _switch(control: ControlArea, to_interval_0: bool, phases: tuple[str, ...]) 
 
 
 def switching_to_interval_0(control: ControlArea, dag_id: str) -> int | None:
-    return _switch(control, True, ("stopping", "stopped"))  # stopping its async query between micro-batches
+    # its async query stopped, the interval-0 one not started: held there by runtime/pause.py (the test sets it)
+    return _switch(control, True, ("stopping", "stopped"))
 
 
 def between_first_and_second_interval_0_batch(control: ControlArea, dag_id: str) -> int | None:
@@ -160,8 +161,19 @@ _IN_PLACE_STRIKES = [switching_to_interval_0, between_first_and_second_interval_
     [(False, strike) for strike in _RESTART_STRIKES] + [(True, strike) for strike in _IN_PLACE_STRIKES],
     ids=lambda value: value.__name__ if callable(value) else ("in_place" if value else "restart"),
 )
-def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, in_place: bool, strike: Trigger) -> None:
+def test_driver_killed_mid_migration(
+    airflow_db: None,
+    checkpoint_dir: str,
+    in_place: bool,
+    strike: Trigger,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     dag_id = f"faults_{strike.__name__}"
+    held = tmp_path / "hold-the-switch"  # the driver waits at its stopped query while this exists
+    if strike is switching_to_interval_0:  # a window of a few ms on a fast machine: held open instead
+        held.touch()
+        monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_PAUSE", f"switch-stopped={held}")
     # Slow batches leave room to strike between the first and the second async batch; the other faults
     # strike at a deploy, a stop or a switch, whose windows do not depend on the trigger, and short batches
     # keep the migration's waits short.
@@ -172,6 +184,7 @@ def test_driver_killed_mid_migration(airflow_db: None, checkpoint_dir: str, in_p
     before = checkpoint_files(checkpoint_dir)
 
     _, struck = _run_dag(path, dag_id, strike, control)
+    held.unlink(missing_ok=True)  # the re-run's driver goes straight through
     assert struck and struck.startswith("killed"), f"the fault was never injected: {struck}"
     _check_invariants(control, checkpoint_dir, before)
 
