@@ -19,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_async_stream.exceptions import ControlAreaError
+from fsspec.implementations.local import LocalFileSystem
+
 from airflow_async_stream.state.registry import registry_dir
+from airflow_async_stream.state.storage import read_json_object, replace_file
 
 if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
@@ -33,8 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["DEPLOYED", "DOWN", "STOPPED", "SUPERVISION", "deployed", "down_since", "folder", "read", "write"]
 
 DEPLOYED, DOWN, STOPPED, SUPERVISION = "deployed.json", "down.json", "stopped.json", "supervision.json"
-#: The most one record may hold (a supervision record keeps 1,000 restarts, about 300 KB).
-RECORD_BYTES = 1024 * 1024
+_LOCAL = LocalFileSystem()
 
 
 def folder(control: ControlArea) -> Path:
@@ -42,48 +41,30 @@ def folder(control: ControlArea) -> Path:
     return registry_dir().parent / "ledger" / hashlib.sha256(control.url.encode()).hexdigest()[:32]
 
 
-def read(control: ControlArea, name: str) -> Any:
-    """The record ``name`` (its JSON), or None when the Airflow side never wrote it."""
-    path = folder(control) / name
-    try:
-        with path.open("rb") as f:
-            data = f.read(RECORD_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ControlAreaError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > RECORD_BYTES:
-        raise ControlAreaError(f"{path} holds more than {RECORD_BYTES:,} bytes: not a record this provider wrote")
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise ControlAreaError(f"{path} is not JSON ({exc})") from None
+def read(control: ControlArea, name: str) -> dict[str, Any] | None:
+    """The record ``name``, or None when the Airflow side never wrote it (read as a control area's records are:
+    capped, never through a symlink; ControlAreaError naming it when it holds anything else)."""
+    path = str(folder(control) / name)
+    return read_json_object(_LOCAL, path, path)
 
 
-def write(control: ControlArea, name: str, data: Any) -> None:
+def write(control: ControlArea, name: str, data: dict[str, Any]) -> None:
     """Replace the record ``name`` whole (a reader sees the old one or the new one)."""
     where = folder(control)
     where.mkdir(parents=True, exist_ok=True)
-    tmp = where / f".{name}.{uuid.uuid4().hex}.tmp"
-    try:
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, where / name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    replace_file(_LOCAL, str(where / name), json.dumps(data).encode())
 
 
 def deployed(control: ControlArea) -> str | None:
     """The deployment the Airflow side launched last for this job (None: none from a host sharing this ledger)."""
     data = read(control, DEPLOYED)
-    return str(data["deployment_id"]) if isinstance(data, dict) and data.get("deployment_id") else None
+    return str(data["deployment_id"]) if data and data.get("deployment_id") else None
 
 
 def down_since(control: ControlArea, deployment_id: str | None, at: float) -> float:
     """When the supervisor first saw ``deployment_id`` down: ``at`` when this is the first time (kept)."""
     data = read(control, DOWN)
-    if isinstance(data, dict) and data.get("deployment_id") == deployment_id:
+    if data and data.get("deployment_id") == deployment_id:
         with contextlib.suppress(TypeError, ValueError):
             return float(data["since"])
     write(control, DOWN, {"deployment_id": deployment_id, "since": at})
