@@ -29,6 +29,8 @@ os.environ.update(
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         "ASYNC_STREAM_DEMO_ROOT": str(CHECKPOINT_ROOT),
         "AIRFLOW_ASYNC_STREAM_HOME": str(_SESSION_DIR / "registry"),
+        # One runtime bundle for the session, whatever home a test gives itself (driver/bundle.py).
+        "AIRFLOW_ASYNC_STREAM_BUNDLES": str(_SESSION_DIR / "bundles"),
         "SPARK_CONF_DIR": str(CONF_DIR),
         "SPARK_SUBMIT_OPTS": SUBMIT_OPTS,
         "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", ""),

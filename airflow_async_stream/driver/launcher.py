@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from airflow_async_stream.driver.args import driver_arguments
@@ -31,8 +30,9 @@ from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Driver
+from airflow_async_stream.state.storage import is_local_url
 
-__all__ = ["DEFAULT_SPARK_CONF", "EMBEDDED_MASTER", "Launcher", "Submission", "runtime_driver_path"]
+__all__ = ["DEFAULT_SPARK_CONF", "EMBEDDED_MASTER", "Launcher", "Submission", "remote_protocols"]
 
 EMBEDDED_MASTER = "local[*]"
 #: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
@@ -55,6 +55,8 @@ class Submission:
     spec_json: bytes = field(default=b"", repr=False)
     #: Which options came from connections (for the deployment record; never their values).
     secret_names: list[str] = field(default_factory=list)
+    #: The storage protocols the driver reaches (its control area's, its checkpoint's): the bundle carries their clients.
+    protocols: tuple[str, ...] = ()
 
     @classmethod
     def for_spec(
@@ -89,6 +91,7 @@ class Submission:
             log_limits=(logs.driver_log_max_bytes, logs.driver_log_files),
             spec_json=spec_json,
             secret_names=secrets.names(),
+            protocols=remote_protocols(control_url, spec.checkpoint),
         )
 
     @property
@@ -131,6 +134,6 @@ class Launcher(Protocol):
         """Kill ``target``'s driver; say what happened, or raise NotSignalledError saying why not from here."""
 
 
-def runtime_driver_path() -> str:
-    """The runtime's entry file, found without importing the runtime (which imports pyspark)."""
-    return str(Path(__file__).resolve().parent.parent / "runtime" / "driver.py")
+def remote_protocols(*urls: str) -> tuple[str, ...]:
+    """The protocols of ``urls`` that are not this host's files."""
+    return tuple(sorted({url.split("://", 1)[0] for url in urls if not is_local_url(url)}))

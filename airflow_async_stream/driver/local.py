@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.driver import process as driver_process
-from airflow_async_stream.driver.launcher import EMBEDDED_MASTER, Submission, runtime_driver_path
+from airflow_async_stream.driver.bundle import runtime_bundle
+from airflow_async_stream.driver.launcher import EMBEDDED_MASTER, Submission
 from airflow_async_stream.driver.log import start_pump
 from airflow_async_stream.driver.process import Target, identify
 from airflow_async_stream.driver.spark_version import SparkBuild, refuse_on, target_build
@@ -141,7 +142,8 @@ class LocalLauncher:
         """The exact spark-submit argument list (no shell ever sees it)."""
         conf = [arg for key, value in submission.conf.items() for arg in ("--conf", f"{key}={value}")]
         base = self.base if self.base is not None else [spark_submit_binary(), "--master", self.master]
-        return [*base, *conf, "--name", submission.name, runtime_driver_path(), *submission.arguments]
+        entry = str(runtime_bundle(submission.protocols).entry)  # it finds the bundle's site/ beside it
+        return [*base, *conf, "--name", submission.name, entry, *submission.arguments]
 
     def log_path(self, submission: Submission, control: ControlArea) -> tuple[str, bool]:
         """Where spark-submit's output goes, and whether that is a file of this host only (a remote control area)."""

@@ -16,7 +16,8 @@ import subprocess
 import time
 
 from airflow_async_stream.driver import process as driver_process
-from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
+from airflow_async_stream.driver.bundle import ARCHIVE_ALIAS, runtime_bundle
+from airflow_async_stream.driver.launcher import Submission
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.spark_version import SparkBuild, refuse_on, target_build
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
@@ -86,6 +87,7 @@ class ClusterLauncher:
     def launch(self, submission: Submission, control: ControlArea) -> Driver:
         """Submit and return once the cluster accepted it, naming the driver it runs; spark-submit's output
         goes to the control area's driver.log."""
+        bundle = runtime_bundle(submission.protocols)
         hook = StreamingJobHook(
             conn_id=self.hook.conn_id,
             connection=self.hook.connection,
@@ -96,6 +98,7 @@ class ClusterLauncher:
             },  # fmt: skip
             name=submission.name,
             application_args=submission.arguments,
+            archives=f"{bundle.archive}#{ARCHIVE_ALIAS}",  # extracted beside the driver, found there by its entry
         )
         if submission.env:  # only the lineage link can be here: check() refused source/sink secrets
             _log.warning(
@@ -103,7 +106,7 @@ class ClusterLauncher:
                 "this host only; on %s give the cluster its own OpenLineage configuration",
                 self.manager,
             )
-        command = hook.build_command(runtime_driver_path())
+        command = hook.build_command(str(bundle.entry))
         env = {**os.environ, **hook.env}
         result = subprocess.run(
             command, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=SUBMIT_TIMEOUT_S, check=False

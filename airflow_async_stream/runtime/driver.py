@@ -117,6 +117,20 @@ def _pyspark_in_use() -> dict[str, str]:
     return {"version": pyspark.__version__, "from": os.path.dirname(pyspark.__file__)}
 
 
+def _runtime_in_use() -> dict[str, str]:
+    """Which runtime bundle this driver imports (runtime/entry.py put it first on the path), and its Python."""
+    import airflow_async_stream
+    from airflow_async_stream.runtime.entry import MANIFEST
+
+    site = os.path.dirname(os.path.dirname(os.path.abspath(airflow_async_stream.__file__)))
+    try:
+        with open(os.path.join(site, MANIFEST), encoding="utf-8") as file:
+            bundle = str(json.load(file).get("key"))
+    except (OSError, ValueError):
+        bundle = "none"  # run from an installed package, not through a bundle
+    return {"bundle": bundle, "from": site, "python": sys.version.split()[0], "executable": sys.executable}
+
+
 class _OneLine(logging.Formatter):
     """Each of our lines one line: values from records (a stop request's reason) cannot add a line of their own
     to the driver log, nor move a terminal's cursor; a traceback keeps its lines."""
@@ -148,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     job = (deployment.job if deployment else None) or "?"
     governor = Governor(control, args.deployment_id, job, redact)
     pyspark = _pyspark_in_use()
-    governor.starting(secret_options=secrets.names(), pyspark=pyspark, spark_version=pyspark["version"])
+    governor.starting(
+        secret_options=secrets.names(), pyspark=pyspark, spark_version=pyspark["version"], runtime=_runtime_in_use()
+    )
 
     def on_sigterm(signum: int, frame: Any) -> None:
         governor.request_stop_from_signal()

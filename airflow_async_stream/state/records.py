@@ -124,6 +124,8 @@ class Status(Record):
     #: Which options came from Airflow connections (never their values), and which PySpark the driver runs.
     secret_options: list[str] = field(default_factory=list)
     pyspark: dict[str, str] | None = None
+    #: The runtime bundle the driver imports (driver/bundle.py: its key and folder) and the Python running it.
+    runtime: dict[str, str] | None = None
     #: The Spark version the driver runs (its PySpark's, which is its SPARK_HOME's): the rules it was judged by.
     spark_version: str | None = None
     #: What the running query was started with (async options, trigger), and how often it was switched in place.

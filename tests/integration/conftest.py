@@ -59,3 +59,16 @@ def user_code_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Make tests/integration/user_code importable by the Spark driver (it inherits PYTHONPATH)."""
     monkeypatch.setenv("PYTHONPATH", str(USER_CODE))
     return USER_CODE
+
+
+@pytest.fixture(scope="session")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Python with nothing installed (no pip, no site packages): what a cluster node has beside Spark."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    listed = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True, check=True
+    )
+    assert not any(Path(listed.stdout.strip()).iterdir()), "the bare Python has packages installed"
+    return str(python)

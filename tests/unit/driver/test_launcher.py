@@ -6,7 +6,8 @@ import pytest
 
 from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.driver.deferred import DeferredLauncher
-from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
+from airflow_async_stream.driver.bundle import runtime_bundle
+from airflow_async_stream.driver.launcher import Submission
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.process import Target
 from airflow_async_stream.driver.spark_version import SparkBuild
@@ -53,7 +54,7 @@ def test_the_command_is_an_argument_list_with_the_job_after_the_connection() -> 
     assert command == [
         "/opt/spark/bin/spark-submit", "--master", "spark://m:7077", "--queue", "q",
         "--conf", "a.b=c d", "--name", "async-stream-orders",
-        runtime_driver_path(), "--deployment-id", "d-1; rm -rf /",
+        str(runtime_bundle().entry), "--deployment-id", "d-1; rm -rf /",
     ]  # fmt: skip
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
+from airflow_async_stream.driver.bundle import runtime_bundle
+from airflow_async_stream.driver.launcher import Submission
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.process import Target
 from airflow_async_stream.driver.stop import stop_driver
@@ -123,10 +124,11 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
         "--master", "yarn",
         "--conf", "spark.yarn.submit.waitAppCompletion=false",
         "--conf", "spark.yarn.tags=async-stream-deployment-d1",
+        "--archives", f"{runtime_bundle().archive}#async-stream-runtime",  # the runtime, beside the driver
         "--name", "async-stream-clicks",
         "--queue", "streaming",
         "--deploy-mode", "cluster",
-        runtime_driver_path(), "--x", "1",
+        str(runtime_bundle().entry), "--x", "1",
     ]  # fmt: skip
     assert b"Submitted application application_1700000000000_0042" in control.read_bytes(ControlArea.DRIVER_LOG)
 
@@ -221,9 +223,10 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
         "--conf", "spark.kubernetes.submission.waitAppCompletion=false",
         "--conf", "spark.kubernetes.driver.label.async-stream-deployment=d1",
         "--conf", "spark.kubernetes.namespace=streaming",
+        "--archives", f"{runtime_bundle().archive}#async-stream-runtime",
         "--name", "async-stream-clicks",
         "--deploy-mode", "cluster",
-        runtime_driver_path(),
+        str(runtime_bundle().entry),
     ]  # fmt: skip
     assert launcher.state(driver) == "Running"
     other = pod.but(pod="async-stream-payments-77aa01-driver")  # a forged record naming another job's pod

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from airflow_async_stream.driver.args import driver_arguments, parse_driver_arguments, spec_digest
-from airflow_async_stream.driver.launcher import Submission, runtime_driver_path
+from airflow_async_stream.driver.bundle import runtime_bundle
+from airflow_async_stream.driver.launcher import Submission
 from airflow_async_stream.driver.local import LocalLauncher, check_java
 from airflow_async_stream.exceptions import ConnectionLookupError, JavaNotFoundError
 from airflow_async_stream.hooks.launchers import launcher_for
@@ -36,7 +37,7 @@ def test_without_a_connection_jobs_run_on_the_embedded_local_spark() -> None:
     assert Path(command[0]).name == "spark-submit" and Path(command[0]).exists()
     assert command[command.index("--master") + 1] == "local[*]"
     assert "spark.sql.shuffle.partitions=4" in command
-    tail = command[command.index(runtime_driver_path()) + 1 :]
+    tail = command[command.index(str(runtime_bundle().entry)) + 1 :]
     assert tail == args
     parsed = parse_driver_arguments(tail)
     assert (parsed.async_progress_enabled, parsed.async_progress_interval_ms) == ("true", 250)
@@ -87,7 +88,7 @@ def test_a_spark_connection_chooses_the_master(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_runtime_driver_file_exists() -> None:
-    assert Path(runtime_driver_path()).is_file()
+    assert runtime_bundle().entry.is_file()
 
 
 def test_check_java_finds_the_installed_jdk() -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from airflow_async_stream.driver.args import driver_arguments
-from airflow_async_stream.driver.launcher import runtime_driver_path
+from airflow_async_stream.driver.bundle import runtime_bundle
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from tests.helpers import rate_noop
@@ -18,7 +18,7 @@ GOOD = rate_noop("drv", async_progress={"enabled": True, "checkpoint_interval_ms
 
 
 def _run_driver(control: ControlArea, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, runtime_driver_path(), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, str(runtime_bundle().entry), *args], capture_output=True, text=True, timeout=120)
 
 
 def _submit(tmp_path: Path, spec_json: bytes, args_spec: dict) -> tuple[ControlArea, list[str]]:
