@@ -32,7 +32,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Driver
 from airflow_async_stream.state.storage import is_local_url
 
-__all__ = ["DEFAULT_SPARK_CONF", "EMBEDDED_MASTER", "Launcher", "Submission", "remote_protocols"]
+__all__ = ["DEFAULT_SPARK_CONF", "EMBEDDED_MASTER", "Launcher", "Submission", "comma_list", "remote_protocols"]
 
 EMBEDDED_MASTER = "local[*]"
 #: spark-submit settings the provider sets unless the spec's spark_conf says otherwise.
@@ -57,6 +57,10 @@ class Submission:
     secret_names: list[str] = field(default_factory=list)
     #: The storage protocols the driver reaches (its control area's, its checkpoint's): the bundle carries their clients.
     protocols: tuple[str, ...] = ()
+    #: What the job's own code imports (``python_dependencies``, then ``spark.submit.pyFiles``): ``--py-files``.
+    py_files: tuple[str, ...] = ()
+    #: The spec's application file: shipped beside a driver that runs where this host's files are not.
+    application: str | None = None
 
     @classmethod
     def for_spec(
@@ -77,21 +81,26 @@ class Submission:
             secrets.add("conf", key, value, secret=True)
         spec_json = spec.to_json_bytes()
         logs = spec.log_settings
+        conf = {
+            **DEFAULT_SPARK_CONF,
+            **packages_conf(spec, dict(extra), spark),
+            **lineage.conf,
+            **spec.spark_conf_strings(),
+        }
+        # One --py-files: spark-submit's option would replace the setting, not add to it.
+        py_files = (*spec.python_dependencies, *comma_list(conf.pop("spark.submit.pyFiles", "")))
         return cls(
             job=spec.name,
             deployment_id=deployment_id,
             arguments=driver_arguments(control_url, deployment_id, spec, spec_json),
-            conf={
-                **DEFAULT_SPARK_CONF,
-                **packages_conf(spec, dict(extra), spark),
-                **lineage.conf,
-                **spec.spark_conf_strings(),
-            },
+            conf=conf,
             env={**secrets.to_env(), **lineage.env()},
             log_limits=(logs.driver_log_max_bytes, logs.driver_log_files),
             spec_json=spec_json,
             secret_names=secrets.names(),
             protocols=remote_protocols(control_url, spec.checkpoint),
+            py_files=py_files,
+            application=spec.application,
         )
 
     @property
@@ -132,6 +141,11 @@ class Launcher(Protocol):
 
     def kill(self, driver: Driver, target: Target) -> str:
         """Kill ``target``'s driver; say what happened, or raise NotSignalledError saying why not from here."""
+
+
+def comma_list(value: str) -> list[str]:
+    """The entries of a comma-separated Spark setting (``spark.submit.pyFiles``, ``spark.archives``)."""
+    return [entry.strip() for entry in value.split(",") if entry.strip()]
 
 
 def remote_protocols(*urls: str) -> tuple[str, ...]:

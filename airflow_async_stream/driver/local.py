@@ -143,7 +143,8 @@ class LocalLauncher:
         conf = [arg for key, value in submission.conf.items() for arg in ("--conf", f"{key}={value}")]
         base = self.base if self.base is not None else [spark_submit_binary(), "--master", self.master]
         entry = str(runtime_bundle(submission.protocols).entry)  # it finds the bundle's site/ beside it
-        return [*base, *conf, "--name", submission.name, entry, *submission.arguments]
+        py_files = ["--py-files", ",".join(submission.py_files)] if submission.py_files else []
+        return [*base, *conf, *py_files, "--name", submission.name, entry, *submission.arguments]
 
     def log_path(self, submission: Submission, control: ControlArea) -> tuple[str, bool]:
         """Where spark-submit's output goes, and whether that is a file of this host only (a remote control area)."""

@@ -14,10 +14,11 @@ import os
 import re
 import subprocess
 import time
+from pathlib import Path
 
 from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.bundle import ARCHIVE_ALIAS, runtime_bundle
-from airflow_async_stream.driver.launcher import Submission
+from airflow_async_stream.driver.launcher import Submission, comma_list
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.spark_version import SparkBuild, refuse_on, target_build
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
@@ -43,6 +44,7 @@ STATE_EVERY_S = 5.0
 #: YARN application states and Kubernetes pod phases of a driver that is no more.
 ENDED_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "SUCCEEDED"})
 _YARN_RM_EXTRA = "yarn_resourcemanager_webapp_address"
+_UPLOAD_PATH = "spark.kubernetes.file.upload.path"
 
 
 class ClusterLauncher:
@@ -73,7 +75,28 @@ class ClusterLauncher:
                 "source/sink secrets from Airflow connections reach a driver on this host only; in cluster mode "
                 "give the cluster its Kafka credentials (e.g. a Kubernetes secret or a YARN credential provider)"
             )
+        if "," in (spec.application or ""):
+            raise DeployError(f"application: {spec.application} ships on --py-files, where a comma splits names")
+        if self.manager == "kubernetes" and not self._uploads_files(spec):
+            raise DeployError(
+                f"spark_conf: {_UPLOAD_PATH} is not set (in the spec or the client's spark-defaults.conf): on "
+                "Kubernetes spark-submit ships the runtime and the job's files to the driver pod through it; give "
+                "storage the cluster reads, e.g. s3a://bucket/spark-uploads"
+            )
         return f"cluster mode on {self.manager} ({self.master}); {refuse_on(spec, self.spark()).describe()}"
+
+    def _uploads_files(self, spec: JobSpec) -> bool:
+        """Whether spark-submit has a folder to upload a driver pod's local files to (Kubernetes)."""
+        if spec.spark_conf.get(_UPLOAD_PATH):
+            return True
+        binary = self.hook.base_command()[0]
+        conf_dir = self.hook.env.get("SPARK_CONF_DIR") or os.environ.get("SPARK_CONF_DIR")
+        defaults = Path(conf_dir or Path(binary).resolve().parent.parent / "conf") / "spark-defaults.conf"
+        try:
+            lines = defaults.read_text().splitlines()
+        except OSError:
+            return False
+        return any(line.split(maxsplit=1)[:1] == [_UPLOAD_PATH] and len(line.split()) > 1 for line in lines)
 
     def spark(self) -> SparkBuild:
         """The client's spark-submit's Spark, unless the connection's extra names the cluster's."""
@@ -88,17 +111,19 @@ class ClusterLauncher:
         """Submit and return once the cluster accepted it, naming the driver it runs; spark-submit's output
         goes to the control area's driver.log."""
         bundle = runtime_bundle(submission.protocols)
+        conf = {**NO_WAIT_CONF[self.manager], **submission.conf}
+        # The runtime beside the driver, where its entry looks; the job's own archives after it (one --archives:
+        # spark-submit's option would replace the setting). Its application and Python files on --py-files.
+        archives = [f"{bundle.archive}#{ARCHIVE_ALIAS}", *comma_list(conf.pop("spark.archives", ""))]
+        py_files = [*submission.py_files, *([submission.application] if submission.application else [])]
         hook = StreamingJobHook(
             conn_id=self.hook.conn_id,
             connection=self.hook.connection,
-            conf={
-                **NO_WAIT_CONF[self.manager],
-                **submission.conf,
-                **tag_conf(self.manager, submission.deployment_id, submission.conf),
-            },  # fmt: skip
+            conf={**conf, **tag_conf(self.manager, submission.deployment_id, submission.conf)},
             name=submission.name,
             application_args=submission.arguments,
-            archives=f"{bundle.archive}#{ARCHIVE_ALIAS}",  # extracted beside the driver, found there by its entry
+            archives=",".join(archives),
+            py_files=",".join(py_files) or None,
         )
         if submission.env:  # only the lineage link can be here: check() refused source/sink secrets
             _log.warning(

@@ -24,6 +24,7 @@ import signal
 import traceback
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
 from airflow_async_stream.exceptions import SettingsError, SpecError
@@ -86,7 +87,7 @@ def _run_query(spec: JobSpec, governor: Governor, spark: Any, secrets: SecretOpt
 
     if spec.application:
         with context.governed(spec, governor, spark, secrets):
-            runpy.run_path(spec.application, run_name="__main__")
+            runpy.run_path(application_file(spec.application), run_name="__main__")
             if not context.was_governed():
                 raise RuntimeError(
                     f"{spec.application} finished without handing its writer to "
@@ -99,6 +100,18 @@ def _run_query(spec: JobSpec, governor: Governor, spark: Any, secrets: SecretOpt
         df.writeStream, spec, application_mode=False, secret_options=secrets.options.get("sink")
     )
     governor.run(writer, spark, spec, df)
+
+
+def application_file(application: str) -> str:
+    """The application to run: its own path where this host has it, else the copy Spark shipped with the driver
+    (``--py-files`` in cluster mode: the working folder on YARN, a folder on the path on Kubernetes)."""
+    if os.path.isfile(application):
+        return application
+    name = os.path.basename(urlsplit(application).path)
+    for folder in (os.getcwd(), *sys.path):
+        if folder and os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return application  # runpy says it is missing
 
 
 def _kafka_servers(spec: JobSpec, secrets: SecretOptions, conn_id: str) -> str | None:

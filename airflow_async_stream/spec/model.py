@@ -7,9 +7,10 @@ driver. Spark's own behaviour behind each rule is in SPARK_FACTS.md.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     Field,
     StrictBool,
     StrictInt,
@@ -29,7 +30,7 @@ from airflow_async_stream.spec.endpoints import (
 )
 from airflow_async_stream.spec.health import Health
 from airflow_async_stream.spec.intervals import interval_ms
-from airflow_async_stream.spec.paths import checkpoint_folder, one_spelling
+from airflow_async_stream.spec.paths import checkpoint_folder, one_spelling, python_file
 from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
 from airflow_async_stream.spec.tracking import AsyncProgress, Autotune
@@ -174,6 +175,9 @@ class JobSpec(StrictModel):
         default=None,
         min_length=1,
         description="Your own PySpark file that hands its DataStreamWriter to airflow_async_stream.runtime.govern.",
+    )
+    python_dependencies: list[Annotated[str, AfterValidator(python_file)]] = Field(
+        default_factory=list, description=".py, .zip or .egg files it imports: shipped with each driver (--py-files)."
     )
     trigger: Trigger = Field(default_factory=Trigger)
     async_progress: AsyncProgress = Field(default_factory=AsyncProgress)

@@ -15,9 +15,11 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["URL_RE", "checkpoint_folder", "one_spelling"]
+__all__ = ["PYTHON_FILE_SUFFIXES", "URL_RE", "checkpoint_folder", "one_spelling", "python_file"]
 
 URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+#: What Spark puts on a driver's path from ``--py-files``: Python imports these from a zip.
+PYTHON_FILE_SUFFIXES = (".py", ".zip", ".egg")
 #: The name ending of a control area, the folder beside each checkpoint (state/control.py).
 CONTROL_SUFFIX = ".async-stream"
 
@@ -47,4 +49,15 @@ def checkpoint_folder(value: str) -> str:
     inside = next((part for part in value.split("/") if part.endswith(CONTROL_SUFFIX)), None)
     if inside is not None:
         raise ValueError(f"must not be in or be a job's control area ({inside}): give the job a folder of its own")
+    return value
+
+
+def python_file(value: str) -> str:
+    """A ``python_dependencies`` entry in one spelling; ValueError for what ``--py-files`` cannot carry."""
+    value = one_spelling(value)
+    if not value.endswith(PYTHON_FILE_SUFFIXES):
+        raise ValueError(
+            f"must be a .py, .zip or .egg file (what Spark's --py-files carries), got {value!r}; for compiled "
+            "packages pack an environment (venv-pack) and give spark_conf spark.archives and spark.pyspark.python"
+        )
     return value

@@ -39,6 +39,7 @@ _WHY = {
     "name": "another name is another job: deploy it",
     "checkpoint": "another checkpoint is another job: deploy it",
     "application": "the application file runs once per driver: redeploy",
+    "python_dependencies": "a driver's Python files are shipped when it starts: redeploy",
     "source": "the query's source is built once per driver: redeploy",
     "transform": "the query's transform is built once per driver: redeploy",
     "sink": "the query's sink is built once per driver: redeploy",

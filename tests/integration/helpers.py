@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from airflow_async_stream.driver.bundle import runtime_bundle
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from tests.session import DAGS_FOLDER, REPO
 
@@ -189,3 +190,16 @@ def output_folder(name: str) -> Path:
     folder = Path(os.environ.get("ASYNC_STREAM_TEST_OUTPUT") or REPO / "test-output") / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def bare_driver_conf(python: str) -> dict[str, str]:
+    """The settings that make Spark run a job's driver (and its executors' Python) with ``python``."""
+    return {"spark.pyspark.driver.python": python, "spark.pyspark.python": python}
+
+
+def assert_ran_from_the_bundle(status: dict, python: str) -> None:
+    """The driver ran ``python``, imported our package from the bundle and pyspark from Spark's own zip."""
+    bundle = runtime_bundle()
+    assert status["runtime"]["executable"] == python
+    assert (status["runtime"]["bundle"], status["runtime"]["from"]) == (bundle.key, str(bundle.site))
+    assert ".zip" in status["pyspark"]["from"], status["pyspark"]  # nothing installed: Spark's zipped pyspark

@@ -1,7 +1,7 @@
 """A job on a real Spark standalone cluster (master + worker on 127.0.0.1), chosen by the Airflow Spark
 connection: deployed with async on, migrated by the safe-disable DAG (switched in place by the driver on the
 cluster), stopped; the master's and the worker's JSON status show the application's executors ran on the
-worker."""
+worker. Its driver and executors run a Python with nothing of ours installed: the deploy ships the runtime."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import pytest
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from tests.helpers import rate_noop
-from tests.integration.helpers import run_dag, task_states, write_job_dag, xcom
+from tests.integration.helpers import (
+    assert_ran_from_the_bundle,
+    bare_driver_conf,
+    run_dag,
+    task_states,
+    write_job_dag,
+    xcom,
+)
 from tests.integration.standalone_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
@@ -21,6 +28,7 @@ def test_safe_disable_on_a_standalone_cluster(
     checkpoint_dir: str,
     standalone_cluster: StandaloneCluster,
     monkeypatch: pytest.MonkeyPatch,
+    bare_python: str,
 ) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_STANDALONE", standalone_cluster.master_url)
     spec = rate_noop(
@@ -29,7 +37,12 @@ def test_safe_disable_on_a_standalone_cluster(
         rows=50,
         trigger={"processing_time": "500 milliseconds"},
         async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
-        spark_conf={"spark.cores.max": 1, "spark.executor.cores": 1, "spark.executor.memory": "512m"},
+        spark_conf={
+            "spark.cores.max": 1,
+            "spark.executor.cores": 1,
+            "spark.executor.memory": "512m",
+            **bare_driver_conf(bare_python),
+        },
     )
     path = write_job_dag(
         "on_standalone_cluster",
@@ -52,6 +65,7 @@ def test_safe_disable_on_a_standalone_cluster(
     assert deployment["master"] == standalone_cluster.master_url
     assert deployment["async_progress"]["enabled"] is False
     assert control.read_json("status.json")["state"] == "stopped"
+    assert_ran_from_the_bundle(control.read_json("status.json"), bare_python)
     assert inspect_checkpoint(checkpoint_dir).sync_restart_safe
 
     master = standalone_cluster.master_status()

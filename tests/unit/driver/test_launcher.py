@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_async_stream.driver.args import parse_driver_arguments, spec_digest
-from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.bundle import runtime_bundle
+from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.launcher import Submission
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.process import Target

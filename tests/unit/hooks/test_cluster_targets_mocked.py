@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import types
 from pathlib import Path
@@ -31,32 +30,11 @@ from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Driver
 from tests.helpers import rate_noop
+from tests.unit.hooks.cluster_stubs import calls as _calls
+from tests.unit.hooks.cluster_stubs import connection as _connection
+from tests.unit.hooks.cluster_stubs import stub as _stub
 
 SPEC = rate_noop("clicks", "hdfs://nn:8020/ck/clicks", async_progress={"enabled": True, "checkpoint_interval_ms": 0})
-
-
-def _connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, host: str, **extra: Any) -> None:
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "spark", "host": host, "extra": extra})
-    )
-
-
-def _stub(folder: Path, name: str, output: str) -> Path:
-    """An executable that appends its arguments (one JSON list per call) to <name>.calls and prints ``output``."""
-    folder.mkdir(exist_ok=True)
-    path = folder / name
-    path.write_text(
-        f"#!{sys.executable}\n"
-        "import json, sys\n"
-        f"open({str(folder / (name + '.calls'))!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
-        f"print({output!r})\n"
-    )
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return path
-
-
-def _calls(folder: Path, name: str) -> list[list[str]]:
-    return [json.loads(line) for line in (folder / f"{name}.calls").read_text().splitlines()]
 
 
 class _Ended(LocalLauncher):

@@ -18,7 +18,9 @@ GOOD = rate_noop("drv", async_progress={"enabled": True, "checkpoint_interval_ms
 
 
 def _run_driver(control: ControlArea, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(runtime_bundle().entry), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(runtime_bundle().entry), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def _submit(tmp_path: Path, spec_json: bytes, args_spec: dict) -> tuple[ControlArea, list[str]]:
@@ -63,3 +65,22 @@ def test_real_time_mode_and_intervals_spark_refuses_are_refused_in_the_driver_be
         assert (
             "Spark wants '500 milliseconds'" if name == "interval" else "ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED"
         ) in error
+
+
+def test_an_application_this_host_lacks_runs_from_the_copy_spark_shipped(tmp_path: Path, monkeypatch) -> None:
+    """Cluster mode: spark-submit's --py-files put the application in the working folder (YARN) or in a folder
+    on the path (Kubernetes); the spec's own path names a file of the Airflow host."""
+    from airflow_async_stream.runtime.driver import application_file
+
+    here = tmp_path / "mine.py"
+    here.write_text("")
+    assert application_file(str(here)) == str(here)  # this host has it: its own path
+    container, shipped = tmp_path / "container", tmp_path / "shipped"
+    container.mkdir(), shipped.mkdir()
+    monkeypatch.chdir(container)
+    (shipped / "clicks.py").write_text("")
+    monkeypatch.setattr(sys, "path", [str(shipped), *sys.path])
+    assert application_file("s3://bucket/apps/clicks.py") == str(shipped / "clicks.py")
+    (container / "clicks.py").write_text("")
+    assert application_file("/opt/apps/clicks.py") == str(container / "clicks.py")  # the working folder first
+    assert application_file("/opt/apps/gone.py") == "/opt/apps/gone.py"  # runpy will say it is missing
