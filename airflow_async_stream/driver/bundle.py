@@ -30,6 +30,7 @@ import json
 import os
 import py_compile
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -44,7 +45,15 @@ from packaging.requirements import Requirement
 from airflow_async_stream.exceptions import DeployError
 from airflow_async_stream.runtime.entry import ARCHIVE_ALIAS, MANIFEST
 
-__all__ = ["ARCHIVE_ALIAS", "MANIFEST", "RUNTIME_DISTRIBUTIONS", "Bundle", "bundles_dir", "runtime_bundle"]
+__all__ = [
+    "ARCHIVE_ALIAS",
+    "MANIFEST",
+    "RUNTIME_DISTRIBUTIONS",
+    "Bundle",
+    "bundles_dir",
+    "refuse_driver_python",
+    "runtime_bundle",
+]
 
 #: What the runtime imports beyond the standard library and pyspark (their own requirements follow).
 RUNTIME_DISTRIBUTIONS = ("pydantic", "pyyaml", "fsspec")
@@ -121,6 +130,28 @@ def runtime_bundle(protocols: Iterable[str] = ()) -> Bundle:
     if not (folder / "site" / MANIFEST).is_file():
         raise DeployError(f"the runtime bundle could not be built in {folder}")
     return Bundle(folder, built_s=time.monotonic() - started)
+
+
+_ABOUT = "import sys, sysconfig; print(sys.implementation.name, *sys.version_info[:2], sysconfig.get_platform())"
+
+
+def refuse_driver_python(python: str, where: str) -> None:
+    """Refuse, before a submit, a driver Python on this host that cannot import a bundle built here (``where``
+    names the setting that chose it)."""
+    wanted = f"{sys.implementation.name} {sys.version_info.major}.{sys.version_info.minor} {sysconfig.get_platform()}"
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return
+    try:
+        answer = subprocess.run([python, "-c", _ABOUT], capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DeployError(f"{where}: {python} does not run here ({exc}); name a Python on this host") from None
+    name, major, minor, platform = answer.stdout.split()
+    if f"{name} {major}.{minor} {platform}" != wanted:
+        raise DeployError(
+            f"{where}: {python} is {name} {major}.{minor} on {platform}, but the runtime shipped with the job fits "
+            f"{wanted} (this host's, whose compiled parts it carries): name a Python {sys.version_info.major}."
+            f"{sys.version_info.minor}"
+        )
 
 
 def _clients_for(protocols: Iterable[str]) -> list[str]:

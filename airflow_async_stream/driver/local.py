@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.driver import process as driver_process
-from airflow_async_stream.driver.bundle import runtime_bundle
+from airflow_async_stream.driver.bundle import refuse_driver_python, runtime_bundle
 from airflow_async_stream.driver.launcher import EMBEDDED_MASTER, Submission
 from airflow_async_stream.driver.log import start_pump
 from airflow_async_stream.driver.process import Target, identify
@@ -126,7 +126,18 @@ class LocalLauncher:
 
     def check(self, spec: JobSpec) -> str:
         java = check_java()
+        refuse_driver_python(*self.driver_python(spec))
         return f"Java on this host: {java}; {refuse_on(spec, self.spark()).describe()}"
+
+    def driver_python(self, spec: JobSpec) -> tuple[str, str]:
+        """The Python Spark runs the driver with, as Spark picks it, and the setting that named it."""
+        env = {**os.environ, **self.env}
+        for key in ("spark.pyspark.driver.python", "spark.pyspark.python"):
+            if spec.spark_conf.get(key):
+                return str(spec.spark_conf[key]), f"spark_conf.{key}"
+        if env.get("PYSPARK_DRIVER_PYTHON"):  # else the launch sets it to this Python
+            return env["PYSPARK_DRIVER_PYTHON"], "the environment's PYSPARK_DRIVER_PYTHON"
+        return sys.executable, "this Python"
 
     def spark(self) -> SparkBuild:
         """The Spark of the command's spark-submit (asked once per binary), or the connection's word on it."""

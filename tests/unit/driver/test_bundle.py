@@ -130,3 +130,37 @@ def test_a_cluster_driver_finds_the_archive_spark_extracted_into_its_working_fol
     (extracted / "bundle.json").write_text("{}")
     assert bundle_site(str(tmp_path / "uploaded"), str(tmp_path / "container")) == str(extracted)
     assert bundle_site(str(tmp_path / "uploaded"), str(tmp_path)) is None
+
+
+def _fake_python(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_driver_python_on_this_host_that_cannot_import_the_bundle_is_refused_before_submit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_async_stream.driver.bundle import refuse_driver_python
+    from airflow_async_stream.driver.local import LocalLauncher
+    from airflow_async_stream.spec.load import parse_spec
+    from tests.helpers import rate_noop
+
+    old = _fake_python(tmp_path, "python3.9", "echo cpython 3 9 linux-x86_64")
+    spec = parse_spec(rate_noop("j", "/ck/j", spark_conf={"spark.pyspark.python": old}))
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    where = LocalLauncher().driver_python(spec)
+    assert where == (old, "spark_conf.spark.pyspark.python")
+    with pytest.raises(DeployError, match=rf"^spark_conf.spark.pyspark.python: {old} is cpython 3.9 on linux-x86_64, "
+                                          rf"but the runtime shipped with the job fits cpython {sys.version_info.major}.{sys.version_info.minor}"):  # fmt: skip
+        refuse_driver_python(*where)
+    with pytest.raises(DeployError, match=r"^here: /no/such/python does not run here"):
+        refuse_driver_python("/no/such/python", "here")
+    same = _fake_python(tmp_path, "python", f'exec {sys.executable} "$@"')  # another path to this very Python
+    refuse_driver_python(same, "spark_conf.spark.pyspark.driver.python")
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", same)
+    assert LocalLauncher().driver_python(parse_spec(rate_noop("j", "/ck/j"))) == (
+        same,
+        "the environment's PYSPARK_DRIVER_PYTHON",
+    )
