@@ -1,7 +1,8 @@
 """A real PySpark driver governed by the runtime with its control area on moto's S3 server (its checkpoint stays
 local: Spark here has no object-store jar). Progress, heartbeat, a switch in place and a stop, with the
 requests it sends counted on the server against the budget: one write per ``logs.control_write_interval_s``.
-Then what people and Airflow read of it there: ``status``, ``inspect``, ``doctor``, ``list`` and ``report``."""
+Then what people and Airflow read of it there: ``status``, ``inspect``, ``doctor``, ``list`` and ``report``.
+Its driver runs a bare Python: the S3 client it writes with (s3fs, botocore, aiohttp) is the bundle's."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_async_stream.driver.bundle import runtime_bundle
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.stop import stop_driver
@@ -24,6 +26,7 @@ from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State
 from airflow_async_stream.switch.request import switch_in_place
 from tests.helpers import rate_noop, until
+from tests.integration.helpers import bare_driver_conf
 from tests.stores import control_area_at, s3_server
 
 pytestmark = pytest.mark.integration
@@ -35,13 +38,16 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
 
 
-def test_a_driver_on_s3_writes_once_per_interval_switches_and_stops(airflow_db: None, checkpoint_dir: str) -> None:
+def test_a_driver_on_s3_writes_once_per_interval_switches_and_stops(
+    airflow_db: None, checkpoint_dir: str, bare_python: str
+) -> None:
     spec = parse_spec(
         rate_noop(
             "on-s3",
             checkpoint_dir,
             source={"format": "rate-micro-batch", "options": {"rowsPerBatch": 10}},
             trigger={"processing_time": "100 milliseconds"},
+            spark_conf=bare_driver_conf(bare_python),
         )
     )  # synchronous: Spark's stop of an async query at interval 0 can end it with "Producer interrupted"
     with s3_server() as s3, control_area_at(checkpoint_dir, s3.url("on-s3.async-stream")):
@@ -50,6 +56,8 @@ def test_a_driver_on_s3_writes_once_per_interval_switches_and_stops(airflow_db: 
         deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
         status = control.read_status()
         assert status.write_interval_s == 10.0 and liveness(status).live
+        assert status.runtime is not None and status.runtime["bundle"] == runtime_bundle(["s3"]).key
+        assert "s3fs" in runtime_bundle(["s3"]).manifest()["distributions"]
 
         until(lambda: control.read_json(ControlArea.STABLE) is not None, 60, what="the spec recorded stable")
         s3.reset()  # the window starts after the start's one-time writes
