@@ -20,6 +20,7 @@ from airflow_async_stream.driver import process as driver_process
 from airflow_async_stream.driver.bundle import ARCHIVE_ALIAS, runtime_bundle
 from airflow_async_stream.driver.launcher import Submission, comma_list
 from airflow_async_stream.driver.local import LocalLauncher
+from airflow_async_stream.driver.shipped import BUNDLE_FOLDER_EXTRA, refuse_without_upload_folder, shipped
 from airflow_async_stream.driver.spark_version import SparkBuild, refuse_on, target_build
 from airflow_async_stream.exceptions import DeployError, NotSignalledError
 from airflow_async_stream.hooks.spark_stream import StreamingJobHook
@@ -44,7 +45,6 @@ STATE_EVERY_S = 5.0
 #: YARN application states and Kubernetes pod phases of a driver that is no more.
 ENDED_STATES = frozenset({"FINISHED", "FAILED", "KILLED", "SUCCEEDED"})
 _YARN_RM_EXTRA = "yarn_resourcemanager_webapp_address"
-_UPLOAD_PATH = "spark.kubernetes.file.upload.path"
 
 
 class ClusterLauncher:
@@ -77,26 +77,15 @@ class ClusterLauncher:
             )
         if "," in (spec.application or ""):
             raise DeployError(f"application: {spec.application} ships on --py-files, where a comma splits names")
-        if self.manager == "kubernetes" and not self._uploads_files(spec):
-            raise DeployError(
-                f"spark_conf: {_UPLOAD_PATH} is not set (in the spec or the client's spark-defaults.conf): on "
-                "Kubernetes spark-submit ships the runtime and the job's files to the driver pod through it; give "
-                "storage the cluster reads, e.g. s3a://bucket/spark-uploads"
-            )
+        if self.manager == "kubernetes":
+            refuse_without_upload_folder(spec, self.extra.get(BUNDLE_FOLDER_EXTRA), self._client_defaults())
         return f"cluster mode on {self.manager} ({self.master}); {refuse_on(spec, self.spark()).describe()}"
 
-    def _uploads_files(self, spec: JobSpec) -> bool:
-        """Whether spark-submit has a folder to upload a driver pod's local files to (Kubernetes)."""
-        if spec.spark_conf.get(_UPLOAD_PATH):
-            return True
-        binary = self.hook.base_command()[0]
+    def _client_defaults(self) -> Path:
+        """The spark-defaults.conf of the client's spark-submit."""
         conf_dir = self.hook.env.get("SPARK_CONF_DIR") or os.environ.get("SPARK_CONF_DIR")
-        defaults = Path(conf_dir or Path(binary).resolve().parent.parent / "conf") / "spark-defaults.conf"
-        try:
-            lines = defaults.read_text().splitlines()
-        except OSError:
-            return False
-        return any(line.split(maxsplit=1)[:1] == [_UPLOAD_PATH] and len(line.split()) > 1 for line in lines)
+        binary = Path(self.hook.base_command()[0]).resolve()
+        return Path(conf_dir or binary.parent.parent / "conf") / "spark-defaults.conf"
 
     def spark(self) -> SparkBuild:
         """The client's spark-submit's Spark, unless the connection's extra names the cluster's."""
@@ -110,7 +99,7 @@ class ClusterLauncher:
     def launch(self, submission: Submission, control: ControlArea) -> Driver:
         """Submit and return once the cluster accepted it, naming the driver it runs; spark-submit's output
         goes to the control area's driver.log."""
-        bundle = runtime_bundle(submission.protocols)
+        bundle = shipped(runtime_bundle(submission.protocols), self.extra.get(BUNDLE_FOLDER_EXTRA))
         conf = {**NO_WAIT_CONF[self.manager], **submission.conf}
         # The runtime beside the driver, where its entry looks; the job's own archives after it (one --archives:
         # spark-submit's option would replace the setting). Its application and Python files on --py-files.
@@ -131,7 +120,7 @@ class ClusterLauncher:
                 "this host only; on %s give the cluster its own OpenLineage configuration",
                 self.manager,
             )
-        command = hook.build_command(str(bundle.entry))
+        command = hook.build_command(bundle.entry)
         env = {**os.environ, **hook.env}
         result = subprocess.run(
             command, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=SUBMIT_TIMEOUT_S, check=False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import fsspec
 import pytest
 
 from airflow_async_stream.driver.bundle import ARCHIVE_ALIAS, runtime_bundle
@@ -35,6 +36,7 @@ del APP["source"], APP["sink"]
 
 
 def _submitted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, conn: str, output: str, spec: dict) -> list[str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     bin_dir = tmp_path / "bin"
     _stub(bin_dir, "spark-submit", output)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -103,3 +105,46 @@ def test_a_file_py_files_cannot_carry_is_refused_naming_the_field() -> None:
         parse_spec(rate_noop("clicks", "/ck/clicks", python_dependencies=["/opt/libs/geo-1.0-cp311.whl"]))
     with pytest.raises(ValueError, match=r"python_dependencies.0: must be an absolute path or a URL"):
         parse_spec(rate_noop("clicks", "/ck/clicks", python_dependencies=["libs/helpers.zip"]))
+
+
+def test_a_bundle_folder_keeps_one_copy_the_cluster_reads_and_mends_a_rewritten_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """fsspec's in-memory storage stands in for HDFS or S3 here."""
+    memory = fsspec.filesystem("memory")
+    _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster", "bundle_folder": "memory://bundles/"})
+    submitted = "INFO Client: Submitted application application_1700000000000_0042"
+    bundle = runtime_bundle(["hdfs"])
+    copy = f"memory://bundles/{bundle.key}"
+    try:
+        command = _submitted(monkeypatch, tmp_path / "one", "spark_yarn", submitted, APP)
+        assert _option(command, "--archives").split(",")[0] == f"{copy}/runtime.zip#{ARCHIVE_ALIAS}"
+        assert command[command.index("--deploy-mode") + 2] == f"{copy}/driver.py"  # no file of this host
+        assert memory.cat_file(f"/bundles/{bundle.key}/runtime.zip") == bundle.archive.read_bytes()
+        memory.pipe_file(f"/bundles/{bundle.key}/driver.py", b"import os; os.system('evil')")
+        _submitted(monkeypatch, tmp_path / "two", "spark_yarn", submitted, APP)
+        assert memory.cat_file(f"/bundles/{bundle.key}/driver.py") == bundle.entry.read_bytes()  # mended
+        assert "driver.py differs from this host's runtime bundle" in caplog.text
+    finally:
+        if memory.exists("/bundles"):
+            memory.rm("/bundles", recursive=True)
+
+
+def test_a_bundle_folder_must_be_storage_a_cluster_reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _connection(monkeypatch, "spark_yarn", "yarn", **{"deploy-mode": "cluster", "bundle_folder": "/srv/bundles"})
+    with pytest.raises(DeployError, match="connection extra bundle_folder: /srv/bundles is not storage a cluster"):
+        _submitted(monkeypatch, tmp_path, "spark_yarn", "", APP)
+
+
+def test_kubernetes_mocked_with_a_bundle_folder_and_remote_files_needs_no_upload_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    extra = {"deploy-mode": "cluster", "bundle_folder": "s3a://b/bundles"}
+    _connection(monkeypatch, "spark_k8s", "k8s://https://k8s.example:6443", **extra)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-conf"))
+    monkeypatch.setattr("airflow_async_stream.hooks.spark_stream.spark_submit.kube_client", object(), raising=False)
+    launcher = launcher_for("spark_k8s")
+    remote = {**APP, "checkpoint": "s3a://b/ck/clicks", "application": "s3a://b/apps/clicks.py", "spark_conf": {}}
+    assert "cluster mode on kubernetes" in launcher.check(parse_spec({**remote, "python_dependencies": []}))
+    with pytest.raises(DeployError, match="spark.kubernetes.file.upload.path is not set"):
+        launcher.check(parse_spec(remote))  # its python_dependencies are a file of this host
