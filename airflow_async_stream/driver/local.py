@@ -154,7 +154,9 @@ class LocalLauncher:
         conf = [arg for key, value in submission.conf.items() for arg in ("--conf", f"{key}={value}")]
         base = self.base if self.base is not None else [spark_submit_binary(), "--master", self.master]
         entry = str(runtime_bundle(submission.protocols).entry)  # it finds the bundle's site/ beside it
-        py_files = ["--py-files", ",".join(submission.py_files)] if submission.py_files else []
+        remote_app = [submission.application] if submission.application and "://" in submission.application else []
+        shipped = [*submission.py_files, *remote_app]  # spark-submit fetches a URL onto the driver's path
+        py_files = ["--py-files", ",".join(shipped)] if shipped else []
         return [*base, *conf, *py_files, "--name", submission.name, entry, *submission.arguments]
 
     def log_path(self, submission: Submission, control: ControlArea) -> tuple[str, bool]:

@@ -98,6 +98,10 @@ def test_local_and_client_mode_put_the_jobs_python_files_on_the_drivers_path(mon
         entry = command.index(str(runtime_bundle().entry))
         assert command[entry - 2 : entry] == ["--name", "async-stream-clicks"]
         assert "--archives" not in command  # the driver runs here: its bundle's folder is beside its entry
+    remote = {**APP, "checkpoint": "/ck/clicks", "application": "s3a://b/apps/clicks.py", "spark_conf": {}}
+    submission = Submission.for_spec(parse_spec(remote), "/ck/clicks.async-stream", "d1", SecretOptions(), {}, SPARK)
+    command = launcher_for("spark_standalone").command(submission)  # type: ignore[attr-defined]
+    assert _option(command, "--py-files") == "/opt/libs/helpers.zip,s3a://b/apps/clicks.py"  # fetched onto the path
 
 
 def test_a_file_py_files_cannot_carry_is_refused_naming_the_field() -> None:
