@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
 import py_compile
 import shutil
@@ -64,6 +65,7 @@ _CLIENTS = {
     **dict.fromkeys(("gs", "gcs"), "gcsfs"),
 }
 _PACKAGE = Path(__file__).resolve().parent.parent
+_log = logging.getLogger(__name__)
 _SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc")
 #: The bundle each (folder, protocols) led to in this process.
 _KNOWN: dict[tuple[str, tuple[str, ...]], Path] = {}
@@ -121,6 +123,7 @@ def runtime_bundle(protocols: Iterable[str] = ()) -> Bundle:
     if (folder / "site" / MANIFEST).is_file():
         return Bundle(folder)
     started = time.monotonic()
+    _log.info("Building the runtime bundle %s in %s (once per version, reused by later deploys)", folder.name, folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _aside(folder.parent, folder.name) as building:
         _build(building, distributions, manifest)
@@ -129,7 +132,9 @@ def runtime_bundle(protocols: Iterable[str] = ()) -> Bundle:
                 building.rename(folder)
     if not (folder / "site" / MANIFEST).is_file():
         raise DeployError(f"the runtime bundle could not be built in {folder}")
-    return Bundle(folder, built_s=time.monotonic() - started)
+    built = Bundle(folder, built_s=time.monotonic() - started)
+    _log.info("Built the runtime bundle %s in %.1f s", built.key, built.built_s)
+    return built
 
 
 _ABOUT = "import sys, sysconfig; print(sys.implementation.name, *sys.version_info[:2], sysconfig.get_platform())"

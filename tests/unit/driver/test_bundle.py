@@ -29,10 +29,14 @@ def _fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_a_bundle_is_built_once_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bundle_is_built_once_and_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     folder = _fresh(tmp_path, monkeypatch)
+    caplog.set_level("INFO", logger="airflow_async_stream.driver.bundle")
     first = runtime_bundle()
     assert first.built_s > 0 and first.folder.parent == folder
+    assert f"Building the runtime bundle {first.key}" in caplog.text  # a first deploy says why it waits
     monkeypatch.setattr(bundle, "_KNOWN", {})  # another process: it looks again, and finds it built
     again = runtime_bundle()
     assert again == Bundle(first.folder) and again.built_s == 0.0
