@@ -10,14 +10,9 @@ copied from this host's environment at their installed versions, byte-compiled, 
     site/         the packages, and bundle.json saying which Python and platform they were built for
     runtime.zip   ``site/`` as one archive, for ``--archives runtime.zip#async-stream-runtime`` (cluster mode)
 
-Why a packed folder rather than a zip on ``--py-files``: pydantic's core is compiled, and Python imports no
-compiled module from a zip; Spark's documented way for such dependencies is an archive it extracts beside the
-driver. The compiled part ties a bundle to one Python minor version and platform: the driver's Python must
-be that version (entry.py says so before anything else when it is not).
-
-Built once per key (this package's files, the provider version, each distribution's version, the Python):
-later deploys reuse it. A bundle is never removed, because a driver on this host imports from its folder for
-as long as it runs; a new one appears only when the provider or a dependency is upgraded.
+A packed folder, not a zip on ``--py-files``: pydantic's core is compiled, and Python imports no compiled
+module from a zip; that ties a bundle to this host's Python minor version and platform. Built once per key
+(package files, versions, Python), never removed while a driver may import from it (docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -124,12 +119,18 @@ def runtime_bundle(protocols: Iterable[str] = ()) -> Bundle:
         return Bundle(folder)
     started = time.monotonic()
     _log.info("Building the runtime bundle %s in %s (once per version, reused by later deploys)", folder.name, folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with _aside(folder.parent, folder.name) as building:
-        _build(building, distributions, manifest)
-        with contextlib.suppress(FileExistsError, OSError):
-            if not folder.exists():
-                building.rename(folder)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with _aside(folder.parent, folder.name) as building:
+            _build(building, distributions, manifest)
+            with contextlib.suppress(FileExistsError, OSError):
+                if not folder.exists():
+                    building.rename(folder)  # another worker's rename may have won: its bundle is the same
+    except OSError as exc:
+        raise DeployError(
+            f"the runtime bundle cannot be built in {folder.parent} ({exc.strerror or exc}): give "
+            "AIRFLOW_ASYNC_STREAM_BUNDLES (or AIRFLOW_ASYNC_STREAM_HOME) a folder this host can write"
+        ) from None
     if not (folder / "site" / MANIFEST).is_file():
         raise DeployError(f"the runtime bundle could not be built in {folder}")
     built = Bundle(folder, built_s=time.monotonic() - started)

@@ -168,3 +168,12 @@ def test_a_driver_python_on_this_host_that_cannot_import_the_bundle_is_refused_b
         same,
         "the environment's PYSPARK_DRIVER_PYTHON",
     )
+
+
+def test_a_bundles_folder_this_host_cannot_write_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the folder should be: no user, root included, makes a folder in it
+    monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_BUNDLES", str(blocked / "bundles"))
+    monkeypatch.setattr(bundle, "_KNOWN", {})
+    with pytest.raises(DeployError, match=rf"cannot be built in {blocked}/bundles .*AIRFLOW_ASYNC_STREAM_BUNDLES"):
+        runtime_bundle()
