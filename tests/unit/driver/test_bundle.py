@@ -66,9 +66,8 @@ def test_a_python_with_only_spark_imports_the_whole_runtime_from_the_bundle(tmp_
     assert all(Path(f).is_relative_to(built.site) for f in json.loads(result.stdout))
 
 
-def test_a_remote_control_area_ships_its_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _fresh(tmp_path, monkeypatch)
-    local, s3 = runtime_bundle(), runtime_bundle(["s3a"])
+def test_a_remote_control_area_ships_its_client() -> None:
+    local, s3 = runtime_bundle(), runtime_bundle(["s3a"])  # the session's: the S3 driver test reuses it
     assert local.key != s3.key
     assert "s3fs" in s3.manifest()["distributions"] and "s3fs" not in local.manifest()["distributions"]
     assert (s3.site / "s3fs" / "__init__.py").is_file() and (s3.site / "botocore").is_dir()
