@@ -156,7 +156,7 @@ def _act(
             return 1, None
         migration = SafeDisable(target, holder, settings.deploy, wait_timeout_s=settings.wait_timeout_s, log=log)
         try:
-            return len(run_safe_disable(migration, control.read_status())), None
+            return len(run_safe_disable(migration)), None
         except AsyncStreamError as exc:
             migration.roll_back(str(exc))
             raise

@@ -10,6 +10,8 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail, progress_log
 from airflow_async_stream.cli.names import control_for
+from airflow_async_stream.decision.needs import Need, decide
+from airflow_async_stream.decision.observe import observe
 from airflow_async_stream.exceptions import (
     ControlAreaError,
     SpecError,
@@ -22,7 +24,6 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import current_token, guard
 from airflow_async_stream.state.hold import Holder, hold_state, revoke
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
-from airflow_async_stream.switch.change import Need, change_of
 
 __all__ = ["cmd_release", "cmd_switch"]
 
@@ -67,7 +68,7 @@ def _set_aside(control: ControlArea, name: str) -> None:
     print(f"set aside an unreadable {name} as {aside}: every earlier hold is ended")
 
 
-#: What ``switch`` says of a change the running driver cannot make in place (switch/change.py decides).
+#: What ``switch`` says of a change the running driver cannot make in place (decision/needs.py decides).
 _NOT_IN_PLACE = {
     Need.REFUSED: "refused: Spark cannot restart the changed query from this checkpoint: {why}",
     Need.NEW_DRIVER: "not in place: it needs a new driver ({why}); deploy the changed spec",
@@ -93,19 +94,21 @@ def cmd_switch(args: argparse.Namespace) -> int:
             return fail(str(exc))
     try:
         spec = parse_spec(mapping, source="the spec with --set applied")
-        change = change_of(current.to_mapping(), spec.to_mapping(), args.require_sync_safe)
-        stopped = not_running(control)
+        observation = observe(control)
+        stopped = not_running(control, observation.status)
         if stopped is not None:  # no driver to ask, whatever the change
             return fail(f"not switched: {stopped}", EXIT_BAD_STATE)
-        if change.need is Need.NOTHING:  # asking a driver would pause the stream for nothing
+        decision = decide(observation, spec.to_mapping(), gated=args.require_sync_safe)
+        if decision.need is Need.NOTHING:  # asking a driver would pause the stream for nothing
             print(f"nothing to switch: the job already runs with {_describe_spec(current)}; not asked, no pause")
             return EXIT_OK
-        if change.need is not Need.SWITCH:  # the answer is no before anything is asked
-            return fail(_NOT_IN_PLACE[change.need].format(why=change.why), EXIT_BAD_STATE)
+        if decision.need is not Need.SWITCH:  # the answer is no before anything is asked
+            return fail(_NOT_IN_PLACE[decision.need].format(why=decision.why), EXIT_BAD_STATE)
         record = switch_in_place(
             control,
             spec,
             require_sync_safe=args.require_sync_safe,
+            decision=decision,
             timeout_s=args.timeout,
             reason="CLI switch",
             log=progress_log(),

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 
+from airflow_async_stream.decision.needs import CHECKPOINT, Need, decide
+from airflow_async_stream.decision.observe import observe
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.log import tail_lines
@@ -25,7 +27,6 @@ from airflow_async_stream.exceptions import (
     UnsafeSyncRestartError,
 )
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.control import LOG_TAIL_BYTES, ControlArea
 from airflow_async_stream.state.records import FINAL_STATES, Driver, State, Status
 from airflow_async_stream.state.registry import registry_dir
@@ -135,19 +136,23 @@ def refuse_nested(checkpoint: str) -> None:
 
 
 def refuse_unsafe_sync_start(spec: JobSpec, allow: bool, log: Log = _log) -> None:
-    """A synchronous deploy onto a checkpoint the inspector calls unsafe dies at start (``batch N doesn't
-    exist``, after async mode left gaps): refused before anything is stopped or submitted, unless ``allow``."""
+    """A synchronous deploy the decision sends through the safe-disable migration (over a checkpoint with async
+    mode's gaps it dies at start with ``batch N doesn't exist``; over a live async driver's checkpoint it cannot
+    be judged) is refused before anything is stopped or submitted, unless ``allow``."""
     if spec.async_progress.enabled:
         return
-    inspection = inspect_checkpoint(spec.checkpoint)
-    if not inspection.exists or inspection.sync_restart_safe:
+    control = ControlArea.for_checkpoint(spec.checkpoint)
+    decision = decide(observe(control, spec.checkpoint), spec.to_mapping())
+    if decision.need is not Need.SAFE_DISABLE:
         return
+    why = "; ".join(reason for name, reason in decision.reasons if name == CHECKPOINT) or (
+        "a driver with async progress tracking on runs the job: its checkpoint cannot be judged while it writes it"
+    )
     if allow:
-        log.warning("%s: deploying synchronously as asked (allow_unsafe_sync_restart), though %s",
-                    spec.name, inspection.reason)  # fmt: skip
+        log.warning("%s: deploying synchronously as asked (allow_unsafe_sync_restart), though %s", spec.name, why)
         return
     raise UnsafeSyncRestartError(
-        f"{spec.name}: a synchronous deploy is refused: {inspection.reason}. The cure is the safe-disable "
+        f"{spec.name}: a synchronous deploy is refused: {why}. The cure is the safe-disable "
         "migration (safe_disable_async_progress in a DAG, or a rollout with this synchronous spec): it restarts "
         "the job with async on at interval 0 until two batches are committed, then synchronously. "
         f"`airflow-async-stream doctor {spec.checkpoint}` explains; allow_unsafe_sync_restart=True deploys anyway"

@@ -55,7 +55,7 @@ def failure_reason(checkpoint: str, dag_id: str, run_id: str) -> str:
 @dataclass(frozen=True)
 class Stage:
     """One configuration the migration moved the job to (``async_interval_0``, ``synchronous``): how it was
-    made (switched in place or by a restart, switch/change.py How) and why, where its wait counts from, and
+    made (switched in place or by a restart, decision/needs.py How) and why, where its wait counts from, and
     the stream's pause across it (idle time between the last batch before and the first after, from the
     progress log's own timestamps; None while no batch ran after it)."""
 

@@ -24,6 +24,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from airflow_async_stream.decision.needs import How
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.exceptions import (
     CommittedBatchesError,
@@ -45,7 +46,6 @@ from airflow_async_stream.state.hold import DagRunLookup, Holder, revoked_error
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import Deployment, Status, hold_ttl_s
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
-from airflow_async_stream.switch.change import How
 from airflow_async_stream.switch.request import running_spec, switch_in_place, why_not_in_place
 from airflow_async_stream.waits import Log
 

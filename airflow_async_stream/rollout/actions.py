@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from airflow_async_stream.decision.needs import How
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job, stop_job
 from airflow_async_stream.driver.start import wait_until_running
 from airflow_async_stream.exceptions import (
@@ -30,7 +31,6 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import UP_STATES, Deployment, State, Status
 from airflow_async_stream.state.stopped import BY_FILE
-from airflow_async_stream.switch.change import How
 from airflow_async_stream.switch.request import rehearse, switch_in_place
 from airflow_async_stream.waits import Log
 
@@ -210,8 +210,7 @@ def _refuse(step: Step) -> dict[str, Any]:
 
 def _safe_disable(step: Step) -> dict[str, Any]:
     """The migration's steps in order (safe_disable_steps.py), resumed past the gate after a crashed run."""
-    status = step.control.read_status()
-    stages = run_safe_disable(step.safe_disable(), status)
+    stages = run_safe_disable(step.safe_disable())
     return {
         "outcome": "done",
         "deployment_id": stages[-1].deployment_id,

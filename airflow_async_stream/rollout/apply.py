@@ -5,7 +5,8 @@ pause) and falls back to a graceful stop and redeploy when the driver does not s
 counts as done only when the new deployment (or the switched query) commits batches after its start; if it
 does not, the job is redeployed with its last stable spec (the last one that committed batches), or with
 what ran before the rollout when no stable spec is on record. A rollback never restarts synchronously
-over a checkpoint the inspector calls unsafe: it then keeps async on with checkpoint interval 0. Before an
+where the decision says the migration is needed (a checkpoint with async mode's gaps): it then goes back
+through the safe-disable migration, and where that fails, keeps async on with checkpoint interval 0. Before an
 ``update`` stops the old driver, that driver builds the new query in a session of its own (a rehearsal).
 A change that never took (Spark rejected it in the rehearsal or the in-place switch, or a deploy failed
 before the old driver was stopped) is not rolled back: the job is left running as it was.
@@ -23,6 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from airflow_async_stream.decision.needs import Need, decide
+from airflow_async_stream.decision.observe import observe
 from airflow_async_stream.exceptions import (
     AsyncStreamError,
     ChangeNotTakenError,
@@ -31,8 +34,8 @@ from airflow_async_stream.exceptions import (
     RolloutError,
 )
 from airflow_async_stream.insight.checkup import cure_named
+from airflow_async_stream.migrations.in_process import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import migration_hold_ttl_s
-from airflow_async_stream.migrations.specs import at_interval_0
 from airflow_async_stream.rollout.actions import (
     ACTIONS,
     ApplySettings,
@@ -41,7 +44,7 @@ from airflow_async_stream.rollout.actions import (
 )
 from airflow_async_stream.rollout.failures import spec_digest
 from airflow_async_stream.rollout.planner import CHANGES, PlanItem
-from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import FleetIndex
 from airflow_async_stream.state.hold import DagRunLookup, Holder, held
@@ -128,10 +131,8 @@ def _roll_back(step: Step, before: Before, error: str) -> dict[str, Any]:
         spec = issued(step.control, mapping, f"{step.control.url}/{read_from}")
     except AsyncStreamError as exc:
         return {"outcome": "failed", "error": f"{error}; not rolled back: {exc}"}
-    if item.action != "safe_disable" and not spec.async_progress.enabled:
-        if not inspect_checkpoint(spec.checkpoint).sync_restart_safe:
-            spec = at_interval_0(spec)
-            error += "; rolled back with async on at interval 0, because a synchronous restart is not safe"
+    decision = decide(observe(step.control, spec.checkpoint), spec.to_mapping())
+    migrate = item.action != "safe_disable" and decision.need is Need.SAFE_DISABLE
     step.log.warning("%s: rolling back to its last stable spec", item.job)
     try:
         if item.action == "safe_disable":
@@ -139,11 +140,30 @@ def _roll_back(step: Step, before: Before, error: str) -> dict[str, Any]:
             stage = migration.roll_back(error)
             migration.wait_for_batches(stage, 1)
             deployment_id = stage.deployment_id
+        elif migrate:
+            error += f"; rolled back through the safe-disable migration ({decision.why})"
+            deployment_id, said = _migrate_back(step, spec)
+            error += said
         else:
             deployment_id = step.deploy_and_confirm(spec, True, 1).deployment_id
     except AsyncStreamError as exc:
         return {"outcome": "failed", "error": f"{error}; the rollback failed too: {exc}"}
     return {"outcome": "rolled_back", "error": error, "deployment_id": deployment_id}
+
+
+def _migrate_back(step: Step, spec: JobSpec) -> tuple[str, str]:
+    """Back to a synchronous ``spec`` through the safe-disable migration; where a step of it fails, the job is
+    left running ``spec`` with async on at interval 0 (the migration's own rollback), and the error says so."""
+    migration = replace(step.safe_disable(), spec=spec)
+    try:
+        return run_safe_disable(migration)[-1].deployment_id, ""
+    except HoldRevokedError:
+        raise
+    except AsyncStreamError as exc:  # the gate said no, or batches did not commit
+        reason = str(exc)
+    stage = migration.roll_back(reason)
+    migration.wait_for_batches(stage, 1)
+    return stage.deployment_id, f"; the migration stopped ({reason}): it runs with async on at interval 0"
 
 
 def _update_index(index: FleetIndex, item: PlanItem, outcome: dict[str, Any], holder: Holder) -> None:

@@ -31,7 +31,7 @@ class PlanItem:
     control_url: str | None = None
     desired_spec: dict[str, Any] | None = None
     needs_confirmation: bool = False
-    #: For ``update`` and ``safe_disable``: how the change is made (switch/change.py How), and why.
+    #: For ``update`` and ``safe_disable``: how the change is made (decision/needs.py How), and why.
     how: str | None = None
     how_reason: str | None = None
     #: A job gone from the folder with nothing left to stop: once a rollout applies this item, its fleet

@@ -3,18 +3,15 @@ the folder, or moved, are found through the fleet index (fleet.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from airflow_async_stream.driver.process import launcher_running_here
-from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.state.checkpoint import inspect_checkpoint
+from airflow_async_stream.decision.observe import Observation
+from airflow_async_stream.decision.observe import observe as observe_job
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import FleetEntry, FleetIndex
-from airflow_async_stream.state.liveness import liveness_of
-from airflow_async_stream.state.records import Deployment, State, Status, now
+from airflow_async_stream.state.records import Deployment, Status
 from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
 from airflow_async_stream.supervise.record import read_supervision
 
@@ -23,29 +20,41 @@ __all__ = ["ObservedJob", "observe", "observe_retired"]
 
 @dataclass(frozen=True)
 class ObservedJob:
-    """A job's deployed spec (the latest submitted), its last stable spec, and whether a driver is live."""
+    """A job as observed (decision/observe.py), with what the planner reads beside it: its last stable spec, its
+    last rollout step, a stop on purpose, a crash loop."""
 
     name: str
-    control_url: str
-    spec: dict[str, Any] | None
-    stable: dict[str, Any] | None
-    deployment: Deployment | None
-    state: str | None
-    live: bool
-    rollout: dict[str, Any] | None
-    #: The job's driver runs its query from the spec and can switch it in place (its status names the
-    #: configuration it runs; an application's driver, which builds its query itself, names none).
-    switchable: bool = False
+    observation: Observation
+    stable: dict[str, Any] | None = None
+    rollout: dict[str, Any] | None = None
     #: For a job gone from the folder: its fleet index entry (whether, and by which run, it was retired).
     entry: FleetEntry | None = None
-    #: For a job no driver runs: whether Spark could restart its checkpoint synchronously (None: not judged,
-    #: a live job or no checkpoint yet). False is a job that dies with ``batch N doesn't exist`` if restarted so.
-    sync_restart_safe: bool | None = None
     #: A stop on purpose in effect (a person's, or its file's suspend): neither a rollout nor the supervisor
     #: starts it again (state/stopped.py).
     stopped: Stopped | None = None
     #: When its current deployment is the one the supervisor gave up on (crash_looping): since when.
     crash_looping_at: float | None = None
+
+    @property
+    def control_url(self) -> str:
+        return self.observation.control_url
+
+    @property
+    def spec(self) -> dict[str, Any] | None:
+        """The deployed spec (the latest submitted or switched to)."""
+        return self.observation.spec
+
+    @property
+    def deployment(self) -> Deployment | None:
+        return self.observation.deployment
+
+    @property
+    def state(self) -> str | None:
+        return self.observation.state
+
+    @property
+    def live(self) -> bool:
+        return self.observation.live
 
     @property
     def stable_spec(self) -> dict[str, Any] | None:
@@ -64,47 +73,15 @@ class ObservedJob:
         )
 
 
-#: How long a submitted driver on another host may take to write its first status record.
-SUBMITTED_GRACE_S = 300.0
-
-
-def _still_starting(deployment: Deployment | None, status: Status | None) -> bool:
-    """A deployment submitted but not yet reporting (its status record is older or absent) counts as live
-    while its spark-submit still runs on this host, or, elsewhere, for a grace period after submit."""
-    if not deployment or not deployment.driver:
-        return False
-    if status and status.deployment_id == deployment.deployment_id:
-        return False  # it reports: its own status decides
-    running_here = launcher_running_here(deployment.driver)
-    if running_here is not None:
-        return running_here
-    return now() - float(deployment.deployed_at or 0) < SUBMITTED_GRACE_S
-
-
 def read_job(name: str, control: ControlArea) -> ObservedJob:
-    try:
-        raw = control.read_bytes(ControlArea.SPEC)
-        spec = json.loads(raw)
-    except FileNotFoundError:
-        spec = None
-    except ValueError as exc:
-        raise ControlAreaError(f"{control.url}/{ControlArea.SPEC} is not valid JSON: {exc}") from None
-    status, judged = liveness_of(control)  # a driver whose host recorded its exit is gone at once, on every host
-    deployment = control.read_deployment()
-    live = judged.live or _still_starting(deployment, status)
+    observation = observe_job(control)
     return ObservedJob(
         name=name,
-        control_url=control.url,
-        spec=spec if isinstance(spec, dict) else None,
+        observation=observation,
         stable=control.read_json(ControlArea.STABLE),
-        deployment=deployment,
-        state=status.state if status else None,
-        live=live,
         rollout=control.read_json(ControlArea.ROLLOUT),
-        switchable=bool(status and status.configuration is not None and judged.live and status.state == State.RUNNING),
-        sync_restart_safe=None if live or not isinstance(spec, dict) else _sync_restart_safe(spec),
         stopped=stopped_on_purpose(control),
-        crash_looping_at=_crash_looping_at(control, status),
+        crash_looping_at=_crash_looping_at(control, observation.status),
     )
 
 
@@ -112,15 +89,6 @@ def _crash_looping_at(control: ControlArea, status: Status | None) -> float | No
     record = read_supervision(control)
     looping = status is not None and record.crash_looping == status.deployment_id
     return record.crash_looping_at if looping else None
-
-
-def _sync_restart_safe(spec: dict[str, Any]) -> bool | None:
-    """The inspector's verdict on the checkpoint the job was deployed on (None where there is none yet)."""
-    checkpoint = spec.get("checkpoint")
-    if not isinstance(checkpoint, str):
-        return None
-    inspection = inspect_checkpoint(checkpoint)
-    return inspection.sync_restart_safe if inspection.exists else None
 
 
 def observe(checkpoints: dict[str, str], index: FleetIndex) -> dict[str, ObservedJob]:

@@ -7,7 +7,7 @@ kept), ``update`` (the new spec replaces the running one), ``safe_disable`` (asy
 safe-disable migration; also for a synchronous job no driver runs whose checkpoint Spark cannot restart
 synchronously, a crash loop after async was turned off by hand), ``refuse`` (Spark cannot restart the
 changed query from the same checkpoint; left as it runs). An ``update`` or ``safe_disable`` says ``how`` its
-changes are made: ``in_place`` when the running driver can switch its query (switch/change.py decides: async
+changes are made: ``in_place`` when the running driver can switch its query (decision/needs.py decides: async
 options, trigger, runtime ``spark.sql`` settings; a driver that runs the spec's query), else ``restart`` (a
 graceful stop and a new driver), with the reason. A job with async on that the folder moves to real-time
 mode changes twice: a ``safe_disable`` to synchronous micro-batches now (its ``follow_up`` says so), and an
@@ -24,18 +24,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.decision.needs import Decision, How, Need, decide
 from airflow_async_stream.insight.read import change_advice
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder, tuned_target
 from airflow_async_stream.rollout.failures import failed_before, failure_words, spec_digest
 from airflow_async_stream.rollout.item import ACTIONS, CHANGES, REAL_TIME_FOLLOW_UP, PlanItem
 from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_retired
 from airflow_async_stream.rollout.on_purpose import on_purpose
-from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import control_url_for
 from airflow_async_stream.state.fleet import RETIRED
 from airflow_async_stream.switch.allowed import spec_part
-from airflow_async_stream.switch.change import Change, How, Need, change_of, changes_between
+from airflow_async_stream.switch.change import changes_between
 
 __all__ = [
     "ACTIONS",
@@ -49,22 +48,6 @@ __all__ = [
 ]
 
 
-def switch_for(observed: ObservedJob, target: dict[str, Any], require_sync_safe: bool) -> tuple[str, str]:
-    """Whether the running driver can make the change in place, and why (or why not)."""
-    if not observed.live:
-        return How.RESTART, f"no driver runs (state {observed.state})"
-    if not observed.switchable:
-        return How.RESTART, "its driver does not switch in place (an application's, or its query has not started)"
-    try:
-        parse_spec(observed.spec or {})
-    except SpecError as exc:
-        return How.RESTART, f"the deployed spec does not validate here: {exc}"
-    change = change_of(observed.spec or {}, target, require_sync_safe)
-    if change.need not in (Need.NOTHING, Need.SWITCH):
-        return How.RESTART, f"needs a new driver: {change.why}"
-    return How.IN_PLACE, "the running driver switches its query in place"
-
-
 def _async_on(spec: dict[str, Any] | None) -> bool:
     return bool(spec_part(spec or {}, "async_progress", "enabled"))
 
@@ -74,37 +57,35 @@ def _safe_disable(
     desired: DesiredJob,
     observed: ObservedJob,
     target: dict[str, Any],
-    change: Change,
+    decision: Decision,
     item: dict[str, Any],
 ) -> PlanItem | None:
-    """The safe-disable item for a job whose async is turned off, or that runs nothing and whose checkpoint
-    a synchronous restart would die on; None for any other job."""
-    diff = change.diff
-    if change.need is Need.SAFE_DISABLE:
-        reason = "async progress tracking is turned off"
-        if desired.async_forced_off:
-            reason += (
-                " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
-            )
-        follow_up = None
-        if spec_part(target, "trigger", "real_time"):
-            # The cure runs micro-batches (async at interval 0, then synchronous); real time comes after it.
-            target = {**target, "trigger": spec_part(observed.spec or {}, "trigger") or {}}
-            diff, item = changes_between(observed.spec or {}, target), {**item, "desired_spec": target}
-            follow_up = REAL_TIME_FOLLOW_UP
-            reason += ", in micro-batches first"
-        how, why = switch_for(observed, target, require_sync_safe=True)
-        return PlanItem(
-            name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(how)}"
-            + (f"; {follow_up}" if follow_up else ""), diff, **item, how=how, how_reason=why, follow_up=follow_up,
-        )  # fmt: skip
-    if not _async_on(target) and observed.sync_restart_safe is False:
+    """The safe-disable item for a job the decision sends through the migration; None for any other job."""
+    if decision.need is not Need.SAFE_DISABLE:
+        return None
+    diff = decision.diff
+    if not observed.live:
         return PlanItem(
             name, "safe_disable", f"runs nothing (state {observed.state}) and its checkpoint cannot restart "
             "synchronously (Spark would die with 'batch N doesn't exist'): through the safe-disable migration, "
-            "by restarts", diff, **item, how=How.RESTART, how_reason=f"no driver runs (state {observed.state})",
+            "by restarts", diff, **item, how=decision.how, how_reason=decision.how_reason,
         )  # fmt: skip
-    return None
+    reason = "async progress tracking is turned off"
+    if desired.async_forced_off:
+        reason += " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
+    follow_up = None
+    if spec_part(target, "trigger", "real_time"):
+        # The cure runs micro-batches (async at interval 0, then synchronous); real time comes after it.
+        target = {**target, "trigger": spec_part(observed.spec or {}, "trigger") or {}}
+        decision = decide(observed.observation, target)
+        diff, item = decision.diff, {**item, "desired_spec": target}
+        follow_up = REAL_TIME_FOLLOW_UP
+        reason += ", in micro-batches first"
+    return PlanItem(
+        name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(decision.how)}"
+        + (f"; {follow_up}" if follow_up else ""), diff, **item, how=decision.how, how_reason=decision.how_reason,
+        follow_up=follow_up,
+    )  # fmt: skip
 
 
 def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None) -> PlanItem:
@@ -130,28 +111,28 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
         if desired.spec.suspended:
             return PlanItem(name, "unchanged", "never deployed, and its file says state: suspended", **item)
         return PlanItem(name, "deploy", "a new job: never deployed", changes_between({}, target), **item)
-    change = change_of(observed.spec, target)
-    diff = change.diff
-    if change.need is Need.REFUSED:
-        return PlanItem(name, "refuse", f"{change.why}; the job is left as it runs", diff, **item)
+    decision = decide(observed.observation, target)
+    diff = decision.diff
+    if decision.need is Need.REFUSED:
+        return PlanItem(name, "refuse", f"{decision.why}; the job is left as it runs", diff, **item)
     stopped = on_purpose(name, desired, observed, item, diff)
     if stopped is not None:
         return stopped
-    cure = _safe_disable(name, desired, observed, target, change, item)
+    cure = _safe_disable(name, desired, observed, target, decision, item)
     if cure is not None:
         return cure
     if diff:
         fields = ", ".join(sorted({key.split(".")[0] if key.startswith("spark_conf") else key for key in diff}))
         turned_on = " (async progress tracking turned on)" if _async_on(target) and not _async_on(observed.spec) else ""
-        how, why = switch_for(observed, target, require_sync_safe=False)
         return PlanItem(
-            name, "update", f"changed: {fields}{turned_on}; {_words(how)}", diff, **item, how=how, how_reason=why
+            name, "update", f"changed: {fields}{turned_on}; {_words(decision.how)}", diff, **item, how=decision.how,
+            how_reason=decision.how_reason,
         )  # fmt: skip
     if not observed.live:
         resumed = "resumed: " if observed.stopped else ""  # its file's suspend, ended by the file
         return PlanItem(
             name, "update", f"{resumed}runs nothing (state {observed.state}): redeploy the desired spec", **item,
-            how=How.RESTART, how_reason=f"no driver runs (state {observed.state})",
+            how=decision.how, how_reason=decision.how_reason,
         )  # fmt: skip
     if not observed.confirmed:
         return PlanItem(

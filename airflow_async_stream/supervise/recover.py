@@ -9,12 +9,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from airflow_async_stream.decision.needs import Need, decide
+from airflow_async_stream.decision.observe import observe
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.migrations.in_process import run_safe_disable
 from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.state.checkpoint import inspect_checkpoint
 from airflow_async_stream.state.commits import wait_for_commits
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
@@ -64,13 +65,12 @@ def recover(
     """Redeploy the job (see the module docstring); returns once the new deployment committed
     ``confirm_batches`` batches. The caller holds the job (deploys renew the hold)."""
     spec, which = recovery_spec(control, desired)
-    inspection = inspect_checkpoint(spec.checkpoint)
-    if not spec.async_progress.enabled and inspection.exists and not inspection.sync_restart_safe:
-        why = (f"{which} is synchronous and its checkpoint cannot restart synchronously ({inspection.reason}): "
-               "the safe-disable path")  # fmt: skip
+    decision = decide(observe(control, spec.checkpoint), spec.to_mapping())
+    if decision.need is Need.SAFE_DISABLE:
+        why = f"{which} is synchronous and needs the safe-disable path: {decision.why}"
         log.warning("%s: %s", spec.name, why)
         migration = SafeDisable(spec, holder, settings, wait_timeout_s=wait_timeout_s, log=log, in_place=False)
-        switches = run_safe_disable(migration, control.read_status())
+        switches = run_safe_disable(migration)
         return Recovery(switches[-1].deployment_id, SAFE_DISABLE, why)
     log.info("%s: redeploying %s", spec.name, which)
     record = deploy_job(spec, holder, replace(settings, redeploy=True), log=log)

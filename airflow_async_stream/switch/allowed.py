@@ -62,7 +62,7 @@ def in_place_refusals(current: JobSpec, new: JobSpec, require_sync_safe: bool = 
 def new_driver_reasons(
     before: Mapping[str, Any], after: Mapping[str, Any], require_sync_safe: bool = False
 ) -> list[tuple[str, str]]:
-    """:func:`in_place_refusals` of two spec mappings (what switch/change.py classifies)."""
+    """:func:`in_place_refusals` of two spec mappings (what decision/needs.py classifies)."""
     problems: list[tuple[str, str]] = []
     if spec_part(before, "async_progress", "enabled") and not spec_part(after, "async_progress", "enabled"):
         if not require_sync_safe:

@@ -1,83 +1,17 @@
-"""What a change from the spec a job runs to another needs, decided in this one place (the Flink Kubernetes
-Operator's ``DiffResult``/``DiffType``): nothing the query feels, a switch in place, a new driver, the
-safe-disable migration, or refused (Spark cannot restart the changed query from its checkpoint: a new source
-identity, a stateful query's shape, a file sink's path). The CLI's ``switch``, the planner and the migration
-steps read it; whether a driver runs that could switch is theirs to add (with none, every change is a new driver).
+"""What changed between two specs, field by field, and what of it Spark cannot restart from the checkpoint (a new
+source identity, a stateful query's shape, a file sink's path). What a change needs is decided from these by
+decision/needs.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from airflow_async_stream.spec.options import FILE_SINKS
-from airflow_async_stream.switch.allowed import new_driver_reasons, spec_part
+from airflow_async_stream.switch.allowed import spec_part
 
-__all__ = [
-    "FILE_SINKS",
-    "SOURCE_IDENTITY_OPTIONS",
-    "Change",
-    "How",
-    "Need",
-    "change_of",
-    "changes_between",
-    "refusals",
-]
-
-
-class Need(StrEnum):
-    """What a change needs, from the least to the most."""
-
-    NOTHING = "nothing"  # no field the query feels: an interval while async stays off, a suspend or resume
-    SWITCH = "switch"  # the running driver starts its query again with the new options: about a second
-    NEW_DRIVER = "new_driver"  # set when the driver starts (source, sink, JVM settings, real-time mode)
-    SAFE_DISABLE = "safe_disable"  # async progress tracking turned off: the migration, never a direct restart
-    REFUSED = "refused"  # Spark cannot restart the changed query from this checkpoint
-
-
-class How(StrEnum):
-    """How a planned change is made: the running driver switches in place, or a graceful stop and a new one."""
-
-    IN_PLACE = "in_place"
-    RESTART = "restart"
-
-
-@dataclass(frozen=True)
-class Change:
-    """A change's need, the fields the query would feel (``field -> {"from", "to"}``) and, for a new driver,
-    the safe-disable migration or a refusal, why (``(field, reason)``)."""
-
-    need: Need
-    diff: dict[str, dict[str, Any]] = field(default_factory=dict)
-    reasons: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def why(self) -> str:
-        return "; ".join(f"{name}: {reason}" if name else reason for name, reason in self.reasons)
-
-
-def change_of(current: Mapping[str, Any], new: Mapping[str, Any], require_sync_safe: bool = False) -> Change:
-    """What going from ``current`` to ``new`` (spec mappings) needs; ``require_sync_safe``: turning async off
-    is the migration's own gated step (a switch like any other), not a change that needs the migration."""
-    before, after = _felt(current), _felt(new)
-    diff = changes_between(before, after)
-    if not spec_part(before, "async_progress", "enabled") and not spec_part(after, "async_progress", "enabled"):
-        diff.pop("async_progress.checkpoint_interval_ms", None)  # the interval of async that is off is unused
-    if refused := refusals(before, after):
-        return Change(Need.REFUSED, diff, tuple(("", why) for why in refused))
-    if not diff:
-        return Change(Need.NOTHING)
-    reasons = tuple(new_driver_reasons(before, after, require_sync_safe))
-    if any(name == "async_progress.enabled" for name, _ in reasons):
-        return Change(Need.SAFE_DISABLE, diff, reasons)
-    return Change(Need.NEW_DRIVER if reasons else Need.SWITCH, diff, reasons)
-
-
-def _felt(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """A spec without its ``state``: suspending or resuming is no change of what runs."""
-    return {key: value for key, value in spec.items() if key != "state"}
+__all__ = ["FILE_SINKS", "SOURCE_IDENTITY_OPTIONS", "changes_between", "refusals"]
 
 
 #: Source options that say *what* is read: changing them leaves the checkpoint's offsets meaningless.

@@ -14,6 +14,8 @@ import socket
 import uuid
 from dataclasses import replace
 
+from airflow_async_stream.decision.needs import Decision, Need, decide
+from airflow_async_stream.decision.observe import observe
 from airflow_async_stream.exceptions import (
     ControlAreaError,
     HoldRevokedError,
@@ -32,7 +34,6 @@ from airflow_async_stream.state.liveness import liveness
 from airflow_async_stream.state.records import State, Status, now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchRequest
 from airflow_async_stream.switch.account import await_account
-from airflow_async_stream.switch.change import Need, change_of
 from airflow_async_stream.waits import Log
 
 __all__ = ["issued_running_spec", "rehearse", "running_spec", "switch_in_place", "why_not_in_place"]
@@ -67,6 +68,7 @@ def switch_in_place(
     spec: JobSpec,
     *,
     require_sync_safe: bool = False,
+    decision: Decision | None = None,
     holder: Holder | None = None,
     dag_run_lookup: DagRunLookup | None = None,
     timeout_s: float = 120.0,
@@ -83,8 +85,9 @@ def switch_in_place(
     ``reason``). Raises SwitchRefusedError (nothing stopped) when the change needs a new driver,
     NotSwitchableError when no driver of this release runs the job, SwitchFailedError when the new query did
     not start (the previous configuration runs again), SwitchError if the driver died, or a timeout.
+    ``decision``: the caller's, of ``spec`` on the job as just observed (else it is made here).
     """
-    deployment_id = _switchable_deployment(control, spec, require_sync_safe)
+    deployment_id = _switchable_deployment(control, spec, require_sync_safe, decision=decision)
     request = SwitchRequest(
         request_id=uuid.uuid4().hex,
         deployment_id=deployment_id,
@@ -200,9 +203,13 @@ def not_running(control: ControlArea, status: Status | None = None) -> str | Non
     return None
 
 
-def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_safe: bool, judge: bool = True) -> str:
-    """The running deployment to ask, after the checks that need no driver (``judge``: of the change too)."""
-    status = control.read_status()
+def _switchable_deployment(
+    control: ControlArea, spec: JobSpec, require_sync_safe: bool, judge: bool = True, decision: Decision | None = None
+) -> str:
+    """The running deployment to ask, after the checks that need no driver (``judge``: of the change too, by
+    ``decision`` or one made here)."""
+    observation = observe(control)
+    status = observation.status
     why = not_running(control, status)
     if why is not None or status is None:
         raise NotSwitchableError(why or control.url)
@@ -211,7 +218,12 @@ def _switchable_deployment(control: ControlArea, spec: JobSpec, require_sync_saf
             f"{control.url}: deployment {status.deployment_id} runs a driver that does not switch in place "
             "(an application's, which builds its query itself): redeploy it"
         )
-    change = change_of(running_spec(control).to_mapping(), spec.to_mapping(), require_sync_safe) if judge else None
-    if change is not None and change.need not in (Need.NOTHING, Need.SWITCH):
-        raise SwitchRefusedError(list(change.reasons), f"{control.url}")
+    if observation.spec is None:
+        raise NotSwitchableError(f"{control.url}: no {ControlArea.SPEC}: the job was never deployed")
+    if judge:
+        decision = decision or decide(observation, spec.to_mapping(), gated=require_sync_safe)
+        if decision.need not in (Need.NOTHING, Need.SWITCH):
+            raise SwitchRefusedError(list(decision.reasons), f"{control.url}")
+        if not decision.in_place:
+            raise SwitchRefusedError([("", decision.how_reason)], f"{control.url}")
     return status.deployment_id

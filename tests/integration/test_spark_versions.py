@@ -73,7 +73,7 @@ def test_deploy_switch_migrate_and_stop(version: str, airflow_db: None, checkpoi
     assert switched.outcome == SwitchOutcome.SWITCHED, switched
 
     # The safe-disable migration, in place: async at interval 0, two batches, the gate, synchronous.
-    stages = run_safe_disable(SafeDisable(spec=slower, deploy=settings, wait_timeout_s=120), control.read_status())
+    stages = run_safe_disable(SafeDisable(spec=slower, deploy=settings, wait_timeout_s=120))
     assert [stage.how for stage in stages] == ["in_place", "in_place"], stages
     status = control.read_status()
     assert status.deployment_id == deployed.deployment_id and status.state == "running", status

@@ -22,7 +22,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.switch.change import How
+from airflow_async_stream.decision.needs import How
 from tests.fake_driver import started
 from tests.helpers import rate_noop
 

@@ -15,13 +15,15 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.driver.process import identify
+from airflow_async_stream.decision.observe import Observation
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job, spec_digest
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.records import Deployment
+from airflow_async_stream.state.checkpoint import Inspection, LogView
+from airflow_async_stream.state.records import Deployment, State, Status
 from tests.helpers import make_checkpoint
 from tests.unit.helpers import FLEET_JOB, batch_events, configuration, deployed, fleet_file, write_spec
 
@@ -34,16 +36,20 @@ def desired(**changes: Any) -> DesiredJob:
 
 def observed(live: bool = True, confirmed: bool = True, **changes: Any) -> ObservedJob:
     spec = parse_spec(deep_merge(FLEET_JOB, changes)).to_mapping()
-    return ObservedJob(
-        name="job",
-        control_url="/ck/job.async-stream",
-        spec=spec,
-        stable={"deployment_id": "d1" if confirmed else "d0", "spec": spec},
-        deployment=Deployment(deployment_id="d1"),
-        state="running" if live else "stopped",
-        live=live,
-        rollout=None,
-    )
+    status = Status(deployment_id="d1", state=State.RUNNING if live else State.STOPPED)
+    seen = Observation("/ck/job.async-stream", spec, status, Deployment(deployment_id="d1"), live=live)
+    return ObservedJob(name="job", observation=seen, stable={"deployment_id": "d1" if confirmed else "d0", "spec": spec})
+
+
+def seen(job: ObservedJob, state: str | None = None, sync_safe: bool | None = None, **fields: Any) -> ObservedJob:
+    """``job`` observed otherwise: in ``state``, its checkpoint judged ``sync_safe``, ``fields`` of its observation."""
+    observation = job.observation
+    if state is not None:
+        fields["status"] = replace(observation.status or Status(), state=State(state))
+    if sync_safe is not None:
+        why = "batch 3 is committed" if sync_safe else "offsets/2 is missing"
+        fields["checkpoint"] = Inspection("/ck/job", True, LogView(True), LogView(True), sync_safe, why)
+    return replace(job, observation=replace(observation, **fields))
 
 
 def test_a_new_job_is_deployed() -> None:
@@ -72,13 +78,13 @@ def test_the_same_spec_not_running_is_restarted() -> None:
 def test_a_synchronous_job_whose_checkpoint_cannot_restart_so_is_cured_never_restarted(deployed_async: bool) -> None:
     sync = {"async_progress": {"enabled": False}}
     was = {"async_progress": {"enabled": deployed_async}}
-    crashing = replace(observed(live=False, **was), state="failed", sync_restart_safe=False)
+    crashing = seen(observed(live=False, **was), state="failed", sync_safe=False)
     item = plan_job("job", desired(**sync), crashing)
     assert (item.action, item.how) == ("safe_disable", "restart"), item.reason
     if not deployed_async:
         assert "cannot restart synchronously (Spark would die with 'batch N doesn't exist')" in item.reason
     # Desired async: Spark restarts an async query over gaps, so a plain restart is right.
-    assert plan_job("job", desired(), replace(crashing, spec=observed(**was).spec)).action == "update"
+    assert plan_job("job", desired(), seen(crashing, spec=observed(**was).spec)).action == "update"
 
 
 def test_the_planner_reads_a_stopped_job_s_checkpoint_verdict(tmp_path: Path) -> None:
@@ -510,13 +516,13 @@ def test_a_job_with_async_on_moves_to_real_time_mode_in_two_changes(tmp_path: Pa
     assert job.spec.trigger.real_time and not job.spec.async_progress.enabled
     assert job.async_forced_off[0].startswith("trigger.real_time")
 
-    first = plan_job("job", job, replace(observed(**KAFKA), switchable=True))
+    first = plan_job("job", job, seen(observed(**KAFKA), switchable=True))
     assert first.action == "safe_disable" and first.follow_up and "next rollout run" in first.reason
     assert first.desired_spec["trigger"] == {"processing_time": "1 second"}  # the cure runs micro-batches
     assert first.desired_spec["async_progress"]["enabled"] is False
     assert "trigger.real_time" not in first.diff and first.how == "in_place"  # the cure itself switches in place
 
-    after_the_cure = replace(observed(**KAFKA, async_progress={"enabled": False}), switchable=True)
+    after_the_cure = seen(observed(**KAFKA, async_progress={"enabled": False}), switchable=True)
     second = plan_job("job", job, after_the_cure)
     assert second.action == "update" and second.desired_spec["trigger"] == {"real_time": "5 seconds"}
     assert second.how == "restart" and "trigger.real_time" in second.how_reason
@@ -525,7 +531,7 @@ def test_a_job_with_async_on_moves_to_real_time_mode_in_two_changes(tmp_path: Pa
 
 def test_a_synchronous_job_enters_real_time_mode_by_a_restart_never_in_place() -> None:
     item = plan_job("job", desired(**REAL_TIME, async_progress={"enabled": False}),
-                    replace(observed(**KAFKA, async_progress={"enabled": False}), switchable=True))  # fmt: skip
+                    seen(observed(**KAFKA, async_progress={"enabled": False}), switchable=True))  # fmt: skip
     assert item.action == "update" and item.how == "restart"
     assert "only by a restart" in item.how_reason
 
@@ -568,7 +574,7 @@ def test_a_job_whose_driver_exit_is_recorded_is_observed_not_live_at_once(tmp_pa
     assert read_job("job", control).live
     control.write_json("driver-exit.json", {"deployment_id": "d1", "host": "worker-b", "exited_at": time.time()})
     observed = read_job("job", control)
-    assert not observed.live and not observed.switchable
+    assert not observed.live and not observed.observation.switchable
 
 
 def _stopped(kind: str, at: float = 1000.0) -> Any:
@@ -602,7 +608,7 @@ def test_state_suspended_stops_a_running_job_and_keeps_it_stopped() -> None:
     item = plan_job("job", desired(state="suspended"), observed())
     assert (item.action, item.diff) == ("suspend", {}), item.reason  # the state is no change of what runs
     assert item.reason.startswith("its file says state: suspended: a graceful stop; its checkpoint")
-    crashed = replace(observed(live=False), state="failed")
+    crashed = seen(observed(live=False), state="failed")
     assert plan_job("job", desired(state="suspended"), crashed).reason.startswith(
         "its file says state: suspended: recorded (no driver runs)"
     )
@@ -619,7 +625,7 @@ def test_state_running_again_resumes_a_suspended_job() -> None:
 
 
 def test_a_job_the_supervisor_gave_up_on_is_not_redeployed_as_it_was() -> None:
-    looping = replace(observed(live=False), state="failed", crash_looping_at=1000.0)
+    looping = replace(seen(observed(live=False), state="failed"), crash_looping_at=1000.0)
     item = plan_job("job", desired(), looping)
     assert item.action == "unchanged" and item.reason.startswith("crash_looping: the supervisor gave up restarting it")
     assert "`airflow-async-stream resume job`" in item.reason

@@ -12,7 +12,8 @@ from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.schema import spec_json_schema
 from airflow_async_stream.spec.tracking import carry_tuned
 from airflow_async_stream.switch.allowed import configuration_of
-from airflow_async_stream.switch.change import Need, change_of
+from airflow_async_stream.decision.needs import Need, decide
+from airflow_async_stream.decision.observe import Observation
 from tests.helpers import rate_noop
 
 SCHEMA = jsonschema.Draft202012Validator(spec_json_schema())
@@ -119,4 +120,4 @@ def test_delegating_or_bounding_is_no_change_the_query_feels_beyond_a_switch() -
     before = parse_spec(rate_noop(async_progress={"enabled": True})).to_mapping()
     after = parse_spec(rate_noop(async_progress={"enabled": True, "auto": ["enabled"]},
                                  autotune={"min_saving": 0.3}, delivery="at_least_once")).to_mapping()  # fmt: skip
-    assert change_of(before, after).need is Need.SWITCH
+    assert decide(Observation("/ck", before, None, None, live=True, switchable=True), after).need is Need.SWITCH

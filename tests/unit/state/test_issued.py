@@ -28,7 +28,7 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import Kind, read_incidents
 from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
 from airflow_async_stream.supervise.recover import recovery_spec
-from airflow_async_stream.switch.change import How
+from airflow_async_stream.decision.needs import How
 from airflow_async_stream.switch.request import issued_running_spec
 from tests.fake_driver import launcher as fake_launcher
 from tests.fake_driver import started

@@ -1,4 +1,4 @@
-"""What a change needs is decided in one place (switch/change.py), and the CLI's ``switch`` and the rollout
+"""What a change needs is decided in one place (decision/needs.py), and the CLI's ``switch`` and the rollout
 planner give the same answer for every case, including those they used to answer differently."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from airflow_async_stream.rollout.desired import DesiredJob
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import plan_job
 from airflow_async_stream.spec.load import deep_merge, parse_spec
-from airflow_async_stream.state.records import Deployment
+from airflow_async_stream.state.records import Deployment, State, Status
 from airflow_async_stream.switch.allowed import assign, parse_assignment
-from airflow_async_stream.switch.change import How, Need, change_of
+from airflow_async_stream.decision.needs import How, Need, decide
+from airflow_async_stream.decision.observe import Observation
 from tests.helpers import deployed, rate_noop
 from tests.unit.helpers import fake_deployment
 
@@ -47,10 +48,18 @@ def _specs(tmp_path: Path, runs: dict[str, Any], setting: str) -> tuple[dict[str
     return current, parse_spec(assign(current, *parse_assignment(setting))).to_mapping()
 
 
+def running(spec: dict[str, Any]) -> Observation:
+    """A job whose driver runs ``spec`` and can switch in place."""
+    return Observation("/ck/job.async-stream", spec, Status(deployment_id="d1", state=State.RUNNING),
+                       Deployment(deployment_id="d1"), live=True, switchable=True)  # fmt: skip
+
+
+def change_of(current: dict[str, Any], new: dict[str, Any], gated: bool = False) -> Any:
+    return decide(running(current), new, gated=gated)
+
+
 def _planner_says(current: dict[str, Any], new: dict[str, Any]) -> Need:
-    observed = ObservedJob(name="job", control_url="/ck/job.async-stream", spec=current, deployment=Deployment(deployment_id="d1"),
-                           stable={"deployment_id": "d1", "spec": current}, state="running", live=True, rollout=None,
-                           switchable=True)  # fmt: skip
+    observed = ObservedJob(name="job", observation=running(current), stable={"deployment_id": "d1", "spec": current})
     item = plan_job("job", DesiredJob(parse_spec(new), "job.yaml"), observed)
     return {
         ("unchanged", None): Need.NOTHING,
@@ -94,7 +103,7 @@ def test_a_change_says_what_the_query_feels_and_why_it_cannot_switch(tmp_path: P
     assert change_of(current, {**current, "state": "suspended"}).need is Need.NOTHING  # the rollout suspends it
     current, new = _specs(tmp_path, ASYNC_ON, "async_progress.enabled=false")
     assert change_of(current, new).diff == {"async_progress.enabled": {"from": True, "to": False}}
-    assert change_of(current, new, require_sync_safe=True).need is Need.SWITCH  # the migration's gated step
+    assert change_of(current, new, gated=True).need is Need.SWITCH  # the migration's gated step
     current, new = _specs(tmp_path, ASYNC_ON, "spark_conf.spark.executor.memory=4g")
     assert change_of(current, new).why == "spark_conf.spark.executor.memory: set when the driver's JVM starts: redeploy"
     current, new = _specs(tmp_path, ASYNC_ON, "source={format: rate-micro-batch, options: {rowsPerBatch: 5}}")
