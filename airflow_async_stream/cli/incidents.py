@@ -11,7 +11,7 @@ from typing import Any
 from airflow_async_stream.cli import EXIT_OK, indented
 from airflow_async_stream.cli.names import find_job
 from airflow_async_stream.cli.show import when
-from airflow_async_stream.insight.checkup import check_up
+from airflow_async_stream.insight.checkup import look
 from airflow_async_stream.state.incidents import read_incidents
 
 __all__ = ["add_incidents", "cmd_incidents"]
@@ -33,7 +33,7 @@ def _print(job: str, health: dict[str, Any], incidents: list[dict[str, Any]]) ->
 def cmd_incidents(args: argparse.Namespace) -> int:
     named = find_job(args.job)
     job = named.name or named.checkpoint
-    health = check_up(named.control, named.checkpoint).health.to_json()
+    health = look(named.control).health.to_json()
     incidents = [incident.to_json() for incident in read_incidents(named.control)]
     if args.json:
         print(json.dumps({"job": job, "health": health, "incidents": incidents}, indent=2, sort_keys=True))

@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, indented
 from airflow_async_stream.cli.names import JobNotFoundError, NamedJob, find_job
-from airflow_async_stream.insight.checkup import check_up
+from airflow_async_stream.insight.checkup import look
 from airflow_async_stream.insight.overview import hold_of
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
@@ -48,7 +48,7 @@ def _deployment(status: Any, deployment: Any) -> dict[str, Any] | None:
 
 
 def status_report(control: ControlArea, named: NamedJob | None = None) -> dict[str, Any]:
-    looked = check_up(control, named.checkpoint if named else None)
+    looked = look(control)
     status, deployment, judged = looked.status, looked.deployment, looked.liveness
     latest = control.latest_progress(status.deployment_id) if status else None
     switch = control.read_switch_account()

@@ -1,20 +1,22 @@
-"""A reader's look at one job: its health verdict, and what the first reader to see a change records, once.
+"""A look at one job: its health verdict (``look``, for readers, writes nothing) and, for an actor's look
+(``check_up``: the supervisor, a stop, a resume, the tuner, a step that failed), what it is the first to see
+recorded, once:
 
 - A deployment whose driver died without a final status (killed hard, its host lost, or its exit recorded by
   the host that launched it) is recorded ``failed`` with the reason, so its state never stays ``running`` and
-  every host, stop and deploy after sees it ended.
+  every host, stop and deploy after sees it ended. A reader shows it so, and leaves the record to an actor.
 - A crash, a failed start, a stall and the recovery from a stall become incidents (state/incidents.py), a
   crash or failed start with the doctor's diagnosis and cure.
 
-Whoever reads a job's health (``status``, ``list``, the page, a sensor or step that failed) goes through here,
-so it does not matter which of them looks first. Each look reads a bounded amount: the records, the newest
-``TAIL_BYTES`` of the progress log, the incidents; the doctor only when an incident is new.
+``status``, ``list``, ``incidents`` and the page read through ``look``: with read-only credentials they show
+the same. Each look reads a bounded amount: the records, the newest ``TAIL_BYTES`` of the progress log, the
+incidents; an actor's look asks the doctor only when an incident is new.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +33,7 @@ from airflow_async_stream.state.liveness import Liveness, liveness_of
 from airflow_async_stream.state.records import ACTIVE_STATES, Deployment, State, Status, now
 from airflow_async_stream.waits import Log
 
-__all__ = ["TAIL_BYTES", "Checkup", "check_up", "cure_line", "cure_named", "diagnosis_of"]
+__all__ = ["TAIL_BYTES", "Checkup", "check_up", "cure_line", "cure_named", "diagnosis_of", "look"]
 
 _log = logging.getLogger(__name__)
 
@@ -52,31 +54,59 @@ class Checkup:
     incidents: Sequence[Incident] = ()
 
 
+def look(
+    control: ControlArea,
+    events: Sequence[Mapping[str, Any]] | None = None,
+    spec: Mapping[str, Any] | None = None,
+    at: float | None = None,
+) -> Checkup:
+    """A reader's look: the health verdict and the incidents recorded, nothing written. A deployment whose
+    driver died without a final status is shown as the failed one it is (the next actor records it so)."""
+    status, judged, deployment, events, health = _judge(control, events, spec, at)
+    if health.verdict in DOWN and status is not None and status.state in ACTIVE_STATES:
+        status = _failed(status, judged)
+    return Checkup(status, judged, health, deployment, events, read_incidents(control))
+
+
 def check_up(
     control: ControlArea,
     checkpoint: str | None,
     events: Sequence[Mapping[str, Any]] | None = None,
     spec: Mapping[str, Any] | None = None,
     at: float | None = None,
-    doctor: Callable[[], bool] = lambda: True,
 ) -> Checkup:
-    """Judge one job's health; settle a dead deployment and record incidents, each once. A crash or failed
-    start is recorded with the doctor's diagnosis only when ``doctor()`` allows one now (a page of a fleet
-    that just went down asks the doctor a bounded number of times; later looks record the rest)."""
+    """An actor's look: judge one job's health; settle a dead deployment and record incidents, each once, a
+    crash or failed start with the doctor's diagnosis of ``checkpoint``."""
+    status, judged, deployment, events, health = _judge(control, events, spec, at)
+    try:
+        if health.verdict in DOWN and status is not None and status.state in ACTIVE_STATES:
+            status = _settle(control, status, judged)
+        incidents = _incidents(control, checkpoint, status, health) if status else read_incidents(control)
+    except OSError as exc:  # an actor without write access: the verdict stands, the next one with access records
+        _log.warning("%s: could not record what this look found (%s); the next actor with access will", control.url, exc)  # fmt: skip
+        incidents = read_incidents(control)
+    return Checkup(status, judged, health, deployment, events, incidents)
+
+
+def _judge(
+    control: ControlArea, events: Sequence[Mapping[str, Any]] | None, spec: Mapping[str, Any] | None, at: float | None
+) -> tuple[Status | None, Liveness, Deployment | None, Sequence[Mapping[str, Any]], Health]:
     status, judged = liveness_of(control)
     deployment = control.read_deployment()
     if events is None:  # from the files the status names: no listing of the log
         events = progress_log.tail_of(control, status.progress_files if status else [], TAIL_BYTES)
     spec = recorded_spec(control) if spec is None else spec
-    health = judge(Look.of(status, judged, deployment, events), Limits.of(spec), at)
-    try:
-        if health.verdict in DOWN and status is not None and status.state in ACTIVE_STATES:
-            status = _settle(control, status, judged)
-        incidents = _incidents(control, checkpoint, status, health, doctor) if status else read_incidents(control)
-    except OSError as exc:  # a reader without write access (a read-only api-server): the verdict stands
-        _log.warning("%s: could not record what this look found (%s); the next reader with access will", control.url, exc)  # fmt: skip
-        incidents = read_incidents(control)
-    return Checkup(status, judged, health, deployment, events, incidents)
+    return status, judged, deployment, events, judge(Look.of(status, judged, deployment, events), Limits.of(spec), at)
+
+
+def _failed(status: Status, judged: Liveness) -> Status:
+    """``status`` as a driver that died without a final status leaves it, once recorded."""
+    return status.but(
+        state=State.FAILED,
+        error=status.error or f"its driver died without a final status: {judged.reason}",
+        finished_at=now(),
+        batch_active_since=None,
+    )
 
 
 def _settle(control: ControlArea, status: Status, judged: Liveness) -> Status:
@@ -85,37 +115,25 @@ def _settle(control: ControlArea, status: Status, judged: Liveness) -> Status:
     again = control.read_status()
     if again is None or again.to_json() != status.to_json():
         return again or status
-    final = status.but(
-        state=State.FAILED,
-        error=status.error or f"its driver died without a final status: {judged.reason}",
-        finished_at=now(),
-        batch_active_since=None,
-    )
+    final = _failed(status, judged)
     control.write_status(final)
     _log.info("Deployment %s: %s; recorded it as failed", status.deployment_id, judged.reason)
     return final
 
 
-def _incidents(
-    control: ControlArea, checkpoint: str | None, status: Status, health: Health, doctor: Callable[[], bool]
-) -> list[Incident]:
+def _incidents(control: ControlArea, checkpoint: str | None, status: Status, health: Health) -> list[Incident]:
     """Record what this look is the first to see; the incidents after it, newest first."""
     known = read_incidents(control)
-    return read_incidents(control) if _record_new(control, checkpoint, status, health, known, doctor) else known
+    return read_incidents(control) if _record_new(control, checkpoint, status, health, known) else known
 
 
-def _record_new(  # noqa: PLR0913 - the look's parts
-    control: ControlArea,
-    checkpoint: str | None,
-    status: Status,
-    health: Health,
-    known: list[Incident],
-    doctor: Callable[[], bool],
+def _record_new(
+    control: ControlArea, checkpoint: str | None, status: Status, health: Health, known: list[Incident]
 ) -> bool:
     mine = [i for i in known if i.deployment_id == status.deployment_id]
     if health.verdict in DOWN:
         kind = Kind.CRASH if health.verdict == Verdict.CRASHED else Kind.FAILED_START
-        if any(i.kind == kind for i in mine) or not doctor():
+        if any(i.kind == kind for i in mine):
             return False
         found = diagnosis_of(control, checkpoint)
         return record_incident(

@@ -11,17 +11,15 @@ detail reads the whole log, as ``report`` does. Read-only. A job whose files can
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.insight.advice import Limits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
-from airflow_async_stream.insight.checkup import TAIL_BYTES, Checkup, check_up
+from airflow_async_stream.insight.checkup import TAIL_BYTES, Checkup, look
 from airflow_async_stream.insight.groups import describe
 from airflow_async_stream.insight.health import DOWN, Verdict, restart_outlook
 from airflow_async_stream.insight.history import dags, history, last_change, last_migration, summarized
@@ -43,8 +41,6 @@ SERIES = 2000
 CHANGES = INCIDENTS = 200
 #: How many rows are read at once.
 WORKERS = 16
-#: How many new crashes one read of rows diagnoses.
-DOCTORS_PER_READ = 20
 
 #: The fields of a row whose job could not be read (so every row has the same keys).
 _BLANK: dict[str, Any] = dict.fromkeys(
@@ -107,24 +103,10 @@ def _last_batch(events: list[Mapping[str, Any]], at: float) -> dict[str, Any] | 
     return {"batch_id": ran[-1].get("batch_id"), "at": ended, "age_s": round(at - ended, 1)}
 
 
-class Doctors:
-    """How many crashes a read of rows may diagnose (each doctor reads a job's logs): a fleet that just went
-    down gets its incidents over the next reads, and every read stays bounded."""
-
-    def __init__(self, allowed: int | None = None) -> None:
-        self.left = DOCTORS_PER_READ if allowed is None else allowed
-        self._lock = threading.Lock()
-
-    def __call__(self) -> bool:
-        with self._lock:
-            self.left -= 1
-            return self.left >= 0
-
-
-def _summary(found: Found, at: float, doctors: Doctors | None = None) -> dict[str, Any]:
+def _summary(found: Found, at: float) -> dict[str, Any]:
     control = ControlArea(found.control_area)
     spec = recorded_spec(control)
-    looked = check_up(control, found.checkpoint, spec=spec or {}, at=at, doctor=doctors or Doctors())
+    looked = look(control, spec=spec or {}, at=at)
     status, deployment, events = looked.status, looked.deployment, list(looked.events)
     if spec is None and status is None and deployment is None and not control.exists():  # on S3 a LIST: asked last
         raise ControlAreaError(f"no control area at {found.control_area}")
@@ -167,14 +149,14 @@ def _summary(found: Found, at: float, doctors: Doctors | None = None) -> dict[st
     }
 
 
-def job_row(found: Found, at: float | None = None, doctors: Doctors | None = None) -> dict[str, Any]:
+def job_row(found: Found, at: float | None = None) -> dict[str, Any]:
     """One job's row; ``error`` says why a job's files could not be read (the rest of the row is then empty)."""
     row = {"name": found.name, "checkpoint": found.checkpoint, "control_area": found.control_area,
            "source": found.source, "retired": found.retired, **_BLANK, "error": found.error}  # fmt: skip
     if found.error:
         return row
     try:
-        return {**row, **_summary(found, time.time() if at is None else at, doctors)}
+        return {**row, **_summary(found, time.time() if at is None else at)}
     except Exception as exc:  # noqa: BLE001 - any unreadable file is this job's error, never the page's
         _log.warning("Job %s (%s): %s", found.name, found.control_area, exc)
         return {**row, "error": f"cannot be read: {type(exc).__name__}: {exc}"}
@@ -186,14 +168,10 @@ def job_rows(found: list[Found], workers: int = WORKERS) -> list[dict[str, Any]]
     where each is a dozen requests whose waits overlap."""
     remote = [i for i, job in enumerate(found) if "://" in job.control_area and not job.control_area.startswith("file://")]  # fmt: skip
     far = set(remote)
-    doctors = Doctors()
-    rows: list[dict[str, Any] | None] = [
-        None if i in far else job_row(job, doctors=doctors) for i, job in enumerate(found)
-    ]
+    rows: list[dict[str, Any] | None] = [None if i in far else job_row(job) for i, job in enumerate(found)]
     if remote:
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="job-row") as pool:
-            read = partial(job_row, doctors=doctors)
-            for i, row in zip(remote, pool.map(read, [found[i] for i in remote]), strict=True):
+            for i, row in zip(remote, pool.map(job_row, [found[i] for i in remote]), strict=True):
                 rows[i] = row
     return [row for row in rows if row is not None]
 

@@ -67,7 +67,7 @@ def recover(
     spec, which = recovery_spec(control, desired)
     decision = decide(observe(control, spec.checkpoint), spec.to_mapping())
     if decision.need is Need.SAFE_DISABLE:
-        why = f"{which} is synchronous and needs the safe-disable path: {decision.why}"
+        why = f"{which} is synchronous and the job cannot restart synchronously now ({decision.why}): the safe-disable path"
         log.warning("%s: %s", spec.name, why)
         migration = SafeDisable(spec, holder, settings, wait_timeout_s=wait_timeout_s, log=log, in_place=False)
         switches = run_safe_disable(migration)

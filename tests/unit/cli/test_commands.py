@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from airflow_async_stream.insight.checkup import check_up
 from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
-from tests.helpers import deployed
+from tests.helpers import deployed, snapshot
 from tests.unit.helpers import fake_deployment, gapped_checkpoint
 
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -176,8 +177,13 @@ def test_status_of_a_failed_job_names_the_doctor_command_that_runs_as_shown(tmp_
     assert (
         doctor.returncode == 1 and "diagnosis    failed: the driver failed after its query ran: boom" in doctor.stdout
     )
+    before = snapshot(Path(control.url))
     report = json.loads(cli("status", "--json", str(tmp_path / "ck")).stdout)
     assert (report["health"]["verdict"], report["health"]["reason"]) == ("crashed", "its query failed: boom")
+    assert report["incidents"] == [] and snapshot(Path(control.url)) == before  # a read never writes
+    check_up(control, str(tmp_path / "ck"))  # the next actor's look (a supervisor's, a stop's) records it, once
+    check_up(control, str(tmp_path / "ck"))
+    report = json.loads(cli("status", "--json", str(tmp_path / "ck")).stdout)
     assert [(i["kind"], i["deployment_id"], i["error"]) for i in report["incidents"]] == [("crash", "d1", "boom")]
     assert "failed: the driver failed after its query ran: boom" in report["incidents"][0]["diagnosis"]
     assert "health          crashed: its query failed: boom" in cli("status", str(tmp_path / "ck")).stdout

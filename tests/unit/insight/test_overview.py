@@ -150,25 +150,26 @@ def test_rows_keep_their_order_local_ones_read_in_turn_remote_ones_in_threads(
     assert {n for n, thread in read_by.items() if thread.startswith("job-row")} == {"s3", "gs"}
 
 
-def test_a_read_of_a_fleet_that_just_went_down_diagnoses_a_bounded_number(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every dead driver is recorded failed at once; the doctor (which reads a job's logs) runs for at most
-    DOCTORS_PER_READ of them per read, and the next reads record the rest."""
+def test_a_read_of_a_fleet_that_just_went_down_shows_it_and_writes_nothing(tmp_path: Path) -> None:
+    """Every dead driver is shown failed and crashed at once, and nothing is written (with read-only credentials
+    a page shows the same); the next actor's look records each one failed, with its incident, once."""
     from airflow_async_stream.insight import overview
+    from airflow_async_stream.insight.checkup import check_up
     from airflow_async_stream.state.incidents import read_incidents
 
-    monkeypatch.setattr(overview, "DOCTORS_PER_READ", 2)
     found = []
     for n in range(3):
         control = ControlArea.for_checkpoint(str(tmp_path / f"ck{n}"))
         control.ensure()
-        control.write_json("status.json", {"deployment_id": f"d{n}", "state": "running", "heartbeat_at": time.time() - 60,
+        control.write_json("status.json", {"deployment_id": f"d{n}", "state": "running", "heartbeat_at": 1000.0,
                                            "batches": 5, "first_batch_id": 0})  # fmt: skip
         found.append(Found(f"job{n}", str(tmp_path / f"ck{n}"), control.url, "x"))
-    first = overview.job_rows(found)
-    assert [r["health"]["verdict"] for r in first] == ["crashed"] * 3
+    before = snapshot(tmp_path)
+    rows = overview.job_rows(found)
+    assert [(r["state"], r["health"]["verdict"]) for r in rows] == [("failed", "crashed")] * 3
+    assert snapshot(tmp_path) == before
+    for f in found:
+        check_up(ControlArea(f.control_area), f.checkpoint)
+        check_up(ControlArea(f.control_area), f.checkpoint)
     assert [ControlArea(f.control_area).read_status().state for f in found] == ["failed"] * 3  # type: ignore[union-attr]
-    assert sum(len(read_incidents(ControlArea(f.control_area))) for f in found) == 2
-    overview.job_rows(found)
     assert [len(read_incidents(ControlArea(f.control_area))) for f in found] == [1, 1, 1]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_async_stream.decision.needs import How
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError
 from airflow_async_stream.hooks.launchers import launcher_for
@@ -22,7 +23,6 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from airflow_async_stream.state.liveness import liveness
-from airflow_async_stream.decision.needs import How
 from tests.fake_driver import started
 from tests.helpers import rate_noop
 

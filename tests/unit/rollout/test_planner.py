@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from airflow_async_stream.driver.process import identify
 from airflow_async_stream.decision.observe import Observation
+from airflow_async_stream.driver.process import identify
 from airflow_async_stream.exceptions import DesiredStateError
 from airflow_async_stream.rollout.desired import DesiredJob, load_desired
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import PlanItem, plan_folder, plan_job, spec_digest
 from airflow_async_stream.spec.load import deep_merge, parse_spec
-from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.checkpoint import Inspection, LogView
+from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, State, Status
 from tests.helpers import make_checkpoint
 from tests.unit.helpers import FLEET_JOB, batch_events, configuration, deployed, fleet_file, write_spec
@@ -38,7 +38,9 @@ def observed(live: bool = True, confirmed: bool = True, **changes: Any) -> Obser
     spec = parse_spec(deep_merge(FLEET_JOB, changes)).to_mapping()
     status = Status(deployment_id="d1", state=State.RUNNING if live else State.STOPPED)
     seen = Observation("/ck/job.async-stream", spec, status, Deployment(deployment_id="d1"), live=live)
-    return ObservedJob(name="job", observation=seen, stable={"deployment_id": "d1" if confirmed else "d0", "spec": spec})
+    return ObservedJob(
+        name="job", observation=seen, stable={"deployment_id": "d1" if confirmed else "d0", "spec": spec}
+    )
 
 
 def seen(job: ObservedJob, state: str | None = None, sync_safe: bool | None = None, **fields: Any) -> ObservedJob:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.autotune.tune import TuneSettings, tune_job
+from airflow_async_stream.decision.needs import How
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import RolloutError, UntrustedSpecError
 from airflow_async_stream.operators.supervise import SuperviseJobsOperator
@@ -28,7 +29,6 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import Kind, read_incidents
 from airflow_async_stream.supervise.act import SuperviseSettings, supervise_job
 from airflow_async_stream.supervise.recover import recovery_spec
-from airflow_async_stream.decision.needs import How
 from airflow_async_stream.switch.request import issued_running_spec
 from tests.fake_driver import launcher as fake_launcher
 from tests.fake_driver import started

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from airflow_async_stream.decision.needs import How, Need, decide
+from airflow_async_stream.decision.observe import Observation
 from airflow_async_stream.rollout.desired import DesiredJob
 from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import plan_job
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.records import Deployment, State, Status
 from airflow_async_stream.switch.allowed import assign, parse_assignment
-from airflow_async_stream.decision.needs import How, Need, decide
-from airflow_async_stream.decision.observe import Observation
 from tests.helpers import deployed, rate_noop
 from tests.unit.helpers import fake_deployment
 

@@ -262,8 +262,8 @@ def test_a_phase_the_poll_missed_is_still_reported_in_order() -> None:
 
 def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Each switch of the safe-disable migration says which way it goes and why, before anything is asked."""
-    from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
     from airflow_async_stream.decision.needs import How
+    from airflow_async_stream.migrations.safe_disable_steps import SafeDisable
 
     job = spec(checkpoint=str(tmp_path / "ck"))
 
