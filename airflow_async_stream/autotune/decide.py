@@ -20,27 +20,27 @@
 from __future__ import annotations
 
 from airflow_async_stream.autotune.judge import judge
-from airflow_async_stream.autotune.look import Act, Look, Step, running, spec_key
+from airflow_async_stream.autotune.look import TunerAct, TunerStep, TunerView, running, spec_key
 from airflow_async_stream.autotune.settle import settled_async, settled_sync
 
 __all__ = ["decide"]
 
 
-def decide(look: Look) -> Step:
+def decide(look: TunerView) -> TunerStep:
     """The next step for one job (see the module docstring)."""
     trial = look.tuning.trial
     if trial is not None:  # a job stopped, crashed or unhealthy during its trial: the trial ends, nothing changed
-        return judge(look, trial) if not look.blocked else Step(Act.ABORT, f"the trial ends: {look.blocked}")
+        return judge(look, trial) if not look.blocked else TunerStep(TunerAct.ABORT, f"the trial ends: {look.blocked}")
     if look.blocked:
-        return Step(Act.SKIP, look.blocked)
+        return TunerStep(TunerAct.SKIP, look.blocked)
     progress = look.spec.async_progress
     if not progress.auto:
-        return Step(Act.SKIP, "no async field is delegated (auto): the spec pins them")
+        return TunerStep(TunerAct.SKIP, "no async field is delegated (auto): the spec pins them")
     since = look.tuning.last_trial_at
     every = look.spec.autotune_settings.at_most_every_s()
     if since is not None and look.now - since < every:
-        return Step(Act.WAIT, f"the last trial began {look.now - since:.0f} s ago; the next waits "
+        return TunerStep(TunerAct.WAIT, f"the last trial began {look.now - since:.0f} s ago; the next waits "
                     f"autotune.at_most_every ({look.spec.autotune_settings.at_most_every})")  # fmt: skip
     if look.tuning.reverted_under == spec_key(look.spec) and progress.delegated("enabled"):
-        return Step(Act.NOTHING, "async was reverted under this spec: tried again when the spec changes")
+        return TunerStep(TunerAct.NOTHING, "async was reverted under this spec: tried again when the spec changes")
     return settled_async(look) if running(look)["enabled"] else settled_sync(look)

@@ -1,4 +1,4 @@
-"""What the tuner sees of a job (Look), what it decides (Step, Act), and the figures both read: the
+"""What the tuner sees of a job (TunerView), what it decides (TunerStep, TunerAct), and the figures both read: the
 synchronous baseline, the window running now, the interval the documents' reasoning gives, eligibility."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from airflow_async_stream.state.tuning import Tuning
 __all__ = [
     "CHANGES",
     "TARGET_LOAD",
-    "Act",
-    "Look",
-    "Step",
+    "TunerAct",
+    "TunerView",
+    "TunerStep",
     "baseline",
     "configured",
     "current",
@@ -37,7 +37,7 @@ TARGET_LOAD = 0.5
 MAX_TRIAL_CHANGES = 3
 
 
-class Act(StrEnum):
+class TunerAct(StrEnum):
     NOTHING = "nothing"  # settled: nothing to change
     WAIT = "wait"  # measuring, or too soon for another trial
     SKIP = "skip"  # not the tuner's to change now (pinned, not running, unhealthy)
@@ -51,11 +51,11 @@ class Act(StrEnum):
 
 
 #: The acts that change the job.
-CHANGES = frozenset({Act.TRY, Act.RETUNE, Act.SAMPLE, Act.REVERT})
+CHANGES = frozenset({TunerAct.TRY, TunerAct.RETUNE, TunerAct.SAMPLE, TunerAct.REVERT})
 
 
 @dataclass(frozen=True)
-class Look:
+class TunerView:
     """What the tuner sees of one job: the spec its driver runs, the running deployment and configuration, its
     recent progress events, its record, the time; ``blocked``: why it cannot be changed now (None: it can)."""
 
@@ -71,10 +71,10 @@ class Look:
 
 
 @dataclass(frozen=True)
-class Step:
+class TunerStep:
     """The decision: the act, why, the async options to set (for a change), the windows it judged by."""
 
-    act: Act
+    act: TunerAct
     reason: str
     to: dict[str, Any] | None = None
     before: Window | None = None
@@ -83,7 +83,7 @@ class Step:
     #: A change that begins a trial (its kind) or continues the one under way.
     trial: str | None = None
 
-    def record(self, look: Look) -> dict[str, Any]:
+    def record(self, look: TunerView) -> dict[str, Any]:
         return {
             "at": look.now,
             "act": str(self.act),
@@ -129,7 +129,7 @@ def load(window: Window, interval_ms: int, durable_ms: float) -> float:
     return writes_per_s * durable_ms / 1000
 
 
-def running(look: Look) -> dict[str, Any]:
+def running(look: TunerView) -> dict[str, Any]:
     progress = look.configuration.get("async_progress") or {}
     return {"enabled": bool(progress.get("enabled")), "checkpoint_interval_ms": progress.get("checkpoint_interval_ms")}
 
@@ -138,7 +138,7 @@ def bound_ms(spec: JobSpec) -> float:
     return spec.autotune_settings.max_rerun_seconds * 1000
 
 
-def baseline(look: Look) -> tuple[Window | None, int]:
+def baseline(look: TunerView) -> tuple[Window | None, int]:
     """The newest synchronous window of the running deployment and trigger: in the batches read, else the one
     the tuner recorded for them (a job async for hours has none left in its newest batches; sampling it again
     would take it through the migration twice for nothing)."""
@@ -148,7 +148,7 @@ def baseline(look: Look) -> tuple[Window | None, int]:
     return (found or recorded_baseline(look, wanted)), seen
 
 
-def recorded_baseline(look: Look, wanted: dict[str, Any]) -> Window | None:
+def recorded_baseline(look: TunerView, wanted: dict[str, Any]) -> Window | None:
     """The newest synchronous window a decision on this deployment recorded, of the trigger running now."""
     for decision in reversed(look.tuning.decisions):
         window = decision.get("before")
@@ -162,12 +162,12 @@ def recorded_baseline(look: Look, wanted: dict[str, Any]) -> Window | None:
     return None
 
 
-def current(look: Look, since: float | None = None) -> tuple[Window | None, int]:
+def current(look: TunerView, since: float | None = None) -> tuple[Window | None, int]:
     """The newest window of the configuration running now (after ``since``)."""
     n = look.spec.autotune_settings.measure_batches
     return measure(look.events, deployment_id=look.deployment_id, wanted=look.configuration, batches=n, since=since)
 
 
-def configured(look: Look, to: dict[str, Any] | None) -> dict[str, Any]:
+def configured(look: TunerView, to: dict[str, Any] | None) -> dict[str, Any]:
     """The configuration the query runs with once ``to`` (async options) is set."""
     return {**look.configuration, "async_progress": dict(to or {})}

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_async_stream.autotune.decide import decide
-from airflow_async_stream.autotune.look import CHANGES, Act, Look, Step, configured, spec_key
+from airflow_async_stream.autotune.look import CHANGES, TunerAct, TunerStep, TunerView, configured, spec_key
 from airflow_async_stream.driver.deploy import DeploySettings
 from airflow_async_stream.exceptions import AsyncStreamError, JobHeldError, NotSwitchableError
 from airflow_async_stream.insight.checkup import check_up
@@ -68,10 +68,10 @@ class Tuned:
 
 
 #: The acts after which a job's tuning has settled for now (no trial under way).
-SETTLED = frozenset({Act.NOTHING, Act.KEEP, Act.SKIP, Act.ABORT, Act.REVERT})
+SETTLED = frozenset({TunerAct.NOTHING, TunerAct.KEEP, TunerAct.SKIP, TunerAct.ABORT, TunerAct.REVERT})
 
 
-def look_at(control: ControlArea, settings: TuneSettings, at: float | None = None) -> Look | None:
+def look_at(control: ControlArea, settings: TuneSettings, at: float | None = None) -> TunerView | None:
     """What the tuner sees of the job now; None for a job never deployed."""
     try:
         spec = issued_running_spec(control)  # what the job delegates, as the Airflow side handed it over
@@ -91,14 +91,14 @@ def look_at(control: ControlArea, settings: TuneSettings, at: float | None = Non
     deployment_id = status.deployment_id if status else ""
     configuration = (status.configuration if status else None) or {}
     run_id = status.query_run_id if status else None
-    return Look(spec, deployment_id, configuration, events, tuning, at or time.time(), blocked, run_id)
+    return TunerView(spec, deployment_id, configuration, events, tuning, at or time.time(), blocked, run_id)
 
 
 def tune_job(control: ControlArea, holder: Holder, settings: TuneSettings, log: Log = _log) -> Tuned:
-    """Look at one job and take its next tuning step (see the module docstring)."""
+    """TunerView at one job and take its next tuning step (see the module docstring)."""
     look = look_at(control, settings)
     if look is None:
-        return Tuned(control.url, control.url, str(Act.SKIP), "never deployed")
+        return Tuned(control.url, control.url, str(TunerAct.SKIP), "never deployed")
     step = decide(look)
     if not _records(step, look):
         log.info("%s: %s: %s", look.spec.name, step.act, step.reason)
@@ -117,20 +117,22 @@ def tune_job(control: ControlArea, holder: Holder, settings: TuneSettings, log: 
             return _tuned(control, look, step, switches, error)
     except JobHeldError as exc:
         log.info("%s: %s", look.spec.name, exc)
-        return Tuned(look.spec.name, control.url, str(Act.HELD), f"{exc}: looked at again when the hold ends")
+        return Tuned(look.spec.name, control.url, str(TunerAct.HELD), f"{exc}: looked at again when the hold ends")
 
 
-def _records(step: Step, look: Look) -> bool:
+def _records(step: TunerStep, look: TunerView) -> bool:
     """Whether the step changes the job or its record: a change, the end of a trial, a verdict said once."""
-    if step.act in CHANGES or look.tuning.trial is not None and step.act != Act.WAIT:
+    if step.act in CHANGES or look.tuning.trial is not None and step.act != TunerAct.WAIT:
         return True
     last = look.tuning.last
-    return step.act == Act.NOTHING and (
+    return step.act == TunerAct.NOTHING and (
         last is None or last.get("reason", "").split(":")[0] != step.reason.split(":")[0]
     )
 
 
-def _tuned(control: ControlArea, look: Look, step: Step, switches: int = 0, error: str | None = None) -> Tuned:
+def _tuned(
+    control: ControlArea, look: TunerView, step: TunerStep, switches: int = 0, error: str | None = None
+) -> Tuned:
     return Tuned(look.spec.name, control.url, str(step.act), step.reason, step.to, step.saving, switches, error)
 
 
@@ -139,7 +141,7 @@ def _target(spec: JobSpec, to: dict[str, Any]) -> JobSpec:
 
 
 def _act(
-    control: ControlArea, holder: Holder, settings: TuneSettings, look: Look, step: Step, log: Log
+    control: ControlArea, holder: Holder, settings: TuneSettings, look: TunerView, step: TunerStep, log: Log
 ) -> tuple[int, str | None]:
     """Make the change in place: a switch to async options, or the migration to synchronous. The switches
     made, and the error that stopped it (the job then runs as the switch or the migration's rollback left it)."""
@@ -165,19 +167,21 @@ def _act(
         return 1, str(exc)[:400]
 
 
-def _recorded(tuning: Tuning, look: Look, step: Step, switches: int, error: str | None, run_id: str | None) -> Tuning:
+def _recorded(
+    tuning: Tuning, look: TunerView, step: TunerStep, switches: int, error: str | None, run_id: str | None
+) -> Tuning:
     """The record after the step: the trial begun, continued or ended; the decision appended."""
     decision = step.record(look) | {"switches": switches, "error": error}
     tuning = tuning.with_decision(decision)
     ongoing = tuning.trial
     if step.act not in CHANGES or error is not None or step.trial in ("revert", "back"):
-        reverted = spec_key(look.spec) if step.act == Act.REVERT and error is None else tuning.reverted_under
+        reverted = spec_key(look.spec) if step.act == TunerAct.REVERT and error is None else tuning.reverted_under
         started = tuning.last_trial_at if ongoing is not None or step.act not in CHANGES else look.now
         return tuning.but(trial=None, reverted_under=reverted, last_trial_at=started)
     after = time.time()
     base = (step.before.to_json() if step.before else None) or (ongoing.baseline if ongoing else None)
     configuration = configured(look, step.to)
-    if step.act == Act.SAMPLE:
+    if step.act == TunerAct.SAMPLE:
         configuration = configured(look, {"enabled": False})
     if ongoing is None:
         trial = Trial(kind=step.trial or str(step.act), at=after, deployment_id=look.deployment_id,
@@ -198,7 +202,7 @@ def tune_until_settled(
     poll_s: float = 1.0,
     log: Log = _log,
 ) -> list[Tuned]:
-    """Step the job until its tuning settles or a change fails (a benchmark, a script, a test: the DAG steps
+    """TunerStep the job until its tuning settles or a change fails (a benchmark, a script, a test: the DAG steps
     once a run); every step taken. TimeoutError naming the last step when it does not settle in time."""
     deadline = time.monotonic() + timeout_s
     steps: list[Tuned] = []

@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow_async_stream.cli import EXIT_OK, fail
 from airflow_async_stream.cli.names import find_job
-from airflow_async_stream.insight.advice import Limits
+from airflow_async_stream.insight.advice import RerunLimits
 from airflow_async_stream.insight.groups import describe
 from airflow_async_stream.insight.read import job_report
 
@@ -152,7 +152,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(f"--since: {exc}")
     named = find_job(args.job)
-    limits = Limits(max_rerun_rows=args.max_rerun_rows, max_rerun_s=args.max_rerun_seconds)
+    limits = RerunLimits(max_rerun_rows=args.max_rerun_rows, max_rerun_s=args.max_rerun_seconds)
     report = job_report(named.control, named.checkpoint, since, limits)
     if args.png:
         from airflow_async_stream.insight.chart import draw

@@ -20,11 +20,11 @@ from typing import Any
 
 from airflow_async_stream.insight.documents import SOURCES
 from airflow_async_stream.insight.groups import describe, is_async, percentile
-from airflow_async_stream.insight.interval import DEFAULT_INTERVAL_MS, Limits, backlog, rerun_cost, rerun_limit
+from airflow_async_stream.insight.interval import DEFAULT_INTERVAL_MS, RerunLimits, backlog, rerun_cost, rerun_limit
 from airflow_async_stream.insight.report import Report
 from airflow_async_stream.spec.rules import ASYNC_SINKS
 
-__all__ = ["Limits", "advise"]
+__all__ = ["RerunLimits", "advise"]
 
 
 #: Offset management at least this share of a synchronous batch's p50: async progress tracking is worth it.
@@ -140,7 +140,9 @@ def _state(report: Report) -> dict[str, Any] | None:
     }
 
 
-def advise(report: Report, spec: dict[str, Any] | None = None, limits: Limits | None = None) -> list[dict[str, Any]]:
+def advise(
+    report: Report, spec: dict[str, Any] | None = None, limits: RerunLimits | None = None
+) -> list[dict[str, Any]]:
     """Every piece of advice the report's figures support, most consequential first."""
     latest = report.latest
     if latest is None:
@@ -161,5 +163,5 @@ def advise(report: Report, spec: dict[str, Any] | None = None, limits: Limits | 
                     "how": "the safe-disable migration ends with synchronous batches; report again after it",
                 }
             )
-        found += [backlog(report, managed), rerun_limit(report, limits or Limits())]
+        found += [backlog(report, managed), rerun_limit(report, limits or RerunLimits())]
     return [a for a in found if a is not None]

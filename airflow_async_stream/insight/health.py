@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from airflow_async_stream.insight.batches import batch_window
-from airflow_async_stream.spec.health import Health as HealthSpec
+from airflow_async_stream.spec.health import HealthSpec
 from airflow_async_stream.spec.load import parse_part
 from airflow_async_stream.spec.model import Trigger
 from airflow_async_stream.state.incidents import one_line

@@ -11,7 +11,7 @@ from typing import Any
 from airflow_async_stream.insight.documents import SOURCES
 from airflow_async_stream.insight.report import Report
 
-__all__ = ["DEFAULT_INTERVAL_MS", "Limits", "backlog", "interval_of", "rerun_cost", "rerun_limit"]
+__all__ = ["DEFAULT_INTERVAL_MS", "RerunLimits", "backlog", "interval_of", "rerun_cost", "rerun_limit"]
 
 #: Durable offset writes busy at least this share of each second build a backlog (seed 004).
 BACKLOG_LOAD = 0.8
@@ -21,7 +21,7 @@ DEFAULT_INTERVAL_MS = 1000
 
 
 @dataclass(frozen=True)
-class Limits:
+class RerunLimits:
     """What the user accepts a failure to re-run (None: no limit)."""
 
     max_rerun_rows: int | None = None
@@ -69,7 +69,7 @@ def backlog(report: Report, managed: dict[str, Any] | None) -> dict[str, Any] | 
     }
 
 
-def rerun_limit(report: Report, limits: Limits) -> dict[str, Any] | None:
+def rerun_limit(report: Report, limits: RerunLimits) -> dict[str, Any] | None:
     """The input a failure would re-run, at most the interval's worth, against the user's limit."""
     if report.latest is None or (limits.max_rerun_rows is None and limits.max_rerun_s is None):
         return None

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from airflow_async_stream.exceptions import ControlAreaError
-from airflow_async_stream.insight.advice import Limits
+from airflow_async_stream.insight.advice import RerunLimits
 from airflow_async_stream.insight.batches import batch_window, ran_a_batch
 from airflow_async_stream.insight.checkup import TAIL_BYTES, Checkup, look
 from airflow_async_stream.insight.groups import describe
@@ -176,7 +176,7 @@ def job_rows(found: list[Found], workers: int = WORKERS) -> list[dict[str, Any]]
     return [row for row in rows if row is not None]
 
 
-def job_detail(found: Found, limits: Limits | None = None) -> dict[str, Any]:
+def job_detail(found: Found, limits: RerunLimits | None = None) -> dict[str, Any]:
     """One job's row with the report's figures and advice, its newest ``SERIES`` batches, ``CHANGES`` changes and
     ``INCIDENTS`` incidents."""
     row = job_row(found)

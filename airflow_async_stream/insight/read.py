@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from airflow_async_stream.exceptions import AsyncStreamError
-from airflow_async_stream.insight.advice import Limits, advise
+from airflow_async_stream.insight.advice import RerunLimits, advise
 from airflow_async_stream.insight.report import Report, build_report
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.checkpoint import inspect_checkpoint
@@ -48,7 +48,7 @@ def job_report(
     control: ControlArea,
     checkpoint: str,
     since_s: float | None = None,
-    limits: Limits | None = None,
+    limits: RerunLimits | None = None,
     recent: int | None = None,
 ) -> Report:
     """The report of one job, with its advice (of its newest ``recent`` batches or so, if given: a plan reads

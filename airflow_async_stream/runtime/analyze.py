@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime import context
 from airflow_async_stream.runtime.checks import (
-    Verdict,
+    Findings,
     apply_conf,
     attempt,
     check_file_options,
@@ -69,11 +69,11 @@ class _Capture:
         self.df = df
 
 
-def analyze(root: SparkSession, spec: JobSpec, scratch: Path) -> Verdict:
+def analyze(root: SparkSession, spec: JobSpec, scratch: Path) -> Findings:
     """Build ``spec``'s query in a new session of ``root`` and check it as ``start()`` would, without starting it
     (``scratch``: a folder of ours, whose empty ``standin`` folder stands in for a source out of reach)."""
     session = root.newSession()
-    verdict = Verdict()
+    verdict = Findings()
     apply_conf(session, spec, verdict)
     if spec.application:
         df = _run_application(session, spec, verdict)
@@ -93,7 +93,7 @@ def analyze(root: SparkSession, spec: JobSpec, scratch: Path) -> Verdict:
     return verdict
 
 
-def _build(session: SparkSession, spec: JobSpec, verdict: Verdict, scratch: Path) -> DataFrame | None:
+def _build(session: SparkSession, spec: JobSpec, verdict: Findings, scratch: Path) -> DataFrame | None:
     assert spec.source is not None  # the spec rules require it without an application
     reach = source_reach(session, spec.source)
     verdict.problems += reach.problems
@@ -129,7 +129,7 @@ def _module_here(entrypoint: str) -> bool:
         return False
 
 
-def _run_application(session: SparkSession, spec: JobSpec, verdict: Verdict) -> DataFrame | None:
+def _run_application(session: SparkSession, spec: JobSpec, verdict: Findings) -> DataFrame | None:
     """Run the application file as the driver does, up to ``govern(writer)``, which keeps its query unstarted."""
     assert spec.application is not None
     if not Path(spec.application).is_file():
@@ -205,7 +205,7 @@ def _analyzed(spark: SparkSession, entry: dict[str, Any], scratch: Path) -> dict
     try:
         verdict = analyze(spark, spec, scratch)
     except Exception as exc:  # a fault of ours must not cost the other specs their verdicts
-        verdict = Verdict(not_checked=[f"the analysis itself failed ({type(exc).__name__}: {exc})"])
+        verdict = Findings(not_checked=[f"the analysis itself failed ({type(exc).__name__}: {exc})"])
     return {
         "file": entry["file"],
         "problems": verdict.problems,

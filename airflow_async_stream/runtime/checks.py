@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FILE_SOURCES",
-    "Verdict",
+    "Findings",
     "apply_conf",
     "attempt",
     "check_file_options",
@@ -38,14 +38,14 @@ _OPTION_NAMED = re.compile(r"option\W{0,2}[\"'`]([A-Za-z][\w.]*)[\"'`]")
 
 
 @dataclass
-class Verdict:
+class Findings:
     """What Spark said of one spec: problems (field, reason), and what this host could not check."""
 
     problems: list[tuple[str, str]] = field(default_factory=list)
     not_checked: list[str] = field(default_factory=list)
 
 
-def attempt(verdict: Verdict, field_of: Any, step: Any) -> Any:
+def attempt(verdict: Findings, field_of: Any, step: Any) -> Any:
     """Run ``step``; a refusal becomes a problem on the field ``field_of(exc)`` names."""
     try:
         result = step()
@@ -58,14 +58,14 @@ def attempt(verdict: Verdict, field_of: Any, step: Any) -> Any:
     return True if result is None else result
 
 
-def apply_conf(session: SparkSession, spec: JobSpec, verdict: Verdict) -> None:
+def apply_conf(session: SparkSession, spec: JobSpec, verdict: Findings) -> None:
     """The spec's SQL settings, in its own session: Spark checks each value's type as it is set."""
     for key, value in spec.spark_conf_strings().items():
         if key.startswith("spark.sql.") and session.conf.isModifiable(key):
             attempt(verdict, lambda exc, key=key: f"spark_conf.{key}", lambda k=key, v=value: session.conf.set(k, v))
 
 
-def check_file_options(session: SparkSession, spec: JobSpec, verdict: Verdict) -> None:
+def check_file_options(session: SparkSession, spec: JobSpec, verdict: Findings) -> None:
     """A file source's options as Spark reads them when the query starts (``FileStreamOptions``): checked
     whether or not its path is in reach here, since they are the spec's alone."""
     assert spec.source is not None
@@ -99,7 +99,7 @@ def source_field(spec: JobSpec, exc: BaseException) -> str:
     return f"source.options.{missing[1]}" if missing else "source"
 
 
-def check_output_mode(session: SparkSession, df: DataFrame, spec: JobSpec, verdict: Verdict) -> None:
+def check_output_mode(session: SparkSession, df: DataFrame, spec: JobSpec, verdict: Findings) -> None:
     """Spark's checks of a streaming plan against its output mode (and continuous processing), as at ``start()``."""
     mode = (spec.sink.output_mode if spec.sink else None) or "append"
     jvm: Any = session._jvm
@@ -122,7 +122,7 @@ def check_output_mode(session: SparkSession, df: DataFrame, spec: JobSpec, verdi
         attempt(verdict, lambda exc: "trigger.continuous", lambda: checker.checkForContinuous(plan, output_mode))
 
 
-def check_real_time(df: DataFrame, spec: JobSpec, verdict: Verdict) -> None:
+def check_real_time(df: DataFrame, spec: JobSpec, verdict: Findings) -> None:
     """Operators real-time mode refuses, seen in the plan (an entrypoint's or application's too, which the
     spec rules cannot read), unless the spec turns Spark's allow-list check off."""
     if spec.spark_conf_strings().get(ALLOWLIST_CONF, "true").strip().lower() == "false":

@@ -32,7 +32,7 @@ __all__ = ["govern_query", "requery"]
 _log = logging.getLogger(__name__)
 
 
-class Governed(Protocol):
+class Requerying(Protocol):
     """What of the driver's governor (governor.py) a restart of its query reads and tells."""
 
     spec: JobSpec | None
@@ -51,7 +51,7 @@ _POLL_S = 0.1
 
 
 def govern_query(
-    governor: Governed,
+    governor: Requerying,
     query: StreamingQuery,
     writer: Any,
     switch: Callable[[StreamingQuery, SwitchRequest], StreamingQuery] | None,
@@ -73,7 +73,7 @@ def govern_query(
         query = again
 
 
-def requery(governor: Governed, query: StreamingQuery, writer: Any) -> StreamingQuery | None:
+def requery(governor: Requerying, query: StreamingQuery, writer: Any) -> StreamingQuery | None:
     """A new query after ``query`` failed transiently and the policy allows it; None: the driver ends."""
     error = query.exception()
     cause = transient_cause(str(error)) if error is not None else None

@@ -39,12 +39,12 @@ if TYPE_CHECKING:
 
     from airflow_async_stream.spec.secret_options import Redactor
 
-__all__ = ["Governed", "InPlaceSwitch", "abandon_stale_request"]
+__all__ = ["Switching", "InPlaceSwitch", "abandon_stale_request"]
 
 _log = logging.getLogger(__name__)
 
 
-class Governed(Protocol):
+class Switching(Protocol):
     """What a switch needs of the governor that owns the query (runtime/governor.py)."""
 
     control: ControlArea
@@ -68,7 +68,7 @@ class Governed(Protocol):
 class InPlaceSwitch:
     """One request applied to the governor's query (``apply`` returns the query that runs afterwards)."""
 
-    def __init__(self, governor: Governed, spark: Any, writer: Any, df: Any) -> None:
+    def __init__(self, governor: Switching, spark: Any, writer: Any, df: Any) -> None:
         self.governor = governor
         self.control = governor.control
         self.spark = spark

@@ -12,7 +12,7 @@ from airflow_async_stream.spec.intervals import interval_ms
 if TYPE_CHECKING:
     from airflow_async_stream.spec.model import Trigger
 
-__all__ = ["BATCH_STALLED_AFTER_MIN_S", "HEALTH_INTERVALS", "NO_BATCH_AFTER_MIN_S", "Health"]
+__all__ = ["BATCH_STALLED_AFTER_MIN_S", "HEALTH_INTERVALS", "NO_BATCH_AFTER_MIN_S", "HealthSpec"]
 
 #: The least a default health limit is, whatever the trigger (seconds): a batch may run this long, and a
 #: query with data may start no batch this long, before it counts as stalled.
@@ -21,7 +21,7 @@ BATCH_STALLED_AFTER_MIN_S, NO_BATCH_AFTER_MIN_S = 300.0, 120.0
 HEALTH_INTERVALS = 10
 
 
-class Health(StrictModel):
+class HealthSpec(StrictModel):
     """When a running job counts as stalled (insight/health.py); the defaults follow the trigger."""
 
     batch_stalled_after: str | None = Field(

@@ -56,7 +56,7 @@ def _refuse(text: str, what: str, error_class: str) -> IntervalError:
     return IntervalError(f"{text!r} {what} (Spark: INVALID_INTERVAL_FORMAT.{error_class}); {_hint(text)}")
 
 
-class _Parser:
+class _IntervalParser:
     """Spark's ``stringToInterval`` state machine, state names kept, over ``s`` (lower-cased bytes)."""
 
     def __init__(self, text: str, s: bytes) -> None:
@@ -198,7 +198,7 @@ def interval_ms(text: str, positive: bool = False) -> int:
     if not isinstance(text, str):
         raise IntervalError(f"must be a string such as '5 seconds', got {type(text).__name__}")
     try:
-        months, days, micros = _Parser(text, _spark_bytes(text)).run()
+        months, days, micros = _IntervalParser(text, _spark_bytes(text)).run()
         total = _exact(_exact(days * 86_400_000_000) + micros)
     except _OutOfRangeError as exc:
         raise IntervalError(f"{text!r} {exc}") from None

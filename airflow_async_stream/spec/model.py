@@ -28,7 +28,7 @@ from airflow_async_stream.spec.endpoints import (
     refuse_secret_keys,
     stringify,
 )
-from airflow_async_stream.spec.health import Health
+from airflow_async_stream.spec.health import HealthSpec
 from airflow_async_stream.spec.intervals import interval_ms
 from airflow_async_stream.spec.paths import checkpoint_folder, one_spelling, python_file
 from airflow_async_stream.spec.restart import Restart
@@ -192,7 +192,7 @@ class JobSpec(StrictModel):
     spark_conf: dict[str, OptionValue] = Field(default_factory=dict, description="Extra --conf entries.")
     logs: Logs | None = Field(default=None, description="Log level, driver log rotation, progress log retention.")
     lineage: Lineage | None = Field(default=None, description="OpenLineage events of the running job.")
-    health: Health | None = Field(
+    health: HealthSpec | None = Field(
         default=None, description="When a running job counts as stalled, and what the supervisor does then."
     )
     restart: Restart | None = Field(default=None, description="What the supervisor does when its driver dies.")
@@ -255,9 +255,9 @@ class JobSpec(StrictModel):
         return self.logs or Logs()
 
     @property
-    def health_settings(self) -> Health:
+    def health_settings(self) -> HealthSpec:
         """``health`` as given, or the defaults."""
-        return self.health or Health()
+        return self.health or HealthSpec()
 
     @property
     def restart_settings(self) -> Restart:

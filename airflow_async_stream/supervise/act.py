@@ -26,7 +26,7 @@ from airflow_async_stream.state.hold import Grant, Holder, held
 from airflow_async_stream.state.incidents import Incident, Kind, one_line, record_incident
 from airflow_async_stream.state.records import SUFFIX, now
 from airflow_async_stream.supervise.alerts import Alert, open_alerts, recovered_key, say_once
-from airflow_async_stream.supervise.policy import Act, Case, Decision, case_for, decide
+from airflow_async_stream.supervise.policy import Answer, Case, Response, case_for, respond
 from airflow_async_stream.supervise.record import read_supervision, write_supervision
 from airflow_async_stream.supervise.recover import recover
 from airflow_async_stream.waits import Log
@@ -62,7 +62,7 @@ class Outcome:
     #: The job's name, and the cure its newest incident names.
     job: str = ""
     cure: str | None = None
-    #: What a person must look at (policy.Decision.alert), and when it began.
+    #: What a person must look at (policy.Answer.alert), and when it began.
     alert: str | None = None
     since: float | None = None
     #: The lines this run says (alerts.py): what needs a person, and a recovery.
@@ -84,7 +84,7 @@ class Outcome:
         return f"{self.job}: {self.alert} ({self.verdict}): {reason}; diagnosis: {diagnosis}; cure: {cure_line}"
 
 
-def _look(control: ControlArea, desired: Mapping[str, JobSpec]) -> tuple[Checkup, Case, Decision]:
+def _look(control: ControlArea, desired: Mapping[str, JobSpec]) -> tuple[Checkup, Case, Answer]:
     """A look at the job (the crash recorded once, with the doctor's diagnosis), its case and the decision."""
     looked = check_up(control, control.url.removesuffix(SUFFIX))
     status, deployment = looked.status, looked.deployment
@@ -93,11 +93,11 @@ def _look(control: ControlArea, desired: Mapping[str, JobSpec]) -> tuple[Checkup
         case = case_for(control, looked.health, deployment_id, desired)
     except UntrustedSpecError as exc:  # recorded as the job's incident: a person must look, nothing runs
         case = Case(looked.health, deployment_id, Restart())
-        return looked, case, Decision(Act.NOTHING, f"not restarted: {exc}", alert="untrusted_spec")
-    return looked, case, decide(case, now())
+        return looked, case, Answer(Response.NOTHING, f"not restarted: {exc}", alert="untrusted_spec")
+    return looked, case, respond(case, now())
 
 
-def _outcome(control: ControlArea, looked: Checkup, case: Case, decision: Decision) -> Outcome:
+def _outcome(control: ControlArea, looked: Checkup, case: Case, decision: Answer) -> Outcome:
     newest = next((i for i in looked.incidents if i.deployment_id == case.deployment_id), None)
     spec = recorded_spec(control) or {}
     return Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason,
@@ -132,7 +132,7 @@ def _say(control: ControlArea, outcome: Outcome, run: str, log: Log) -> Outcome:
 def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings, log: Log) -> Outcome:
     looked, case, decision = _look(control, settings.desired)
     outcome = _outcome(control, looked, case, decision)
-    if decision.act in (Act.NOTHING, Act.LEAVE, Act.WAIT):
+    if decision.act in (Response.NOTHING, Response.LEAVE, Response.WAIT):
         log.info("%s: %s: %s", control.url, decision.act, decision.reason)
         return outcome
     ttl = migration_hold_ttl_s(settings.deploy, settings.wait_timeout_s, waits=3)
@@ -149,9 +149,9 @@ def _act(control: ControlArea, grant: Grant, holder: Holder, settings: Supervise
     """Decide again from records read under the hold, then act."""
     looked, case, decision = _look(control, settings.desired)
     outcome = _outcome(control, looked, case, decision)
-    if decision.act == Act.CRASH_LOOPING:
+    if decision.act == Response.CRASH_LOOPING:
         return _crash_looping(control, grant, case, decision, outcome, log)
-    if decision.act != Act.RESTART:
+    if decision.act != Response.RESTART:
         return outcome
     restart = {"at": now(), "answered": case.deployment_id, "verdict": str(case.health.verdict),
                "reason": decision.reason}  # fmt: skip
@@ -174,7 +174,7 @@ def _act(control: ControlArea, grant: Grant, holder: Holder, settings: Supervise
 
 
 def _crash_looping(
-    control: ControlArea, grant: Grant, case: Case, decision: Decision, outcome: Outcome, log: Log
+    control: ControlArea, grant: Grant, case: Case, decision: Answer, outcome: Outcome, log: Log
 ) -> Outcome:
     at = now()
     write_supervision(control, grant, case.supervision.but(crash_looping=case.deployment_id, crash_looping_at=at))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from airflow_async_stream.insight.health import DOWN, Health, Verdict
-from airflow_async_stream.spec.health import Health as HealthSpec
+from airflow_async_stream.spec.health import HealthSpec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.restart import Restart
 from airflow_async_stream.state import ledger
@@ -28,10 +28,10 @@ from airflow_async_stream.state.stopped import Stopped, stopped_on_purpose
 from airflow_async_stream.supervise.record import Supervision, read_supervision
 from airflow_async_stream.supervise.recover import recovery_spec
 
-__all__ = ["Act", "Case", "Decision", "case_for", "decide"]
+__all__ = ["Answer", "Case", "Response", "case_for", "respond"]
 
 
-class Act(StrEnum):
+class Response(StrEnum):
     NOTHING = "nothing"  # nothing is wrong, or it was answered already
     LEAVE = "leave"  # something is wrong, and by decision it stays so (a person's stop, a suspend, never, alert)
     WAIT = "wait"  # a restart, once its backoff has passed
@@ -40,8 +40,10 @@ class Act(StrEnum):
 
 
 @dataclass(frozen=True)
-class Decision:
-    act: Act
+class Answer:
+    """The policy's answer for one job: its response and why."""
+
+    act: Response
     reason: str
     #: For WAIT: how long until the restart is due.
     wait_s: float = 0.0
@@ -86,39 +88,41 @@ def case_for(
                 ledger.down_since(control, deployment_id, now()))  # fmt: skip
 
 
-def decide(case: Case, at: float) -> Decision:
+def respond(case: Case, at: float) -> Answer:
     """What to do about ``case`` at ``at`` (see the module docstring)."""
     verdict = case.health.verdict
     if verdict not in DOWN and verdict != Verdict.STALLED:
-        return Decision(Act.NOTHING, f"{verdict}: nothing to do")
+        return Answer(Response.NOTHING, f"{verdict}: nothing to do")
     if verdict == Verdict.STALLED and case.on_stall != "restart":
-        return Decision(Act.LEAVE, "stalled, and health.on_stall is alert: an incident for a person; the driver runs on", alert="stalled")  # fmt: skip
+        return Answer(Response.LEAVE, "stalled, and health.on_stall is alert: an incident for a person; the driver runs on", alert="stalled")  # fmt: skip
     if case.stopped is not None:
-        return Decision(Act.LEAVE, f"{case.stopped.describe()}: never restarted by the supervisor")
+        return Answer(Response.LEAVE, f"{case.stopped.describe()}: never restarted by the supervisor")
     if case.suspended:
-        return Decision(Act.LEAVE, "its spec says state: suspended")
+        return Answer(Response.LEAVE, "its spec says state: suspended")
     record = case.supervision
     answered = record.answered(case.deployment_id)
     if answered is not None and answered.get("error") and not answered.get("deployment_id"):
-        return Decision(Act.NOTHING, f"its restart failed: {answered['error']}", alert="restart_failed")
+        return Answer(Response.NOTHING, f"its restart failed: {answered['error']}", alert="restart_failed")
     if answered is not None:
-        return Decision(Act.NOTHING, f"restarted already (as deployment {answered.get('deployment_id') or 'launching'})")  # fmt: skip
+        return Answer(Response.NOTHING, f"restarted already (as deployment {answered.get('deployment_id') or 'launching'})")  # fmt: skip
     if record.crash_looping and record.crash_looping == case.deployment_id:
-        return Decision(
-            Act.NOTHING, "crash_looping already: no more restarts until a person looks", alert="crash_looping"
+        return Answer(
+            Response.NOTHING, "crash_looping already: no more restarts until a person looks", alert="crash_looping"
         )
     policy = case.restart
     if policy.policy == "never":
-        return Decision(Act.LEAVE, f"{verdict}, and restart.policy is never: left down for a person", alert="left_down")
+        return Answer(
+            Response.LEAVE, f"{verdict}, and restart.policy is never: left down for a person", alert="left_down"
+        )
     recent = record.counted(policy.within_s, case.query_restarts, at)
     if recent >= policy.max_restarts:
-        return Decision(
-            Act.CRASH_LOOPING,
+        return Answer(
+            Response.CRASH_LOOPING,
             f"{verdict} after {recent} restart{'' if recent == 1 else 's'} within {policy.within} "
             f"(restart.max_restarts {policy.max_restarts}): crash_looping, no more restarts until a person looks",
             alert="crash_looping",
         )
     due = min(case.health.since or at, case.seen_down or at) + policy.backoff_s(recent)
     if due > at:
-        return Decision(Act.WAIT, f"{verdict}: restart {recent + 1} within {policy.within}, due in {due - at:.0f} s (backoff)", due - at, recent)  # fmt: skip
-    return Decision(Act.RESTART, f"{verdict}: restart {recent + 1} within {policy.within}", 0.0, recent)
+        return Answer(Response.WAIT, f"{verdict}: restart {recent + 1} within {policy.within}, due in {due - at:.0f} s (backoff)", due - at, recent)  # fmt: skip
+    return Answer(Response.RESTART, f"{verdict}: restart {recent + 1} within {policy.within}", 0.0, recent)

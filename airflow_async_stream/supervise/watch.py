@@ -31,7 +31,7 @@ from airflow_async_stream.state.records import now
 from airflow_async_stream.state.typed import Record
 from airflow_async_stream.supervise.memory import Memory, Sighting, look, supervision_of
 from airflow_async_stream.supervise.metrics import Figures, figures_of
-from airflow_async_stream.supervise.policy import Act, case_for, decide
+from airflow_async_stream.supervise.policy import Response, case_for, respond
 
 __all__ = ["EVENTS", "RESEND_AFTER_S", "Change", "Seen", "sweep", "watch_job"]
 
@@ -137,7 +137,7 @@ def _unanswered(control: ControlArea, health: Health, deployment_id: str | None,
         case = case_for(control, health, deployment_id)
     except (SpecError, ControlAreaError):
         return False  # its supervisor run says why; announcing it again would not help
-    return decide(case, at).act == Act.RESTART
+    return respond(case, at).act == Response.RESTART
 
 
 def watch_job(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.autotune.decide import decide
-from airflow_async_stream.autotune.look import Act
+from airflow_async_stream.autotune.look import TunerAct
 from airflow_async_stream.autotune.tune import Tuned, TuneSettings, look_at, tune_job, tune_until_settled
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
@@ -62,7 +62,7 @@ def _settle(control: ControlArea) -> list[Tuned]:
 
 
 def _acts(steps: list[Tuned]) -> list[str]:
-    return [s.act for s in steps if s.act != Act.WAIT]
+    return [s.act for s in steps if s.act != TunerAct.WAIT]
 
 
 def _running_async(control: ControlArea) -> dict[str, Any]:

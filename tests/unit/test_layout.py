@@ -131,3 +131,35 @@ def test_no_module_imports_a_module_that_imports_it_back() -> None:
 def test_the_circle_check_finds_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _circles(graph) == [["a", "b", "c"]]
+
+
+def _classes(package: Path) -> dict[str, list[str]]:
+    """Every class the package defines, by name: where each is defined."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(path.relative_to(package).as_posix())
+    return found
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    """One word, one meaning (docs/layout.md, Glossary): a name read anywhere names one thing."""
+    assert {name: where for name, where in _classes(PACKAGE).items() if len(where) > 1} == {}
+
+
+def test_the_glossary_names_classes_the_package_defines() -> None:
+    glossary = LAYOUT.read_text().split("## Glossary", 1)[1].split("\n## ", 1)[0]
+    named = {
+        name
+        for row in glossary.splitlines()
+        if row.startswith("| ")
+        for name in re.findall(r"`([A-Z]\w+)`", row.split("|")[3])
+    }
+    assert named and named - set(_classes(PACKAGE)) == set()
+
+
+def test_the_class_check_finds_a_name_defined_twice(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class Step:\n    pass\n")
+    (tmp_path / "b.py").write_text("class Step:\n    pass\n\n\nclass Other:\n    pass\n")
+    assert _classes(tmp_path) == {"Step": ["a.py", "b.py"], "Other": ["b.py"]}

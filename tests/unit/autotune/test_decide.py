@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_async_stream.autotune.decide import decide
-from airflow_async_stream.autotune.look import Act, Look, interval_for
+from airflow_async_stream.autotune.look import TunerAct, TunerView, interval_for
 from airflow_async_stream.autotune.measure import measure
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.tuning import Trial, Tuning
@@ -22,8 +22,8 @@ def spec(async_progress: dict[str, Any] | None = None, **changes: Any) -> Any:
                                 async_progress=async_progress or AUTO, **changes))  # fmt: skip
 
 
-def look(events: list[dict[str, Any]], conf: dict[str, Any], tuning: Tuning | None = None, **changes: Any) -> Look:
-    return Look(spec(**changes), "d1", conf, events, tuning or Tuning(), T0 + 1000, None)
+def look(events: list[dict[str, Any]], conf: dict[str, Any], tuning: Tuning | None = None, **changes: Any) -> TunerView:
+    return TunerView(spec(**changes), "d1", conf, events, tuning or Tuning(), T0 + 1000, None)
 
 
 def sync_batches(latency: float, managed: float, n: int = 12, **kw: Any) -> list[dict[str, Any]]:
@@ -39,12 +39,12 @@ def test_a_window_leaves_out_each_query_start_and_counts_each_batch_once() -> No
 
 def test_too_few_synchronous_batches_waits_for_a_baseline() -> None:
     step = decide(look(sync_batches(200, 120, n=6), configuration(False)))
-    assert step.act == Act.WAIT and "5 of 10" in step.reason
+    assert step.act == TunerAct.WAIT and "5 of 10" in step.reason
 
 
 def test_offset_management_worth_it_turns_async_on_at_the_computed_interval() -> None:
     step = decide(look(sync_batches(200, 120), configuration(False)))
-    assert step.act == Act.TRY and step.trial == "on", step.reason
+    assert step.act == TunerAct.TRY and step.trial == "on", step.reason
     assert step.to == {"enabled": True, "checkpoint_interval_ms": 0}  # 1 write/s x 120 ms: 12 % busy
     assert "60% of a synchronous batch" in step.reason and "a failure re-runs" in step.reason
 
@@ -57,17 +57,17 @@ def test_writes_that_could_not_keep_up_at_every_batch_get_an_interval_within_the
 
 def test_a_small_share_leaves_the_job_synchronous() -> None:
     step = decide(look(sync_batches(900, 40), configuration(False)))
-    assert step.act == Act.NOTHING and step.reason.startswith("left synchronous"), step.reason
+    assert step.act == TunerAct.NOTHING and step.reason.startswith("left synchronous"), step.reason
 
 
 def test_pinned_fields_are_never_touched() -> None:
     step = decide(look(sync_batches(200, 120), configuration(False), async_progress={"enabled": False}))
-    assert step.act == Act.SKIP and "pins" in step.reason
+    assert step.act == TunerAct.SKIP and "pins" in step.reason
 
 
 def test_exactly_once_or_a_sink_async_refuses_keeps_it_off() -> None:
     once = decide(look(sync_batches(200, 120), configuration(False), delivery="exactly_once"))
-    assert once.act == Act.NOTHING and "delivery" in once.reason
+    assert once.act == TunerAct.NOTHING and "delivery" in once.reason
     parquet = {"format": "parquet", "options": {"path": "/out"}}
     assert "sink.format" in decide(look(sync_batches(200, 120), configuration(False), sink=parquet)).reason
 
@@ -75,7 +75,7 @@ def test_exactly_once_or_a_sink_async_refuses_keeps_it_off() -> None:
 def test_async_on_without_a_baseline_is_sampled_through_the_migration() -> None:
     events = batch_events([80] * 12, [5] * 12, start=T0, conf=configuration(True, 0))
     step = decide(look(events, configuration(True, 0)))
-    assert step.act == Act.SAMPLE and step.to == {"enabled": False, "checkpoint_interval_ms": 0}
+    assert step.act == TunerAct.SAMPLE and step.to == {"enabled": False, "checkpoint_interval_ms": 0}
 
 
 def on_trial(base_latency: float = 200) -> Tuning:
@@ -96,12 +96,12 @@ def test_a_trial_that_saves_enough_is_kept_where_the_interval_is_pinned() -> Non
     step = decide(
         look(sync_batches(200, 120) + async_batches(80), configuration(True, 0), on_trial(), async_progress=pinned)
     )
-    assert step.act == Act.KEEP and step.saving == 0.6, step.reason
+    assert step.act == TunerAct.KEEP and step.saving == 0.6, step.reason
 
 
 def test_a_trial_that_saves_enough_probes_the_longest_interval_allowed_once() -> None:
     step = decide(look(sync_batches(200, 120) + async_batches(80), configuration(True, 0), on_trial()))
-    assert step.act == Act.RETUNE and step.trial == "probe" and step.saving == 0.6, step.reason
+    assert step.act == TunerAct.RETUNE and step.trial == "probe" and step.saving == 0.6, step.reason
     assert step.to == {"enabled": True, "checkpoint_interval_ms": 5000} and step.after is not None
 
 
@@ -121,44 +121,44 @@ def probe_batches(latency: float) -> list[dict[str, Any]]:
 
 def test_a_probe_that_saves_a_further_tenth_is_kept_else_the_shorter_interval_comes_back() -> None:
     kept = decide(look(probe_batches(60), configuration(True, 5000), probing(80)))
-    assert kept.act == Act.KEEP and "kept async at 5000 ms" in kept.reason, kept.reason
+    assert kept.act == TunerAct.KEEP and "kept async at 5000 ms" in kept.reason, kept.reason
     back = decide(look(probe_batches(76), configuration(True, 5000), probing(80)))
-    assert back.act == Act.RETUNE and back.trial == "back", back.reason
+    assert back.act == TunerAct.RETUNE and back.trial == "back", back.reason
     assert back.to == {"enabled": True, "checkpoint_interval_ms": 0} and "not worth the longer re-run" in back.reason
 
 
 def test_a_trial_that_saves_too_little_is_reverted_through_the_migration() -> None:
     step = decide(look(sync_batches(200, 120) + async_batches(190), configuration(True, 0), on_trial()))
-    assert step.act == Act.REVERT and "safe-disable migration" in step.reason, step.reason
+    assert step.act == TunerAct.REVERT and "safe-disable migration" in step.reason, step.reason
     assert step.to == {"enabled": False, "checkpoint_interval_ms": 0}
 
 
 def test_a_trial_whose_writes_build_a_backlog_raises_the_interval_once() -> None:
     fast = async_batches(190, n=40, every_s=0.125)  # 8 batches/s x 120 ms durable writes at interval 0
     step = decide(look(sync_batches(200, 120) + fast, configuration(True, 0), on_trial()))
-    assert step.act == Act.RETUNE and step.to == {"enabled": True, "checkpoint_interval_ms": 300}, step.reason
+    assert step.act == TunerAct.RETUNE and step.to == {"enabled": True, "checkpoint_interval_ms": 300}, step.reason
 
 
 def test_a_trial_is_measured_before_it_is_judged() -> None:
     step = decide(look(sync_batches(200, 120) + async_batches(80, n=5), configuration(True, 0), on_trial()))
-    assert step.act == Act.WAIT and "4 of 10" in step.reason
+    assert step.act == TunerAct.WAIT and "4 of 10" in step.reason
 
 
 def test_a_change_by_someone_else_during_a_trial_aborts_it_without_a_change() -> None:
     step = decide(look(sync_batches(200, 120) + async_batches(80), configuration(True, 3000), on_trial()))
-    assert step.act == Act.ABORT and step.to is None
+    assert step.act == TunerAct.ABORT and step.to is None
 
 
 def test_a_new_trial_waits_at_most_every() -> None:
     tuning = Tuning(last_trial_at=T0 + 500)
     step = decide(look(sync_batches(200, 120), configuration(False), tuning))
-    assert step.act == Act.WAIT and "at_most_every" in step.reason
+    assert step.act == TunerAct.WAIT and "at_most_every" in step.reason
 
 
 def test_a_job_stopped_during_a_trial_ends_it_without_a_change() -> None:
     stopped = look(sync_batches(200, 120) + async_batches(80, n=5), configuration(True, 0), on_trial())
-    step = decide(Look(**{**stopped.__dict__, "blocked": "the job is not running (stopped)"}))
-    assert step.act == Act.ABORT and step.to is None and "not running" in step.reason
+    step = decide(TunerView(**{**stopped.__dict__, "blocked": "the job is not running (stopped)"}))
+    assert step.act == TunerAct.ABORT and step.to is None and "not running" in step.reason
 
 
 def test_a_job_async_for_longer_than_the_batches_read_is_judged_by_its_recorded_baseline() -> None:
@@ -168,10 +168,10 @@ def test_a_job_async_for_longer_than_the_batches_read_is_judged_by_its_recorded_
                                    "before": base.to_json()})  # fmt: skip
     pinned = {"enabled": "auto", "checkpoint_interval_ms": 0}
     step = decide(look(async_batches(80), configuration(True, 0), kept, async_progress=pinned))
-    assert step.act == Act.NOTHING and "async kept at 0 ms: it saves 60%" in step.reason, step.reason
+    assert step.act == TunerAct.NOTHING and "async kept at 0 ms: it saves 60%" in step.reason, step.reason
     other = Tuning().with_decision({"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d0",
                                     "before": base.to_json()})  # fmt: skip
-    assert decide(look(async_batches(80), configuration(True, 0), other, async_progress=pinned)).act == Act.SAMPLE
+    assert decide(look(async_batches(80), configuration(True, 0), other, async_progress=pinned)).act == TunerAct.SAMPLE
 
 
 def test_another_query_run_during_a_trial_aborts_it() -> None:
@@ -179,6 +179,6 @@ def test_another_query_run_during_a_trial_aborts_it() -> None:
     assert tuning.trial is not None
     tuning = tuning.but(trial=tuning.trial.but(query_run_id="r2"))
     same = look(sync_batches(200, 120) + async_batches(80, n=5), configuration(True, 0), tuning)
-    assert decide(Look(**{**same.__dict__, "query_run_id": "r2"})).act == Act.WAIT
-    step = decide(Look(**{**same.__dict__, "query_run_id": "r3"}))
-    assert step.act == Act.ABORT and "started again" in step.reason and step.to is None
+    assert decide(TunerView(**{**same.__dict__, "query_run_id": "r2"})).act == TunerAct.WAIT
+    step = decide(TunerView(**{**same.__dict__, "query_run_id": "r3"}))
+    assert step.act == TunerAct.ABORT and "started again" in step.reason and step.to is None

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from airflow_async_stream.autotune import tune
-from airflow_async_stream.autotune.look import Act, Look
-from airflow_async_stream.autotune.look import Step as TunerStep
+from airflow_async_stream.autotune.look import TunerAct, TunerStep, TunerView
 from airflow_async_stream.cli.commands import main as cli
 from airflow_async_stream.decision.needs import Need, decide
 from airflow_async_stream.decision.observe import observe
@@ -145,8 +144,8 @@ def tuner(control: ControlArea, wanted: JobSpec, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(tune, "switch_in_place", taking(START))
     monkeypatch.setattr(safe_disable_steps.SafeDisable, "roll_back", taking("rolled back"))
     running = parse_spec(json.loads(control.read_bytes("spec.json")))
-    look = Look(running, "d1", {}, [], Tuning(), time.time())
-    step = TunerStep(Act.REVERT, "revert: it saved too little", to=wanted.to_mapping()["async_progress"])
+    look = TunerView(running, "d1", {}, [], Tuning(), time.time())
+    step = TunerStep(TunerAct.REVERT, "revert: it saved too little", to=wanted.to_mapping()["async_progress"])
     return _taken(lambda: tune._act(control, Holder.this_process("test"), tune.TuneSettings(), look, step, _quiet()))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_async_stream.insight.advice import Limits, advise
+from airflow_async_stream.insight.advice import RerunLimits, advise
 from airflow_async_stream.insight.report import build_report
 from tests.unit.helpers import batch_events, configuration
 
@@ -90,12 +90,12 @@ def test_async_batches_as_slow_as_synchronous_ones_have_given_the_benefit_back()
 
 def test_a_re_run_over_the_users_limit_advises_a_shorter_interval() -> None:
     report = build_report(sync_then_async(120.0, 3000))  # 100 rows a batch, a batch a second
-    assert advise(report, KAFKA, Limits(max_rerun_rows=1000)) == []  # 3 s of input: about 300 rows
-    (advice,) = advise(report, KAFKA, Limits(max_rerun_rows=150))
+    assert advise(report, KAFKA, RerunLimits(max_rerun_rows=1000)) == []  # 3 s of input: about 300 rows
+    (advice,) = advise(report, KAFKA, RerunLimits(max_rerun_rows=150))
     rate = 1900 / 19  # 100 rows a batch, a batch a second: the source's rate
     assert advice["figures"]["rerun_rows"] == round(rate * 3)
     assert advice["figures"]["suggested_interval_ms"] == int(150 / rate * 1000) // 100 * 100
-    (advice,) = advise(report, KAFKA, Limits(max_rerun_s=2))
+    (advice,) = advise(report, KAFKA, RerunLimits(max_rerun_s=2))
     assert advice["figures"]["suggested_interval_ms"] == 2000
 
 
@@ -128,7 +128,9 @@ def test_advice_cites_public_documents_by_title_never_a_seed_number() -> None:
     texts = [
         every_text(advise(build_report(batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False))), KAFKA)),
         every_text(advise(build_report(sync_then_async(5.0, 3000)), KAFKA)),
-        every_text(advise(build_report(sync_then_async(120.0, 100, every_s=0.1)), KAFKA, Limits(max_rerun_rows=1))),
+        every_text(
+            advise(build_report(sync_then_async(120.0, 100, every_s=0.1)), KAFKA, RerunLimits(max_rerun_rows=1))
+        ),
     ]
     assert all("seed" not in text for text in texts), texts
     assert SOURCES["databricks"] in texts[0] and SOURCES["databricks"] in texts[1]

@@ -10,7 +10,7 @@ import pytest
 
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.insight.health import LAG_BATCHES, Health, Limits, Look, Verdict, judge
-from airflow_async_stream.spec.health import Health as HealthSpec
+from airflow_async_stream.spec.health import HealthSpec
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import Trigger
 from airflow_async_stream.state.liveness import Liveness, liveness

@@ -413,4 +413,4 @@ def test_the_json_schema_knows_the_supervisor_fields() -> None:
     assert {"restart", "state", "health"} <= set(schema["properties"])
     restart = schema["$defs"]["Restart"]["properties"]
     assert restart["policy"]["enum"] == ["on_failure", "never"] and restart["max_restarts"]["default"] == 5
-    assert schema["$defs"]["Health"]["properties"]["on_stall"]["enum"] == ["alert", "restart"]
+    assert schema["$defs"]["HealthSpec"]["properties"]["on_stall"]["enum"] == ["alert", "restart"]

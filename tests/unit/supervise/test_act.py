@@ -166,7 +166,7 @@ def test_a_forged_exit_time_never_pushes_the_restart_later(crashed: ControlArea)
     """Rewriting the status (or an exit record) at every look moves the crash's time; the backoff still runs
     from when the supervisor first saw the deployment down."""
     from airflow_async_stream.insight.checkup import check_up
-    from airflow_async_stream.supervise.policy import Act, case_for, decide
+    from airflow_async_stream.supervise.policy import Response, case_for, respond
 
     deployed(crashed, {**json.loads(crashed.read_bytes(ControlArea.SPEC)),
                                                       "restart": {"backoff": "1 minute"}}, 'd3')  # fmt: skip
@@ -175,4 +175,4 @@ def test_a_forged_exit_time_never_pushes_the_restart_later(crashed: ControlArea)
                                             "heartbeat_at": time.time()})  # fmt: skip
     health = check_up(crashed, crashed.url).health
     assert health.since is not None and health.since > time.time() - 5  # what the forged record says
-    assert decide(case_for(crashed, health, "d3"), time.time()).act == Act.RESTART
+    assert respond(case_for(crashed, health, "d3"), time.time()).act == Response.RESTART
