@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "AsyncStreamError",
     "SpecError",
+    "RuleViolationError",
     "JavaNotFoundError",
     "DeployError",
     "ConnectionLookupError",
@@ -46,6 +47,14 @@ def cut_text(text: str, most: int) -> str:
         return text
     tail = f"... ({len(text):,} chars)"
     return text[: max(0, most - len(tail))] + tail
+
+
+class RuleViolationError(ValueError):
+    """Cross-field rule failures, each with the field it concerns (carried through pydantic's error)."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{f}: {r}" for f, r in problems))
 
 
 class SpecError(AsyncStreamError, ValueError):

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow_async_stream.insight.read import job_report
+from airflow_async_stream.spec.logs import DEFAULT_PROGRESS_BYTES
 from airflow_async_stream.state.control import ControlArea
-from airflow_async_stream.state.progress_log import DEFAULT_MAX_BYTES, segments
+from airflow_async_stream.state.progress_log import segments
 
 REPEAT = 3
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -62,7 +63,7 @@ def _event(i: int, start: float, enabled: bool) -> dict[str, Any]:
 def _fill(control: ControlArea) -> int:
     """Append batches until the retention has started removing the oldest segments: the log is full."""
     start, i, written = time.time() - 3600, 0, 0
-    while written < DEFAULT_MAX_BYTES + 1024 * 1024:
+    while written < DEFAULT_PROGRESS_BYTES + 1024 * 1024:
         event = _event(i, start, enabled=i >= 12000)
         control.append_progress(event)
         written += len(json.dumps(event, sort_keys=True)) + 1

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from airflow_async_stream.driver.args import driver_arguments
-from airflow_async_stream.driver.log import DEFAULT_FILE_BYTES, DEFAULT_FILES
 from airflow_async_stream.driver.maven_packages import packages_conf
 from airflow_async_stream.driver.process import Target
 from airflow_async_stream.driver.spark_version import SparkBuild
 from airflow_async_stream.lineage.link import LineageLink
+from airflow_async_stream.spec.logs import DEFAULT_DRIVER_LOG_BYTES, DEFAULT_DRIVER_LOG_FILES
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.secret_options import SecretOptions
 from airflow_async_stream.state.control import ControlArea
@@ -50,7 +50,7 @@ class Submission:
     #: Reaches only spark-submit and the driver it starts (secrets travel this way, never on the command line).
     env: dict[str, str] = field(default_factory=dict, repr=False)
     #: The driver log's rotation: bytes per file, files kept (see driver/log.py).
-    log_limits: tuple[int, int] = (DEFAULT_FILE_BYTES, DEFAULT_FILES)
+    log_limits: tuple[int, int] = (DEFAULT_DRIVER_LOG_BYTES, DEFAULT_DRIVER_LOG_FILES)
     #: The spec as the driver reads it (spec.json); its digest is on the command line.
     spec_json: bytes = field(default=b"", repr=False)
     #: Which options came from connections (for the deployment record; never their values).

@@ -25,9 +25,6 @@ from typing import BinaryIO
 __all__ = ["RotatingLog", "rotated_names", "start_pump", "tail_lines"]
 
 _READ_LINE_LIMIT = 64 * 1024
-#: The defaults of the spec's ``logs.driver_log_max_bytes`` and ``logs.driver_log_files``.
-DEFAULT_FILE_BYTES = 4 * 1024 * 1024
-DEFAULT_FILES = 3
 
 
 def _no_follow(path: str, flags: int) -> BinaryIO:

@@ -26,7 +26,7 @@ from typing import Any
 from airflow_async_stream.insight.batches import batch_window
 from airflow_async_stream.spec.health import HealthSpec
 from airflow_async_stream.spec.load import parse_part
-from airflow_async_stream.spec.model import Trigger
+from airflow_async_stream.spec.trigger import Trigger
 from airflow_async_stream.state.incidents import one_line
 from airflow_async_stream.state.liveness import Liveness
 from airflow_async_stream.state.records import ACTIVE_STATES, NOT_LAUNCHED, Deployment, State, Status, now

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_async_stream.driver.log import DEFAULT_FILES
 from airflow_async_stream.driver.start import log_tail
 from airflow_async_stream.insight.read import recent_events, recorded_spec
+from airflow_async_stream.spec.logs import DEFAULT_DRIVER_LOG_FILES
 from airflow_async_stream.state.checkpoint import Inspection, inspect_checkpoint
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import liveness
@@ -85,7 +85,7 @@ def read_symptoms(checkpoint: str, control: ControlArea) -> Symptoms:
     if not control.exists():
         return symptoms
     spec = recorded_spec(control)
-    files = ((spec or {}).get("logs") or {}).get("driver_log_files") or DEFAULT_FILES
+    files = ((spec or {}).get("logs") or {}).get("driver_log_files") or DEFAULT_DRIVER_LOG_FILES
     status = control.read_status()
     symptoms.control_area, symptoms.spec, symptoms.status = True, spec, status
     symptoms.deployment = control.read_deployment()

@@ -16,10 +16,12 @@ from airflow_async_stream.spec.load import (
     resolve_spec,
     spec_operand,
 )
-from airflow_async_stream.spec.model import JobSpec, Logs, Trigger
+from airflow_async_stream.spec.logs import Logs
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.rules import ASYNC_SINKS
 from airflow_async_stream.spec.schema import spec_json_schema
 from airflow_async_stream.spec.tracking import AsyncProgress, Autotune
+from airflow_async_stream.spec.trigger import Trigger
 
 __all__ = [
     "ASYNC_SINKS",

@@ -7,15 +7,15 @@ import re
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     field_validator,
     model_validator,
 )
 
-from airflow_async_stream.spec.rules import RuleViolationError
+from airflow_async_stream.exceptions import RuleViolationError
 from airflow_async_stream.spec.secret_options import looks_secret
+from airflow_async_stream.spec.strict import StrictModel
 
 __all__ = [
     "RESERVED_SINK_OPTIONS",
@@ -38,10 +38,6 @@ RESERVED_SINK_OPTIONS = {
 
 _CONN_ID_RE = r"^[A-Za-z0-9_.-]{1,250}$"
 _ENTRYPOINT_RE = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 OptionValue = str | int | float | bool

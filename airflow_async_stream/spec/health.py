@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from airflow_async_stream.spec.endpoints import StrictModel
 from airflow_async_stream.spec.intervals import interval_ms
+from airflow_async_stream.spec.strict import StrictModel
 
 if TYPE_CHECKING:
-    from airflow_async_stream.spec.model import Trigger
+    from airflow_async_stream.spec.trigger import Trigger
 
 __all__ = ["BATCH_STALLED_AFTER_MIN_S", "HEALTH_INTERVALS", "NO_BATCH_AFTER_MIN_S", "HealthSpec"]
 

@@ -12,11 +12,10 @@ from typing import Any, TypeVar, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from airflow_async_stream.exceptions import SpecError
+from airflow_async_stream.exceptions import RuleViolationError, SpecError
 from airflow_async_stream.spec.bounds import MAX_BYTES, check_bounds, yaml_problems
 from airflow_async_stream.spec.interpolation import expand_environment
 from airflow_async_stream.spec.model import JobSpec
-from airflow_async_stream.spec.rules import RuleViolationError
 
 _M = TypeVar("_M", bound=BaseModel)
 

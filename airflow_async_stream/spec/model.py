@@ -18,136 +18,27 @@ from pydantic import (
     model_validator,
 )
 
-from airflow_async_stream.driver import log as driver_log
+from airflow_async_stream.exceptions import RuleViolationError
 from airflow_async_stream.spec.endpoints import (
     OptionValue,
     Sink,
     Source,
-    StrictModel,
     Transform,
     refuse_secret_keys,
     stringify,
 )
 from airflow_async_stream.spec.health import HealthSpec
-from airflow_async_stream.spec.intervals import interval_ms
+from airflow_async_stream.spec.logs import Logs
 from airflow_async_stream.spec.paths import checkpoint_folder, one_spelling, python_file
 from airflow_async_stream.spec.restart import Restart
-from airflow_async_stream.spec.rules import RuleViolationError, rule_violations
+from airflow_async_stream.spec.rules import rule_violations
+from airflow_async_stream.spec.strict import StrictModel
 from airflow_async_stream.spec.tracking import AsyncProgress, Autotune
-from airflow_async_stream.state import progress_log
+from airflow_async_stream.spec.trigger import Trigger
 
-__all__ = ["AsyncProgress", "JobSpec", "Lineage", "Logs", "Trigger"]
+__all__ = ["AsyncProgress", "JobSpec", "Lineage"]
 
-#: The trigger kinds a spec may give (one at most); none means Spark's default trigger.
-TRIGGER_KINDS = ("processing_time", "once", "available_now", "continuous", "real_time")
 _NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
-
-
-class Trigger(StrictModel):
-    """Exactly one trigger kind; none given means Spark's default (micro-batches back to back)."""
-
-    processing_time: str | None = Field(default=None, min_length=1, description="e.g. '500 milliseconds'.")
-    once: Literal[True] | None = Field(default=None, description="Run one batch and stop.")
-    available_now: Literal[True] | None = Field(default=None, description="Drain what is there and stop.")
-    continuous: str | None = Field(default=None, min_length=1, description="Continuous processing interval.")
-    real_time: str | None = Field(
-        default=None, min_length=1, description="Real-time mode (Spark 4.1+): its batch duration, e.g. '5 seconds'."
-    )
-
-    @model_validator(mode="after")
-    def _at_most_one(self) -> Trigger:
-        chosen = [k for k in TRIGGER_KINDS if getattr(self, k)]
-        if len(chosen) > 1:
-            raise ValueError(f"give one trigger kind, not {' and '.join(chosen)}")
-        return self
-
-    @property
-    def kind(self) -> str:
-        for k in TRIGGER_KINDS[1:]:
-            if getattr(self, k):
-                return k
-        return "processing_time"
-
-    def interval_ms(self) -> int | None:
-        """The interval (processing time, continuous) or batch duration (real time) in ms, as Spark reads it
-        (IntervalError where Spark would refuse it: a spec's rules report that, spec/rules.py)."""
-        text = {"processing_time": self.processing_time, "continuous": self.continuous,
-                "real_time": self.real_time}.get(self.kind)  # fmt: skip
-        return interval_ms(text, positive=self.kind == "real_time") if text else None
-
-    def spark_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for PySpark's ``DataStreamWriter.trigger``; empty means the default trigger."""
-        if self.once:
-            return {"once": True}
-        if self.available_now:
-            return {"availableNow": True}
-        if self.continuous:
-            return {"continuous": self.continuous}
-        if self.real_time:
-            return {"realTime": self.real_time}
-        if self.processing_time:
-            return {"processingTime": self.processing_time}
-        return {}
-
-
-SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
-
-
-class Logs(StrictModel):
-    """What a job may keep of its logs: Spark's log level, the driver log's rotation, the progress log's retention,
-    and how often the driver writes its records on an object store.
-
-    With the defaults a job's control area holds at most ``driver_log_files * driver_log_max_bytes`` of driver
-    log and ``1.25 * progress_max_bytes`` of progress log, however long it runs.
-    """
-
-    spark_level: str = Field(
-        default="WARN", description="Spark's log level in the driver (at INFO Spark writes ~9 KB per micro-batch)."
-    )
-    driver_log_max_bytes: StrictInt = Field(
-        default=driver_log.DEFAULT_FILE_BYTES,
-        ge=4096,
-        description="The driver log is rotated when a file would grow past this size.",
-    )
-    driver_log_files: StrictInt = Field(
-        default=driver_log.DEFAULT_FILES,
-        ge=1,
-        le=100,
-        description="Driver log files kept: driver.log, driver.log.1, ... (oldest dropped).",
-    )
-    progress_max_bytes: StrictInt = Field(
-        default=progress_log.DEFAULT_MAX_BYTES,
-        ge=4096,
-        le=progress_log.MAX_BYTES,
-        description="Whole progress segments beyond this size are removed, oldest first.",
-    )
-    progress_max_age_hours: StrictInt | float = Field(
-        default=progress_log.DEFAULT_MAX_AGE_HOURS,
-        gt=0,
-        description="Progress segments whose batches are all older than this are removed.",
-    )
-
-    control_write_interval_s: StrictInt | float | None = Field(
-        default=None,
-        ge=0,
-        le=60,
-        description="How often the driver writes its status and progress log on storage that cannot append "
-        "(object stores): one request per interval, the heartbeat included; 0 writes each as it happens. Unset: "
-        f"{progress_log.OBJECT_STORE_WRITE_INTERVAL_S:g} on object stores, 0 on local disks and HDFS.",
-    )
-
-    def write_interval_s(self, appendable: bool) -> float:
-        """The control write interval in effect on storage that can (``appendable``) or cannot append."""
-        if self.control_write_interval_s is not None:
-            return float(self.control_write_interval_s)
-        return 0.0 if appendable else progress_log.OBJECT_STORE_WRITE_INTERVAL_S
-
-    @field_validator("spark_level", mode="before")
-    @classmethod
-    def _known_level(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.upper() in SPARK_LOG_LEVELS:
-            return value.upper()
-        raise ValueError(f"must be one of {', '.join(SPARK_LOG_LEVELS)}, got {value!r}")
 
 
 class Lineage(StrictModel):

@@ -13,12 +13,9 @@ real-time reads (only Kafka has them) at the first batch.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from airflow_async_stream.spec.intervals import time_string_ms
-
-if TYPE_CHECKING:
-    from airflow_async_stream.spec.model import JobSpec
+from airflow_async_stream.spec.whole import WholeSpec
 
 __all__ = [
     "MIN_BATCH_CONF",
@@ -52,7 +49,7 @@ _TWICE = "the view `source` twice"
 _NOT_CODE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.S)
 
 
-def _min_batch_ms(spec: JobSpec) -> tuple[int | None, str]:
+def _min_batch_ms(spec: WholeSpec) -> tuple[int | None, str]:
     """Spark's minimum batch duration for this job: the spec's ``spark_conf`` (a Spark time string) or the default."""
     given = spec.spark_conf_strings().get(MIN_BATCH_CONF)
     if given is None:
@@ -70,7 +67,7 @@ def sql_operators_refused(sql: str) -> list[str]:
     return found
 
 
-def real_time_violations(spec: JobSpec) -> list[tuple[str, str]]:
+def real_time_violations(spec: WholeSpec) -> list[tuple[str, str]]:
     """``(field, reason)`` for each real-time rule ``spec`` breaks; empty for another trigger. (Async progress
     tracking with real time is refused among the async rules, spec/rules.py.)"""
     if spec.trigger.kind != "real_time":

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
-from airflow_async_stream.spec.endpoints import StrictModel
 from airflow_async_stream.spec.intervals import interval_ms
+from airflow_async_stream.spec.strict import StrictModel
 
 __all__ = ["RESTART_POLICIES", "Restart"]
 

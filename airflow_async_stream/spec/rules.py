@@ -4,17 +4,13 @@ real-time mode (realtime.py). SPARK_FACTS.md has the behaviour behind each rule.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from airflow_async_stream.spec.intervals import IntervalError
 from airflow_async_stream.spec.options import option_violations
 from airflow_async_stream.spec.realtime import real_time_violations
 from airflow_async_stream.spec.versions import SparkLine, judged, judging
+from airflow_async_stream.spec.whole import WholeSpec
 
-if TYPE_CHECKING:
-    from airflow_async_stream.spec.model import JobSpec
-
-__all__ = ["ASYNC_SINKS", "SINK_EVOLUTION", "RuleViolationError", "rule_violations", "violations_on"]
+__all__ = ["ASYNC_SINKS", "SINK_EVOLUTION", "rule_violations", "violations_on"]
 
 #: Spark 4.2+'s setting whose ``true`` refuses async progress tracking.
 SINK_EVOLUTION = "spark.sql.streaming.queryEvolution.enableSinkEvolution"
@@ -24,15 +20,7 @@ SINK_EVOLUTION = "spark.sql.streaming.queryEvolution.enableSinkEvolution"
 ASYNC_SINKS = frozenset({"kafka", "console", "memory", "noop"})
 
 
-class RuleViolationError(ValueError):
-    """Cross-field rule failures, each with the field it concerns (carried through pydantic's error)."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(f"{f}: {r}" for f, r in problems))
-
-
-def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
+def rule_violations(spec: WholeSpec) -> list[tuple[str, str]]:
     """The rules that span fields, as ``(field, reason)``, for the Spark this context judges for
     (spec/versions.py); empty when the spec is acceptable."""
     line, version, _ = judged()
@@ -49,13 +37,13 @@ def rule_violations(spec: JobSpec) -> list[tuple[str, str]]:
     return problems
 
 
-def violations_on(spec: JobSpec, version: str, why: str) -> list[tuple[str, str]]:
+def violations_on(spec: WholeSpec, version: str, why: str) -> list[tuple[str, str]]:
     """The rules ``spec`` breaks on Spark ``version`` (``why``: where that version came from)."""
     with judging(version, why):
         return rule_violations(spec)
 
 
-def _trigger_violations(spec: JobSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
+def _trigger_violations(spec: WholeSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
     """The trigger's interval as Spark parses it, then (when it parses) real-time mode's rules."""
     try:
         spec.trigger.interval_ms()
@@ -66,7 +54,7 @@ def _trigger_violations(spec: JobSpec, line: SparkLine, spark: str) -> list[tupl
     return real_time_violations(spec)
 
 
-def _real_time_async(spec: JobSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
+def _real_time_async(spec: WholeSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
     """Async progress tracking in real-time mode: refused by 4.2, only at interval 0 (and on by default) in 4.3."""
     if line.real_time == "refuses_async":
         return [
@@ -88,7 +76,7 @@ def _real_time_async(spec: JobSpec, line: SparkLine, spark: str) -> list[tuple[s
     return []
 
 
-def _async_violations(spec: JobSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
+def _async_violations(spec: WholeSpec, line: SparkLine, spark: str) -> list[tuple[str, str]]:
     """What Spark refuses, or silently ignores, with async progress tracking on."""
     problems: list[tuple[str, str]] = []
     kind = spec.trigger.kind

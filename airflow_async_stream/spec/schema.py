@@ -18,10 +18,11 @@ import re
 from typing import Any
 
 from airflow_async_stream.spec.endpoints import RESERVED_SINK_OPTIONS
-from airflow_async_stream.spec.model import TRIGGER_KINDS, JobSpec
+from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.spec.rules import ASYNC_SINKS
 from airflow_async_stream.spec.secret_options import SECRET_KEY_RE
 from airflow_async_stream.spec.tracking import AUTO, TUNABLE
+from airflow_async_stream.spec.trigger import TRIGGER_KINDS
 
 __all__ = ["LOADER_ONLY", "spec_json_schema"]
 

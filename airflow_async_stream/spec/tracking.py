@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
-from airflow_async_stream.spec.endpoints import StrictModel
 from airflow_async_stream.spec.intervals import interval_ms
+from airflow_async_stream.spec.strict import StrictModel
 
 __all__ = ["AUTO", "DELIVERIES", "TUNABLE", "AsyncProgress", "Autotune", "carry_tuned"]
 

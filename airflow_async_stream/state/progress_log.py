@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from airflow_async_stream.spec.logs import DEFAULT_PROGRESS_AGE_HOURS, DEFAULT_PROGRESS_BYTES, MAX_PROGRESS_BYTES
 from airflow_async_stream.state.storage import read_file
 from airflow_async_stream.state.typed import fits
 
@@ -26,16 +27,10 @@ __all__ = ["Area", "Retention", "Segment", "segments", "tail_events", "tail_of"]
 
 SEGMENT_LINES = 200
 SEGMENT_MAX_BYTES = 256 * 1024
-#: The defaults of the spec's ``logs.progress_max_bytes`` and ``logs.progress_max_age_hours``; its largest.
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-MAX_BYTES = 64 * 1024 * 1024
 #: What a reader takes in: one segment at most (a writer's hold a quarter of the log's size and a line), the
 #: whole log at most (its newest segments; anything beyond was written by someone else, or by a driver at 1.25x).
-SEGMENT_READ_BYTES = MAX_BYTES // 4 + 1024 * 1024
-READ_MAX_BYTES = MAX_BYTES * 5 // 4
-DEFAULT_MAX_AGE_HOURS = 168
-#: The default of the spec's ``logs.control_write_interval_s`` on object stores: at most 360 writes a job-hour.
-OBJECT_STORE_WRITE_INTERVAL_S = 10.0
+SEGMENT_READ_BYTES = MAX_PROGRESS_BYTES // 4 + 1024 * 1024
+READ_MAX_BYTES = MAX_PROGRESS_BYTES * 5 // 4
 _NAME = re.compile(r"(?P<deployment>.+)-(?P<number>\d{6,})-t(?P<started>\d+)\.jsonl")
 
 
@@ -56,8 +51,8 @@ class Area(Protocol):
 class Retention:
     """How much progress a job keeps: at most ``max_bytes``, nothing older than ``max_age_s``."""
 
-    max_bytes: int = DEFAULT_MAX_BYTES
-    max_age_s: float = DEFAULT_MAX_AGE_HOURS * 3600.0
+    max_bytes: int = DEFAULT_PROGRESS_BYTES
+    max_age_s: float = DEFAULT_PROGRESS_AGE_HOURS * 3600.0
 
     @property
     def segment_bytes(self) -> int:

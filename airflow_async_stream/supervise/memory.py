@@ -15,22 +15,35 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_async_stream.insight.read import recorded_spec
 from airflow_async_stream.state import progress_log
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import Liveness, liveness
 from airflow_async_stream.state.records import ACTIVE_STATES, Deployment, State, Status
+from airflow_async_stream.state.typed import Record
 from airflow_async_stream.supervise.record import Supervision, read_supervision
 
-if TYPE_CHECKING:
-    from airflow_async_stream.supervise.watch import Seen
-
-__all__ = ["Memory", "Sighting", "look", "supervision_of"]
+__all__ = ["Memory", "Seen", "Sighting", "look", "supervision_of"]
 
 #: The newest progress the watcher reads of a running job (enough for the lag check's batches).
 TAIL_BYTES = 8 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seen(Record):
+    """``watch.json``: the health the watcher last announced (or recorded without an event)."""
+
+    seq: int = 0
+    condition: str = ""
+    verdict: str = ""
+    deployment_id: str | None = None
+    held: bool = False
+    at: float = 0.0
+    #: The newest event verdict the job has not recovered from: kept while it starts, stops or is stopped, so
+    #: a job brought back by a person (deploy, resume) is said ``recovered`` too.
+    unresolved: str = ""
 
 
 @dataclass

@@ -28,8 +28,7 @@ from airflow_async_stream.state.fence import create_once
 from airflow_async_stream.state.hold import hold_state
 from airflow_async_stream.state.incidents import record_unreadable, unreadable
 from airflow_async_stream.state.records import now
-from airflow_async_stream.state.typed import Record
-from airflow_async_stream.supervise.memory import Memory, Sighting, look, supervision_of
+from airflow_async_stream.supervise.memory import Memory, Seen, Sighting, look, supervision_of
 from airflow_async_stream.supervise.metrics import Figures, figures_of
 from airflow_async_stream.supervise.policy import Response, case_for, respond
 
@@ -48,21 +47,6 @@ KEPT_CLAIMS = 8
 CLAIMS = "watch"
 #: Where a sweep sends each job's figures.
 Measure = Callable[[Figures], None]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Seen(Record):
-    """``watch.json``: the health the watcher last announced (or recorded without an event)."""
-
-    seq: int = 0
-    condition: str = ""
-    verdict: str = ""
-    deployment_id: str | None = None
-    held: bool = False
-    at: float = 0.0
-    #: The newest event verdict the job has not recovered from: kept while it starts, stops or is stopped, so
-    #: a job brought back by a person (deploy, resume) is said ``recovered`` too.
-    unresolved: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The package's own rules of shape: short functions, small modules, a small root, tests that share helpers."""
+"""The package's own rules of shape: short functions, modules of a readable length (split by concept, not by
+size in bytes), a small root, tests that share helpers."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ def test_no_function_in_the_package_is_longer_than_60_lines() -> None:
 
 
 MAX_ROOT_MODULES = 8
-MAX_MODULE_BYTES = 12 * 1024
 MAX_MODULE_LINES = 350
 TESTS = PACKAGE.parent / "tests"
 
@@ -32,9 +32,9 @@ def _root_modules(package: Path) -> list[str]:
 
 def _over_limits(package: Path) -> list[str]:
     return [
-        f"{path.relative_to(package)}: {path.stat().st_size} bytes, {len(path.read_text().splitlines())} lines"
+        f"{path.relative_to(package)}: {len(path.read_text().splitlines())} lines"
         for path in sorted(package.rglob("*.py"))
-        if path.stat().st_size > MAX_MODULE_BYTES or len(path.read_text().splitlines()) > MAX_MODULE_LINES
+        if len(path.read_text().splitlines()) > MAX_MODULE_LINES
     ]
 
 
@@ -63,7 +63,7 @@ def test_the_package_root_holds_at_most_8_modules() -> None:
     assert len(_root_modules(PACKAGE)) <= MAX_ROOT_MODULES, _root_modules(PACKAGE)
 
 
-def test_no_module_is_over_12_kb_or_350_lines() -> None:
+def test_no_module_is_over_350_lines() -> None:
     """A module says one thing; one that grows past this says several, and is split by what it says."""
     assert _over_limits(PACKAGE) == []
 
@@ -79,13 +79,13 @@ def test_the_shape_checks_catch_what_they_should(tmp_path: Path) -> None:
     (tests / "unit").mkdir(parents=True)
     for i in range(MAX_ROOT_MODULES + 1):
         (package / f"m{i}.py").write_text("")
-    (package / "sub" / "wide.py").write_text("x = 1  # " + "w" * MAX_MODULE_BYTES + "\n")
+    (package / "sub" / "wide.py").write_text("x = 1  # " + "w" * 100_000 + "\n")  # wide, but one line: fine
     (package / "sub" / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
     (tests / "unit" / "helpers.py").write_text("")
     (tests / "unit" / "test_a.py").write_text("from tests.unit.test_b import thing\nfrom tests.unit import helpers\n")
     (tests / "unit" / "test_c.py").write_text("import tests.integration.conftest\nfrom tests.unit.helpers import x\n")
     assert len(_root_modules(package)) == MAX_ROOT_MODULES + 1
-    assert [line.split(":")[0] for line in _over_limits(package)] == ["sub/long.py", "sub/wide.py"]
+    assert [line.split(":")[0] for line in _over_limits(package)] == ["sub/long.py"]
     assert _test_to_test_imports(tests) == [
         "tests/unit/test_a.py: tests.unit.test_b",
         "tests/unit/test_c.py: tests.integration.conftest",

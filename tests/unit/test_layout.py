@@ -1,6 +1,6 @@
 """The layout stays telling: docs/layout.md names every module of the package in its folder's entry, and no
 module of the package imports, however late, a module that imports it back (an import for type checkers only
-ties nothing at run time)."""
+counts too: it ties what the modules mean)."""
 
 from __future__ import annotations
 
@@ -63,26 +63,13 @@ def _imports(path: Path) -> set[str]:
     """Every package module ``path`` imports, at any depth of its code (a late import ties modules too)."""
     module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
     found = set()
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             base = node.module if node.level == 0 else module.rsplit(".", node.level)[0] + "." + node.module
             found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
     return {name for name in found if name.startswith("airflow_async_stream.") and name != module}
-
-
-def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node of ``tree`` but those under ``if TYPE_CHECKING:``."""
-    nodes, todo = [], [tree]
-    while todo:
-        node = todo.pop()
-        nodes.append(node)
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            todo.extend(node.orelse)
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-    return nodes
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -12,7 +12,7 @@ from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.insight.health import LAG_BATCHES, Health, Limits, Look, Verdict, judge
 from airflow_async_stream.spec.health import HealthSpec
 from airflow_async_stream.spec.load import parse_spec
-from airflow_async_stream.spec.model import Trigger
+from airflow_async_stream.spec.trigger import Trigger
 from airflow_async_stream.state.liveness import Liveness, liveness
 from airflow_async_stream.state.records import NOT_LAUNCHED, DriverExit, State, Status
 from tests.helpers import rate_noop
