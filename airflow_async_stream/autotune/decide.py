@@ -39,8 +39,11 @@ def decide(look: TunerView) -> TunerStep:
     since = look.tuning.last_trial_at
     every = look.spec.autotune_settings.at_most_every_s()
     if since is not None and look.now - since < every:
-        return TunerStep(TunerAct.WAIT, f"the last trial began {look.now - since:.0f} s ago; the next waits "
-                    f"autotune.at_most_every ({look.spec.autotune_settings.at_most_every})")  # fmt: skip
+        return TunerStep(
+            TunerAct.WAIT,
+            f"the last trial began {look.now - since:.0f} s ago; the next waits "
+            f"autotune.at_most_every ({look.spec.autotune_settings.at_most_every})",
+        )
     if look.tuning.reverted_under == spec_key(look.spec) and progress.delegated("enabled"):
         return TunerStep(TunerAct.NOTHING, "async was reverted under this spec: tried again when the spec changes")
     return settled_async(look) if running(look)["enabled"] else settled_sync(look)

@@ -30,13 +30,19 @@ PROBE_GAIN = 0.10
 def judge(look: TunerView, trial: Trial) -> TunerStep:
     """The step a trial's window says, or ABORT when the job no longer runs what the tuner set."""
     if look.deployment_id != trial.deployment_id or not matches(look.configuration, trial.configuration):
-        return TunerStep(TunerAct.ABORT, f"the job was changed during the trial (it runs {describe(look.configuration)} as "
-                    f"deployment {look.deployment_id}; the tuner set {describe(trial.configuration)} on deployment "
-                    f"{trial.deployment_id}): left as it is, no change of the tuner's")  # fmt: skip
+        return TunerStep(
+            TunerAct.ABORT,
+            f"the job was changed during the trial (it runs {describe(look.configuration)} as "
+            f"deployment {look.deployment_id}; the tuner set {describe(trial.configuration)} on deployment "
+            f"{trial.deployment_id}): left as it is, no change of the tuner's",
+        )
     if trial.query_run_id and look.query_run_id and look.query_run_id != trial.query_run_id:
-        return TunerStep(TunerAct.ABORT, f"the job's query was started again during the trial (query run {look.query_run_id}, "
-                    f"not the tuner's {trial.query_run_id}: a switch or a restart of its query): left as it is, no "
-                    "change of the tuner's")  # fmt: skip
+        return TunerStep(
+            TunerAct.ABORT,
+            f"the job's query was started again during the trial (query run {look.query_run_id}, "
+            f"not the tuner's {trial.query_run_id}: a switch or a restart of its query): left as it is, no "
+            "change of the tuner's",
+        )
     window, seen = current(look, since=trial.at)
     if window is None:
         n = look.spec.autotune_settings.measure_batches
@@ -50,9 +56,14 @@ def judge(look: TunerView, trial: Trial) -> TunerStep:
     minimum = look.spec.autotune_settings.min_saving
     if saving >= minimum:
         interval = running(look)["checkpoint_interval_ms"]
-        kept = TunerStep(TunerAct.KEEP, f"kept async at {interval} ms: it saves {saving:.0%} of p50 against synchronous "
-                    f"({window.p50_ms:.0f} against {base.p50_ms:.0f} ms), at least autotune.min_saving {minimum:.0%}",
-                    before=base, after=window, saving=saving)  # fmt: skip
+        kept = TunerStep(
+            TunerAct.KEEP,
+            f"kept async at {interval} ms: it saves {saving:.0%} of p50 against synchronous "
+            f"({window.p50_ms:.0f} against {base.p50_ms:.0f} ms), at least autotune.min_saving {minimum:.0%}",
+            before=base,
+            after=window,
+            saving=saving,
+        )
         return _probe(look, trial, kept) or kept
     if look.spec.async_progress.delegated("checkpoint_interval_ms") and trial.changes < MAX_TRIAL_CHANGES - 1:
         higher = raise_interval(look, base, window)
@@ -70,10 +81,15 @@ def _probe(look: TunerView, trial: Trial, kept: TunerStep) -> TunerStep | None:
     delegated = look.spec.async_progress.delegated("checkpoint_interval_ms")
     if not delegated or bound <= interval or trial.changes >= MAX_TRIAL_CHANGES - 1:
         return None
-    return replace(kept, act=TunerAct.RETUNE, to={"enabled": True, "checkpoint_interval_ms": bound}, trial="probe",
-                   reason=f"probe the checkpoint interval {bound} ms (the longest autotune.max_rerun_seconds allows): "
-                   f"{kept.reason.removeprefix('kept ')}; fewer durable writes may save more, kept only if p50 "
-                   f"falls at least {PROBE_GAIN:.0%} more")  # fmt: skip
+    return replace(
+        kept,
+        act=TunerAct.RETUNE,
+        to={"enabled": True, "checkpoint_interval_ms": bound},
+        trial="probe",
+        reason=f"probe the checkpoint interval {bound} ms (the longest autotune.max_rerun_seconds allows): "
+        f"{kept.reason.removeprefix('kept ')}; fewer durable writes may save more, kept only if p50 "
+        f"falls at least {PROBE_GAIN:.0%} more",
+    )
 
 
 def _against_previous(look: TunerView, trial: Trial, window: Window) -> TunerStep:
@@ -88,8 +104,12 @@ def _against_previous(look: TunerView, trial: Trial, window: Window) -> TunerSte
     change = f"{gain:.0%} lower" if gain >= 0 else f"{-gain:.0%} higher"
     figures = f"p50 {window.p50_ms:.0f} ms against {previous.p50_ms:.0f} ms at the interval before ({change})"
     if gain >= wanted:
-        return TunerStep(TunerAct.KEEP, f"kept async at {interval} ms: {figures}; a failure re-runs up to {interval} ms of "
-                    "input", before=previous, after=window)  # fmt: skip
+        return TunerStep(
+            TunerAct.KEEP,
+            f"kept async at {interval} ms: {figures}; a failure re-runs up to {interval} ms of input",
+            before=previous,
+            after=window,
+        )
     return _back(look, previous, f"{figures}, not worth the longer re-run after a failure", window)
 
 
@@ -97,5 +117,10 @@ def _back(look: TunerView, previous: Window | Trial, why: str, window: Window) -
     """Back to the interval before: the window's (a probe) or the trial's start (an interval trial)."""
     configuration = previous.configuration if isinstance(previous, Window) else previous.before
     before = (configuration.get("async_progress") or {}).get("checkpoint_interval_ms")
-    return TunerStep(TunerAct.RETUNE, f"back to the checkpoint interval {before} ms: {why}",
-                to={"enabled": True, "checkpoint_interval_ms": before}, after=window, trial="back")  # fmt: skip
+    return TunerStep(
+        TunerAct.RETUNE,
+        f"back to the checkpoint interval {before} ms: {why}",
+        to={"enabled": True, "checkpoint_interval_ms": before},
+        after=window,
+        trial="back",
+    )

@@ -43,11 +43,17 @@ def settled_sync(look: TunerView) -> TunerStep:
 def turn_on(look: TunerView, base: Window) -> TunerStep:
     """Async on at the interval the baseline gives, when offset management is at least ``min_saving``."""
     settings, spec = look.spec.autotune_settings, look.spec
-    figures = (f"offset management (walCommit + commitOffsets) is {base.share:.0%} of a synchronous batch "
-               f"(p50 {base.offset_management_ms:.0f} of {base.p50_ms:.0f} ms)")  # fmt: skip
+    figures = (
+        f"offset management (walCommit + commitOffsets) is {base.share:.0%} of a synchronous batch "
+        f"(p50 {base.offset_management_ms:.0f} of {base.p50_ms:.0f} ms)"
+    )
     if base.share < settings.min_saving:
-        return TunerStep(TunerAct.NOTHING, f"left synchronous: {figures}, under autotune.min_saving {settings.min_saving:.0%}: "
-                    "async progress tracking can save no more than that", before=base)  # fmt: skip
+        return TunerStep(
+            TunerAct.NOTHING,
+            f"left synchronous: {figures}, under autotune.min_saving {settings.min_saving:.0%}: "
+            "async progress tracking can save no more than that",
+            before=base,
+        )
     if spec.async_progress.delegated("checkpoint_interval_ms"):
         interval = interval_for(base.offset_management_ms, base.batches_per_s, bound_ms(spec))
     else:
@@ -71,9 +77,13 @@ def settled_async(look: TunerView) -> TunerStep:
     base, _ = baseline(look)
     if base is None:
         if progress.delegated("enabled"):
-            return TunerStep(TunerAct.SAMPLE, "async is on and no synchronous batches of this deployment judge it: off "
-                        "through the safe-disable migration, to measure a synchronous baseline",
-                        to={"enabled": False, "checkpoint_interval_ms": interval}, trial="sample")  # fmt: skip
+            return TunerStep(
+                TunerAct.SAMPLE,
+                "async is on and no synchronous batches of this deployment judge it: off "
+                "through the safe-disable migration, to measure a synchronous baseline",
+                to={"enabled": False, "checkpoint_interval_ms": interval},
+                trial="sample",
+            )
         return _bounded(look, interval) or TunerStep(TunerAct.NOTHING, "async is pinned on; no synchronous baseline")
     window, seen = current(look)
     if window is None:
@@ -86,8 +96,14 @@ def settled_async(look: TunerView) -> TunerStep:
     again = _bounded(look, interval) or raise_interval(look, base, window)
     if again is not None and progress.delegated("checkpoint_interval_ms"):
         return again
-    return TunerStep(TunerAct.NOTHING, f"async kept at {interval} ms: it saves {saving:.0%} of p50 against synchronous "
-                f"({window.p50_ms:.0f} against {base.p50_ms:.0f} ms)", before=base, after=window, saving=saving)  # fmt: skip
+    return TunerStep(
+        TunerAct.NOTHING,
+        f"async kept at {interval} ms: it saves {saving:.0%} of p50 against synchronous "
+        f"({window.p50_ms:.0f} against {base.p50_ms:.0f} ms)",
+        before=base,
+        after=window,
+        saving=saving,
+    )
 
 
 def revert(look: TunerView, base: Window, window: Window, saving: float) -> TunerStep:
@@ -111,9 +127,13 @@ def _bounded(look: TunerView, interval: int) -> TunerStep | None:
     if not look.spec.async_progress.delegated("checkpoint_interval_ms") or interval <= bound:
         return None
     lower = int(bound // 100 * 100)
-    return TunerStep(TunerAct.RETUNE, f"lower the checkpoint interval to {lower} ms: a failure re-runs up to {interval} ms "
-                f"of input, over autotune.max_rerun_seconds ({look.spec.autotune_settings.max_rerun_seconds:g} s)",
-                to={"enabled": True, "checkpoint_interval_ms": lower}, trial="interval")  # fmt: skip
+    return TunerStep(
+        TunerAct.RETUNE,
+        f"lower the checkpoint interval to {lower} ms: a failure re-runs up to {interval} ms "
+        f"of input, over autotune.max_rerun_seconds ({look.spec.autotune_settings.max_rerun_seconds:g} s)",
+        to={"enabled": True, "checkpoint_interval_ms": lower},
+        trial="interval",
+    )
 
 
 def raise_interval(look: TunerView, base: Window, window: Window) -> TunerStep | None:
@@ -127,7 +147,13 @@ def raise_interval(look: TunerView, base: Window, window: Window) -> TunerStep |
     if higher <= interval:
         return None
     seen = f"; async p50 {window.p50_ms:.0f} ms against synchronous {base.p50_ms:.0f} ms" if given_back else ""
-    return TunerStep(TunerAct.RETUNE, f"raise the checkpoint interval to {higher} ms: durable offset writes at {interval} ms, "
-                f"p50 {base.offset_management_ms:.0f} ms each, keep busy {busy:.0%} of each second, so a backlog "
-                f"builds and gives the benefit back{seen} ({SOURCES['databricks']})",
-                to={"enabled": True, "checkpoint_interval_ms": higher}, before=base, after=window, trial="interval")  # fmt: skip
+    return TunerStep(
+        TunerAct.RETUNE,
+        f"raise the checkpoint interval to {higher} ms: durable offset writes at {interval} ms, "
+        f"p50 {base.offset_management_ms:.0f} ms each, keep busy {busy:.0%} of each second, so a backlog "
+        f"builds and gives the benefit back{seen} ({SOURCES['databricks']})",
+        to={"enabled": True, "checkpoint_interval_ms": higher},
+        before=base,
+        after=window,
+        trial="interval",
+    )

@@ -153,8 +153,9 @@ def _act(
     reason = f"autotune: {step.act}"
     try:
         if not turning_off:
-            switch_in_place(control, target, holder=holder, reason=reason, log=log,
-                            timeout_s=settings.deploy.startup_timeout_s)  # fmt: skip
+            switch_in_place(
+                control, target, holder=holder, reason=reason, log=log, timeout_s=settings.deploy.startup_timeout_s
+            )
             return 1, None
         migration = SafeDisable(target, holder, settings.deploy, wait_timeout_s=settings.wait_timeout_s, log=log)
         try:
@@ -184,13 +185,27 @@ def _recorded(
     if step.act == TunerAct.SAMPLE:
         configuration = configured(look, {"enabled": False})
     if ongoing is None:
-        trial = Trial(kind=step.trial or str(step.act), at=after, deployment_id=look.deployment_id,
-                      before=dict(look.configuration), configuration=configuration, baseline=base,
-                      reason=step.reason, changes=switches, query_run_id=run_id)  # fmt: skip
+        trial = Trial(
+            kind=step.trial or str(step.act),
+            at=after,
+            deployment_id=look.deployment_id,
+            before=dict(look.configuration),
+            configuration=configuration,
+            baseline=base,
+            reason=step.reason,
+            changes=switches,
+            query_run_id=run_id,
+        )
         return tuning.but(trial=trial, last_trial_at=look.now)
-    trial = ongoing.but(kind=step.trial or str(step.act), at=after, configuration=configuration, baseline=base,
-                        previous=step.after.to_json() if step.after else None, changes=ongoing.changes + switches,
-                        query_run_id=run_id)  # fmt: skip
+    trial = ongoing.but(
+        kind=step.trial or str(step.act),
+        at=after,
+        configuration=configuration,
+        baseline=base,
+        previous=step.after.to_json() if step.after else None,
+        changes=ongoing.changes + switches,
+        query_run_id=run_id,
+    )
     return tuning.but(trial=trial)
 
 

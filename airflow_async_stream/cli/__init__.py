@@ -55,10 +55,13 @@ def exit_codes() -> list[tuple[int, str]]:
         (EXIT_OK, "done, and nothing found wrong"),
         *((EXIT_BAD_STATE, f"`{command}`: {means}") for command, means in BAD_STATE_MEANS.items()),
         (EXIT_BAD_STATE, f"never for {', '.join(f'`{c}`' for c in _NEVER_BAD_STATE)}"),
-        (EXIT_BAD_INPUT, "bad input: a spec error (`validate`, `plan`, a `--set`), a bad argument, a JOB that names "
-         "nothing, or something the command needs that is not there (no Java for `--analyze`)"),
+        (
+            EXIT_BAD_INPUT,
+            "bad input: a spec error (`validate`, `plan`, a `--set`), a bad argument, a JOB that names "
+            "nothing, or something the command needs that is not there (no Java for `--analyze`)",
+        ),
         (EXIT_BROKEN_PIPE, "the reader of the output went away (`... | head`)"),
-    ]  # fmt: skip
+    ]
 
 
 def exit_code_table() -> str:
@@ -103,7 +106,10 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
 def progress_log() -> logging.Logger:
     """Each phase of a long wait, as it is reached, on stderr (stdout keeps the result, --json included); the
     package's own log lines too, even once Airflow (a connection's launcher) has set its logging up on stdout."""
-    for name, form in (("airflow_async_stream.cli.progress", "%(message)s"), ("airflow_async_stream", PREFIX + "%(message)s")):  # fmt: skip
+    for name, form in (
+        ("airflow_async_stream.cli.progress", "%(message)s"),
+        ("airflow_async_stream", PREFIX + "%(message)s"),
+    ):
         log = logging.getLogger(name)
         if not log.handlers:
             handler = logging.StreamHandler(sys.stderr)

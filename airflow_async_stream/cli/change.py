@@ -52,8 +52,9 @@ def cmd_release(args: argparse.Namespace) -> int:
         return EXIT_OK
     ended = hold_state(hold)
     if ended is None and not args.force:
-        print(f"held by {hold.holder} ({hold.purpose}) until {hold.expires_at_text}; "
-              "add --force if that holder is gone")  # fmt: skip
+        print(
+            f"held by {hold.holder} ({hold.purpose}) until {hold.expires_at_text}; add --force if that holder is gone"
+        )
         return EXIT_BAD_STATE
     control.remove(ControlArea.HOLD)
     print(f"released the hold of {hold.holder} ({ended or 'forced'})")
@@ -64,7 +65,12 @@ def _set_aside(control: ControlArea, name: str) -> None:
     """An unreadable fence or hold, moved aside (never deleted); every hold granted before is ended."""
     with guard(control):
         aside = control.set_aside(name)
-        fence.bump(control, f"{name} was unreadable: set aside as {aside} by release --force", seen=time.time_ns() // 10**6, revocation=True)  # fmt: skip
+        fence.bump(
+            control,
+            f"{name} was unreadable: set aside as {aside} by release --force",
+            seen=time.time_ns() // 10**6,
+            revocation=True,
+        )
     print(f"set aside an unreadable {name} as {aside}: every earlier hold is ended")
 
 
@@ -161,7 +167,12 @@ def _print_switch(record: SwitchAccount) -> None:
     if record.gate:
         rows.append(("gate", record.gate))
     if record.outcome == SwitchOutcome.KEPT_ASYNC_AT_INTERVAL_0:
-        rows.append(("next", "run the same switch again once two batches have committed at interval 0 "
-                             "(`airflow-async-stream inspect` then says SAFE)"))  # fmt: skip
+        rows.append(
+            (
+                "next",
+                "run the same switch again once two batches have committed at interval 0 "
+                "(`airflow-async-stream inspect` then says SAFE)",
+            )
+        )
     for name, value in rows:
         print(f"  {name:<18} {value}")

@@ -61,8 +61,10 @@ def _print_plan(items: list[Any]) -> None:
     analyzed = [i.analysis for i in items if i.analysis]
     if analyzed:
         wrong = sum(1 for a in analyzed if not a["ok"])
-        print(f"analysis: {len(analyzed)} change{'' if len(analyzed) == 1 else 's'} analyzed, "
-              f"{len(analyzed) - wrong} ok, {wrong} wrong")  # fmt: skip
+        print(
+            f"analysis: {len(analyzed)} change{'' if len(analyzed) == 1 else 's'} analyzed, "
+            f"{len(analyzed) - wrong} ok, {wrong} wrong"
+        )
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:

@@ -23,7 +23,11 @@ def _print(job: str, health: dict[str, Any], incidents: list[dict[str, Any]]) ->
         print("no incidents recorded")
         return
     for incident in incidents:
-        print(indented(f"{when(incident['at'])}  {incident['kind']}  deployment {incident.get('deployment_id') or '-'}", 4))  # fmt: skip
+        print(
+            indented(
+                f"{when(incident['at'])}  {incident['kind']}  deployment {incident.get('deployment_id') or '-'}", 4
+            )
+        )
         for key in ("error", "diagnosis", "cure", "action"):
             if incident.get(key):
                 print(f"    {key + ':':<11}{indented(incident[key], 15)}")

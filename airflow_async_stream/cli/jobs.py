@@ -82,7 +82,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                 return fail(f"{option} {url}: no folder there")
     found = [] if args.no_registry else _registered()
     settings = {} if args.no_settings else configured() or {}
-    found += find_jobs(args.index + settings.get("fleet_indexes", []), args.folder + settings.get("checkpoint_folders", []))  # fmt: skip
+    found += find_jobs(
+        args.index + settings.get("fleet_indexes", []), args.folder + settings.get("checkpoint_folders", [])
+    )
     logging.getLogger("airflow_async_stream.insight").setLevel(logging.ERROR)  # a row says so itself
     rows = overview.job_rows(once_each(found))
     if args.json:
@@ -98,12 +100,25 @@ def add_list(sub: Any) -> None:
         help="the jobs this host deployed, and those of the [async_stream] settings' and the named fleet indexes "
         "and checkpoint folders: one line each",
     )
-    p.add_argument("--index", action="append", default=[], metavar="URL",
-                   help="a fleet index (a _fleet.yaml's `index:`): its jobs too; repeat")  # fmt: skip
-    p.add_argument("--folder", action="append", default=[], metavar="URL",
-                   help="a folder of checkpoints: each with a control area beside it is a job; repeat")  # fmt: skip
+    p.add_argument(
+        "--index",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a fleet index (a _fleet.yaml's `index:`): its jobs too; repeat",
+    )
+    p.add_argument(
+        "--folder",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a folder of checkpoints: each with a control area beside it is a job; repeat",
+    )
     p.add_argument("--no-registry", action="store_true", help="leave out the jobs of this host's registry")
-    p.add_argument("--no-settings", action="store_true",
-                   help="leave out the fleet indexes and checkpoint folders of Airflow's [async_stream] settings")  # fmt: skip
+    p.add_argument(
+        "--no-settings",
+        action="store_true",
+        help="leave out the fleet indexes and checkpoint folders of Airflow's [async_stream] settings",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output: every job's row, as the page reads it")
     p.set_defaults(func=cmd_list)

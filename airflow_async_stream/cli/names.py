@@ -65,8 +65,10 @@ def _by_settings(name: str) -> NamedJob:
     looked = f"this host's registry {registry.registry_dir()} (AIRFLOW_ASYNC_STREAM_HOME/jobs)"
     instead = "give the job's checkpoint or spec file instead"
     if settings is None:
-        raise JobNotFoundError(f"no job named {name!r}: not in {looked}, and Airflow is not installed here to read "
-                               f"the [{sources.SECTION}] fleet indexes and checkpoint folders; {instead}")  # fmt: skip
+        raise JobNotFoundError(
+            f"no job named {name!r}: not in {looked}, and Airflow is not installed here to read "
+            f"the [{sources.SECTION}] fleet indexes and checkpoint folders; {instead}"
+        )
     where = settings["fleet_indexes"] + settings["checkpoint_folders"]
     if not where:
         raise JobNotFoundError(
@@ -79,8 +81,10 @@ def _by_settings(name: str) -> NamedJob:
     if len(jobs) == 1:
         return NamedJob(jobs[0].checkpoint, ControlArea(jobs[0].control_area), "job name", name)
     if jobs:
-        raise JobNotFoundError(f"{len(jobs)} jobs are named {name!r} in the [{sources.SECTION}] sources: give one's "
-                               "checkpoint instead: " + ", ".join(job.checkpoint for job in jobs))  # fmt: skip
+        raise JobNotFoundError(
+            f"{len(jobs)} jobs are named {name!r} in the [{sources.SECTION}] sources: give one's "
+            "checkpoint instead: " + ", ".join(job.checkpoint for job in jobs)
+        )
     unread = "".join(f"; {job.source}: {job.error}" for job in found)
     raise JobNotFoundError(
         f"no job named {name!r}: not in {looked}, nor in the [{sources.SECTION}] sources {', '.join(where)}"

@@ -47,14 +47,18 @@ def _share(value: float | None) -> str:
 def _print_groups(groups: list[dict[str, Any]]) -> None:
     width = max(len(describe(g["configuration"])) for g in groups)
     print("by deployment and configuration:")
-    print(f"  {'deployment':<26} {'configuration':<{width}} {'batches':>7} {'rows/s':>8} {'p50':>6} {'p90':>6} {'p99':>6}"
-          f" {'offset mgmt':>11} {'share':>6}")  # fmt: skip
+    print(
+        f"  {'deployment':<26} {'configuration':<{width}} {'batches':>7} {'rows/s':>8} {'p50':>6} {'p90':>6} {'p99':>6}"
+        f" {'offset mgmt':>11} {'share':>6}"
+    )
     for g in groups:
         managed = f"{_ms(g['offset_management_ms'])}{'*' if g['async'] else ''}"
         rate = "-" if g["rows_per_s"] is None else f"{g['rows_per_s']:,.0f}"
-        print(f"  {g['deployment_id']:<26} {describe(g['configuration']):<{width}} {g['batches']:>7} {rate:>8} "
-              f"{_ms(g['p50_ms']):>6} {_ms(g['p90_ms']):>6} {_ms(g['p99_ms']):>6} {managed:>11} "
-              f"{_share(g['offset_management_share']):>6}")  # fmt: skip
+        print(
+            f"  {g['deployment_id']:<26} {describe(g['configuration']):<{width}} {g['batches']:>7} {rate:>8} "
+            f"{_ms(g['p50_ms']):>6} {_ms(g['p90_ms']):>6} {_ms(g['p99_ms']):>6} {managed:>11} "
+            f"{_share(g['offset_management_share']):>6}"
+        )
         notes = _group_notes(g)
         if notes:
             print(f"  {'':<26} {notes}")
@@ -67,11 +71,14 @@ def _group_notes(group: dict[str, Any]) -> str:
     notes = []
     if group["startup_batches"]:
         n, slowest = group["startup_batches"], group["startup_ms"]
-        notes.append(f"{n} startup batch{'es' if n != 1 else ''} (a query start's first, up to {slowest:,.0f} ms) "
-                     "left out of p50/p90/p99")  # fmt: skip
+        notes.append(
+            f"{n} startup batch{'es' if n != 1 else ''} (a query start's first, up to {slowest:,.0f} ms) "
+            "left out of p50/p90/p99"
+        )
     if group["re_runs"]:
-        notes.append(f"{group['re_runs']} batch{'es' if group['re_runs'] != 1 else ''} run again after a restart, "
-                     "counted once")  # fmt: skip
+        notes.append(
+            f"{group['re_runs']} batch{'es' if group['re_runs'] != 1 else ''} run again after a restart, counted once"
+        )
     return "; ".join(notes)
 
 
@@ -85,23 +92,31 @@ def _print_report(data: dict[str, Any]) -> None:
     print(f"batches      {data['batches']}, {_when(groups[0]['started'])} to {_when(groups[-1]['ended'])}")
     if data["skipped_events"]:
         print(f"unreadable   {data['skipped_events']} progress lines left out (no timestamp or batch id)")
-    print(f"latest       {describe(data['configuration'])}: p50 {_ms(data['p50_ms'])} ms, p90 {_ms(data['p90_ms'])} ms, "
-          f"p99 {_ms(data['p99_ms'])} ms over {groups[-1]['batches']} batches")  # fmt: skip
+    print(
+        f"latest       {describe(data['configuration'])}: p50 {_ms(data['p50_ms'])} ms, p90 {_ms(data['p90_ms'])} ms, "
+        f"p99 {_ms(data['p99_ms'])} ms over {groups[-1]['batches']} batches"
+    )
     baseline = data["baseline"]
     if baseline:
-        print(f"offset mgmt  p50 {_ms(baseline['offset_management_ms'])} of {_ms(baseline['p50_ms'])} ms, share "
-              f"{_share(baseline['share'])} (from {baseline['batches']} synchronous batches: "
-              f"{describe(baseline['configuration'])})")  # fmt: skip
+        print(
+            f"offset mgmt  p50 {_ms(baseline['offset_management_ms'])} of {_ms(baseline['p50_ms'])} ms, share "
+            f"{_share(baseline['share'])} (from {baseline['batches']} synchronous batches: "
+            f"{describe(baseline['configuration'])})"
+        )
     else:
         print("offset mgmt  not known: no synchronous batch in the log")
     if data["at_risk"]:
         risk = data["at_risk"]
-        print(f"re-run now   {risk['batches']} batch{'es' if risk['batches'] != 1 else ''}, {risk['rows']:,} rows since batch {risk['durable_batch']} "
-              "reached offsets/ (what a failure would re-run)")  # fmt: skip
+        print(
+            f"re-run now   {risk['batches']} batch{'es' if risk['batches'] != 1 else ''}, {risk['rows']:,} rows since batch {risk['durable_batch']} "
+            "reached offsets/ (what a failure would re-run)"
+        )
     if data["state"]:
         state = data["state"]
-        print(f"state        commit p50 {_ms(state['commit_ms_per_task'])} ms per task, {_share(state['commit_share'])} "
-              f"of the batch; {state['rows_in_state']} rows in state")  # fmt: skip
+        print(
+            f"state        commit p50 {_ms(state['commit_ms_per_task'])} ms per task, {_share(state['commit_share'])} "
+            f"of the batch; {state['rows_in_state']} rows in state"
+        )
     print()
     _print_groups(groups)
     if data["changes"]:
@@ -187,8 +202,16 @@ def add_report(sub: Any, job_help: str) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--since", metavar="DURATION", help="only batches of the last DURATION (90s, 15m, 2h, 7d)")
     p.add_argument("--png", metavar="FILE", help="also draw batch latency over time to FILE (needs matplotlib)")
-    p.add_argument("--max-rerun-rows", type=_positive(int), metavar="N",
-                   help="advise a shorter interval if a failure could re-run more than N rows")  # fmt: skip
-    p.add_argument("--max-rerun-seconds", type=_positive(float), metavar="S",
-                   help="advise a shorter interval if a failure could re-run more than S seconds of input")  # fmt: skip
+    p.add_argument(
+        "--max-rerun-rows",
+        type=_positive(int),
+        metavar="N",
+        help="advise a shorter interval if a failure could re-run more than N rows",
+    )
+    p.add_argument(
+        "--max-rerun-seconds",
+        type=_positive(float),
+        metavar="S",
+        help="advise a shorter interval if a failure could re-run more than S seconds of input",
+    )
     p.set_defaults(func=cmd_report)

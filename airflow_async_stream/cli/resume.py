@@ -35,9 +35,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
     looked = check_up(control, named.checkpoint)
     status = looked.status
     if status is not None and status.state in ACTIVE_STATES and looked.liveness.live:
-        return fail(f"not resumed: it runs (deployment {status.deployment_id}, {looked.health.verdict})", EXIT_BAD_STATE)  # fmt: skip
-    settings = DeploySettings(conn_id=args.conn_id, startup_timeout_s=args.startup_timeout,
-                              requested_by="airflow-async-stream resume", launcher=partial(_launcher, args.conn_id))  # fmt: skip
+        return fail(
+            f"not resumed: it runs (deployment {status.deployment_id}, {looked.health.verdict})", EXIT_BAD_STATE
+        )
+    settings = DeploySettings(
+        conn_id=args.conn_id,
+        startup_timeout_s=args.startup_timeout,
+        requested_by="airflow-async-stream resume",
+        launcher=partial(_launcher, args.conn_id),
+    )
     holder = Holder.this_process("resume from the command line")
     try:
         with held(control, holder, migration_hold_ttl_s(settings, args.wait_timeout, waits=3)) as grant:

@@ -157,12 +157,22 @@ def _supervisor_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     record = report.get("supervision") or {}
     restarts = record.get("restarts") or []
     if record.get("crash_looping") and record["crash_looping"] == (report["status"] or {}).get("deployment_id"):
-        rows.append(("supervisor", f"crash_looping since {when(record.get('crash_looping_at'))}: no more restarts "
-                     "until a person resumes it"))  # fmt: skip
+        rows.append(
+            (
+                "supervisor",
+                f"crash_looping since {when(record.get('crash_looping_at'))}: no more restarts "
+                "until a person resumes it",
+            )
+        )
     elif restarts:
         last = restarts[-1]
-        rows.append(("supervisor", f"{len(restarts)} restart{'' if len(restarts) == 1 else 's'}; the last at "
-                     f"{when(last.get('at'))} ({last.get('verdict')} {last.get('answered')})"))  # fmt: skip
+        rows.append(
+            (
+                "supervisor",
+                f"{len(restarts)} restart{'' if len(restarts) == 1 else 's'}; the last at "
+                f"{when(last.get('at'))} ({last.get('verdict')} {last.get('answered')})",
+            )
+        )
     return rows
 
 

@@ -40,15 +40,23 @@ def _driver_gone(control: ControlArea, host: str) -> int:
     deployment = control.read_deployment()
     launched_on = deployment.driver.host if deployment and deployment.driver else None
     if deployment is None or launched_on != host:
-        return fail(f"--driver-gone {host}: the newest driver of {control.url} was launched on {launched_on or 'no host'}, not {host}")  # fmt: skip
+        return fail(
+            f"--driver-gone {host}: the newest driver of {control.url} was launched on {launched_on or 'no host'}, not {host}"
+        )
     status = control.read_status()
     judged = liveness(status)
     if judged.live and status is not None and status.deployment_id == deployment.deployment_id:
-        return fail(f"--driver-gone {host}: its driver still reports ({judged.reason}), so {host} is not gone; "
-                    "stop it instead", EXIT_BAD_STATE)  # fmt: skip
+        return fail(
+            f"--driver-gone {host}: its driver still reports ({judged.reason}), so {host} is not gone; stop it instead",
+            EXIT_BAD_STATE,
+        )
     if control.read_exit(deployment.deployment_id) is None:
-        record_exit(control, deployment.deployment_id, f"said by hand on {this_host()}: host {host} is gone, its driver with it")  # fmt: skip
-    print(f"recorded: the driver of deployment {deployment.deployment_id} on {host} has exited; a deploy from any host goes on")  # fmt: skip
+        record_exit(
+            control, deployment.deployment_id, f"said by hand on {this_host()}: host {host} is gone, its driver with it"
+        )
+    print(
+        f"recorded: the driver of deployment {deployment.deployment_id} on {host} has exited; a deploy from any host goes on"
+    )
     return EXIT_OK
 
 
@@ -71,14 +79,20 @@ def _stop_by_signal(control: ControlArea, args: argparse.Namespace, why: Excepti
     broken = one_line(str(why)) or type(why).__name__
     found = drivers_here(control.url)
     if not found:
-        return fail(f"not stopped: its control area cannot carry a stop ({broken}), and no process of this host "
-                    "proves to be its driver: stop it on the host that launched it", EXIT_BAD_STATE)  # fmt: skip
+        return fail(
+            f"not stopped: its control area cannot carry a stop ({broken}), and no process of this host "
+            "proves to be its driver: stop it on the host that launched it",
+            EXIT_BAD_STATE,
+        )
     ended = [end_driver(group, control.url, args.graceful_timeout, args.kill_after) for group, _ in found]
     unrecorded = [e for _, d in found if (e := record_unheld_stop(control, d, by_this_user(), "stop by signal"))]
     print(f"stopped by signal (its control area cannot carry a stop: {broken}): {'; '.join(ended)}")
     if unrecorded:
-        print(f"not recorded as a person's stop ({'; '.join(unrecorded)}): fix the control area before a supervisor "
-              "looks at it, or it may see a crash", file=sys.stderr)  # fmt: skip
+        print(
+            f"not recorded as a person's stop ({'; '.join(unrecorded)}): fix the control area before a supervisor "
+            "looks at it, or it may see a crash",
+            file=sys.stderr,
+        )
     return EXIT_BAD_STATE if unrecorded or any("still runs" in e for e in ended) else EXIT_OK
 
 
@@ -88,8 +102,10 @@ def _stop(control: ControlArea, args: argparse.Namespace) -> int:
     if args.force:
         revoked = revoke(control, holder, "stop --force from the command line")
         if revoked:
-            print(f"forced: ended the hold of {revoked.holder} ({revoked.purpose}); "
-                  "its next step fails without changing the job")  # fmt: skip
+            print(
+                f"forced: ended the hold of {revoked.holder} ({revoked.purpose}); "
+                "its next step fails without changing the job"
+            )
     try:
         with held(control, holder, hold_ttl_s(stops=1, stop_kill_after_s=args.kill_after)) as grant:
             record_stop(control, grant, BY_PERSON, by_this_user(), "stop from the command line")
@@ -101,8 +117,11 @@ def _stop(control: ControlArea, args: argparse.Namespace) -> int:
                 launcher=DeferredLauncher(partial(_connection_launcher, args.conn_id)),
             )
     except JobHeldError as exc:
-        return fail(f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
-                    "without changing the job)", EXIT_BAD_STATE)  # fmt: skip
+        return fail(
+            f"not stopped: {exc}; add --force to stop it anyway (that holder's next step then fails "
+            "without changing the job)",
+            EXIT_BAD_STATE,
+        )
     if outcome.was_live and outcome.status is None:
         print("stopped: the deployment that was launching ended before its driver reported")
         return EXIT_OK

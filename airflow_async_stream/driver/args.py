@@ -20,12 +20,17 @@ def spec_digest(spec_json: bytes) -> str:
 
 def driver_arguments(control_url: str, deployment_id: str, spec: JobSpec, spec_json: bytes) -> list[str]:
     return [
-        "--control-area", control_url,
-        "--deployment-id", deployment_id,
-        "--spec-sha256", spec_digest(spec_json),
-        "--async-progress-enabled", "true" if spec.async_progress.enabled else "false",
-        "--async-progress-interval-ms", str(spec.async_progress.checkpoint_interval_ms),
-    ]  # fmt: skip
+        "--control-area",
+        control_url,
+        "--deployment-id",
+        deployment_id,
+        "--spec-sha256",
+        spec_digest(spec_json),
+        "--async-progress-enabled",
+        "true" if spec.async_progress.enabled else "false",
+        "--async-progress-interval-ms",
+        str(spec.async_progress.checkpoint_interval_ms),
+    ]
 
 
 def parse_driver_arguments(argv: list[str]) -> argparse.Namespace:

@@ -207,8 +207,13 @@ def _confirm(
         driver=driver.but(driver_pid=status.pid) if driver else None,
     )
     control.write_deployment(record)
-    log.info("Job %s runs: query %s, first batch %s, async progress %s", spec.name, record.query_id,
-             record.first_batch_id, record.async_progress)  # fmt: skip
+    log.info(
+        "Job %s runs: query %s, first batch %s, async progress %s",
+        spec.name,
+        record.query_id,
+        record.first_batch_id,
+        record.async_progress,
+    )
     return record
 
 

@@ -62,9 +62,11 @@ class Exiting:
         """What confirms the exit of another host's driver: a stop on that host, which sees its processes."""
         if self.here:
             return ""
-        return (f" (on {self.host}, `airflow-async-stream stop {job}` confirms the exit once the process is gone, "
-                f"also after that host restarted; if {self.host} is gone for good, `airflow-async-stream stop {job} "
-                f"--driver-gone {self.host}` says so)")  # fmt: skip
+        return (
+            f" (on {self.host}, `airflow-async-stream stop {job}` confirms the exit once the process is gone, "
+            f"also after that host restarted; if {self.host} is gone for good, `airflow-async-stream stop {job} "
+            f"--driver-gone {self.host}` says so)"
+        )
 
 
 def await_exit_record(
@@ -85,7 +87,9 @@ def await_exit_record(
     say = WaitLog(log, f"Waiting for host {host} to confirm that the driver process (pid {pid}) exited", timeout_s)
     while control.read_exit(deployment_id) is None:
         if time.monotonic() >= deadline:
-            log.warning("Host %s has not confirmed the exit of the driver process (pid %s) in %.0f s", host, pid, timeout_s)  # fmt: skip
+            log.warning(
+                "Host %s has not confirmed the exit of the driver process (pid %s) in %.0f s", host, pid, timeout_s
+            )
             return Exiting(pid, host, here=False)
         say("no exit record yet")
         sleep(poll_s)

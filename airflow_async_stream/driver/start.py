@@ -130,8 +130,10 @@ def refuse_nested(checkpoint: str) -> None:
     while parent and parent != "/":
         if fs.exists(f"{parent}/metadata") and fs.exists(f"{parent}/offsets"):
             where = parent if is_local_url(checkpoint) else fs.unstrip_protocol(parent)
-            raise DeployError(f"checkpoint {checkpoint} is inside {where}, the Spark checkpoint of another job: give "
-                              "each job a folder of its own")  # fmt: skip
+            raise DeployError(
+                f"checkpoint {checkpoint} is inside {where}, the Spark checkpoint of another job: give "
+                "each job a folder of its own"
+            )
         parent = posixpath.dirname(parent)
 
 

@@ -38,6 +38,11 @@ def autotune_dag(
     dag_kwargs.setdefault("catchup", False)
     dag_kwargs.setdefault("tags", ["airflow-async-stream", "autotune"])
     with DAG(dag_id=dag_id, schedule=schedule, **dag_kwargs) as dag:
-        AutotuneJobsOperator(task_id="autotune", fleet_indexes=fleet_indexes, checkpoint_folders=folders,
-                             conn_id=conn_id, wait_timeout_s=wait_timeout_s)  # fmt: skip
+        AutotuneJobsOperator(
+            task_id="autotune",
+            fleet_indexes=fleet_indexes,
+            checkpoint_folders=folders,
+            conn_id=conn_id,
+            wait_timeout_s=wait_timeout_s,
+        )
     return dag

@@ -80,10 +80,15 @@ def supervise_dag(
     dag_kwargs.setdefault("tags", ["airflow-async-stream", "supervisor"])
     with DAG(dag_id=dag_id, schedule=[health], **dag_kwargs) as dag:
         supervise = SuperviseJobsOperator(
-            task_id="supervise", fleet_indexes=fleet_indexes, checkpoint_folders=folders, conn_id=conn_id,
+            task_id="supervise",
+            fleet_indexes=fleet_indexes,
+            checkpoint_folders=folders,
+            conn_id=conn_id,
             desired_folders=desired,
-            startup_timeout_s=startup_timeout_s, wait_timeout_s=wait_timeout_s, on_failure_callback=on_alert,
-        )  # fmt: skip
+            startup_timeout_s=startup_timeout_s,
+            wait_timeout_s=wait_timeout_s,
+            on_failure_callback=on_alert,
+        )
         supervise >> RecoveredJobsOperator(task_id="recovered", on_success_callback=on_recovery)
         # A leaf that follows the supervisor's task, so a run it failed ends failed ("recovered" runs anyway).
         supervise >> EmptyOperator(task_id="done")

@@ -47,16 +47,20 @@ def unproven(hook: StreamingJobHook, driver: Driver, target: Target, env: dict[s
         if tags is None:
             return f"the tags of YARN application {app_id} cannot be read, so it is not provably the driver"
         if _yarn_tag(target.deployment_id) not in tags:
-            return (f"YARN application {app_id} is not provably the driver: it is not tagged "
-                    f"{_yarn_tag(target.deployment_id)} (its tags: {', '.join(tags) or 'none'}; the deployment "
-                    "record may have been written by hand)")  # fmt: skip
+            return (
+                f"YARN application {app_id} is not provably the driver: it is not tagged "
+                f"{_yarn_tag(target.deployment_id)} (its tags: {', '.join(tags) or 'none'}; the deployment "
+                "record may have been written by hand)"
+            )
         return None
     if driver.kind == "kubernetes-pod":
         labels = _pod_labels(driver)
         if labels.get(LABEL) != target.deployment_id:
-            return (f"pod {driver.namespace}/{driver.pod} is not provably the driver: its label {LABEL} is "
-                    f"{labels.get(LABEL)!r}, not {target.deployment_id!r} (the deployment record may have been "
-                    "written by hand)")  # fmt: skip
+            return (
+                f"pod {driver.namespace}/{driver.pod} is not provably the driver: its label {LABEL} is "
+                f"{labels.get(LABEL)!r}, not {target.deployment_id!r} (the deployment record may have been "
+                "written by hand)"
+            )
         return None
     return f"a driver of kind {driver.kind!r} carries no tag to prove it"
 
@@ -73,8 +77,9 @@ def _yarn_tags(hook: StreamingJobHook, app_id: str, env: dict[str, str]) -> list
             return _split(str(answer["app"].get("applicationTags") or ""))
         except (requests.exceptions.RequestException, ValueError, KeyError, TypeError, RuntimeError):
             return None
-    out = subprocess.run(["yarn", "application", "-status", app_id], capture_output=True, text=True, env=env,
-                         check=False)  # fmt: skip
+    out = subprocess.run(
+        ["yarn", "application", "-status", app_id], capture_output=True, text=True, env=env, check=False
+    )
     match = _TAGS.search(out.stdout)
     return _split(match.group(1)) if match else None
 

@@ -70,8 +70,10 @@ def _turn_on(report: Report, managed: dict[str, Any], spec: dict[str, Any] | Non
         unknown = " (its sink is not known here: check the query is stateless and writes to Kafka)"
     before = ""
     if turned_off:
-        before = (f"it was turned off at batch {turned_off['batch_id']} ({turned_off['kind']}): if that was for "
-                  "exactly-once delivery end to end, keep it off; else ")  # fmt: skip
+        before = (
+            f"it was turned off at batch {turned_off['batch_id']} ({turned_off['kind']}): if that was for "
+            "exactly-once delivery end to end, keep it off; else "
+        )
     return {
         "kind": "turn_on",
         "summary": f"{before}turn async progress tracking on: offset management is {share:.0%} of a synchronous "

@@ -38,10 +38,18 @@ def draw(report: Report, path: str) -> None:
         index = seen.setdefault(key, len(seen))
         when = [datetime.fromtimestamp(b.start, UTC) for b in group.batches]
         ax.plot(when, [b.latency_ms for b in group.batches], ".-", lw=0.8, ms=3, color=colours(index % 10), label=label)
-        ax.fill_between(when, [b.offset_management_ms for b in group.batches], step="mid", alpha=0.35,
-                        color=colours(index % 10), lw=0)  # fmt: skip
+        ax.fill_between(
+            when,
+            [b.offset_management_ms for b in group.batches],
+            step="mid",
+            alpha=0.35,
+            color=colours(index % 10),
+            lw=0,
+        )
     for change in report.changes():
-        ax.axvline(datetime.fromtimestamp(change["at"], UTC), color="0.3", ls="--" if change["kind"] == "switch" else ":", lw=1)  # fmt: skip
+        ax.axvline(
+            datetime.fromtimestamp(change["at"], UTC), color="0.3", ls="--" if change["kind"] == "switch" else ":", lw=1
+        )
     if not report.batches:
         ax.text(0.5, 0.5, "no batches recorded", ha="center", va="center", transform=ax.transAxes)
     ax.set_title(f"{report.job or report.checkpoint}: batch latency (line) and offset management (shaded)")
@@ -52,8 +60,14 @@ def draw(report: Report, path: str) -> None:
     above = sum(1 for v in latencies if v > top)
     if above:
         ax.set_ylim(0, top)
-        ax.text(0.01, 0.97, f"{above} batch{'es' if above > 1 else ''} above {top:.0f} ms, off the chart (max "
-                f"{max(latencies):.0f} ms)", transform=ax.transAxes, va="top", fontsize=8)  # fmt: skip
+        ax.text(
+            0.01,
+            0.97,
+            f"{above} batch{'es' if above > 1 else ''} above {top:.0f} ms, off the chart (max {max(latencies):.0f} ms)",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=8,
+        )
     else:
         ax.set_ylim(bottom=0)
     if report.groups:

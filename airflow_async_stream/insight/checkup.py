@@ -83,7 +83,9 @@ def check_up(
             status = _settle(control, status, judged)
         incidents = _incidents(control, checkpoint, status, health) if status else read_incidents(control)
     except OSError as exc:  # an actor without write access: the verdict stands, the next one with access records
-        _log.warning("%s: could not record what this look found (%s); the next actor with access will", control.url, exc)  # fmt: skip
+        _log.warning(
+            "%s: could not record what this look found (%s); the next actor with access will", control.url, exc
+        )
         incidents = read_incidents(control)
     return Checkup(status, judged, health, deployment, events, incidents)
 
@@ -151,14 +153,29 @@ def _record_new(
     if health.verdict == Verdict.STALLED:
         if any(i.kind == Kind.STALL and i.since == health.since for i in mine):
             return False
-        return record_incident(control, Incident(kind=Kind.STALL, deployment_id=status.deployment_id,
-                                              since=health.since, diagnosis=health.reason,
-                                              cure=STALL_CURE, action="none: the driver runs on"))  # fmt: skip
+        return record_incident(
+            control,
+            Incident(
+                kind=Kind.STALL,
+                deployment_id=status.deployment_id,
+                since=health.since,
+                diagnosis=health.reason,
+                cure=STALL_CURE,
+                action="none: the driver runs on",
+            ),
+        )
     stall = next((i for i in mine if i.kind in (Kind.STALL, Kind.RECOVERY)), None)
     if health.verdict in (Verdict.HEALTHY, Verdict.IDLE, Verdict.LAGGING) and stall and stall.kind == Kind.STALL:
-        return record_incident(control, Incident(kind=Kind.RECOVERY, deployment_id=status.deployment_id,
-                                                 since=stall.since, diagnosis=f"{health.verdict}: {health.reason}",
-                                                 action="none needed"))  # fmt: skip
+        return record_incident(
+            control,
+            Incident(
+                kind=Kind.RECOVERY,
+                deployment_id=status.deployment_id,
+                since=stall.since,
+                diagnosis=f"{health.verdict}: {health.reason}",
+                action="none needed",
+            ),
+        )
     return False
 
 

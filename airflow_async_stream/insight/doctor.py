@@ -91,7 +91,9 @@ def _second_writer(symptoms: Symptoms) -> dict[str, Any] | None:
     logged = [f"driver log: {line}" for line in symptoms.log_lines("second_writer")]
     said = (symptoms.status.error or "") if symptoms.status else ""
     if not logged and SIGNS["second_writer"].search(said):  # recorded before the log's last lines were written
-        logged = [f"status error: {line.strip()}" for line in said.splitlines() if SIGNS["second_writer"].search(line)][:1]  # fmt: skip
+        logged = [f"status error: {line.strip()}" for line in said.splitlines() if SIGNS["second_writer"].search(line)][
+            :1
+        ]
     if not (runs or deployments or logged):
         return None
     evidence = [f"deployments {a} and {b} both reported batches at the same time" for a, b in deployments[:3]]
@@ -106,11 +108,14 @@ def _second_writer(symptoms: Symptoms) -> dict[str, Any] | None:
         f"again: if a synchronous restart is then unsafe, the cure is {MIGRATION}",
         "evidence": evidence + symptoms.status_lines(),
         "choices": [
-            {"choice": "stop the other writer, then doctor again", "re_run_batches": None,
-             "costs": "the batches the two wrote together may have been planned twice: their rows can be in the "
-             "sink twice; nothing is rewound"},
+            {
+                "choice": "stop the other writer, then doctor again",
+                "re_run_batches": None,
+                "costs": "the batches the two wrote together may have been planned twice: their rows can be in the "
+                "sink twice; nothing is rewound",
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 def _stray_commit(symptoms: Symptoms) -> dict[str, Any] | None:
@@ -141,10 +146,13 @@ def _stray_commit(symptoms: Symptoms) -> dict[str, Any] | None:
         + " out of it (nothing here deletes or moves checkpoint files); then run `doctor` again",
         "evidence": evidence,
         "choices": [
-            {"choice": "move the stray commit files out (after a backup)", "re_run_batches": 1 if newest is not None else None,
-             "costs": f"{resume} runs again: its rows reach the sink twice unless the sink is idempotent"},
+            {
+                "choice": "move the stray commit files out (after a backup)",
+                "re_run_batches": 1 if newest is not None else None,
+                "costs": f"{resume} runs again: its rows reach the sink twice unless the sink is idempotent",
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 def _unsafe(symptoms: Symptoms) -> dict[str, Any] | None:
@@ -191,8 +199,10 @@ def _never_started(symptoms: Symptoms) -> dict[str, Any] | None:
 
 
 #: Spark's words for a query it cannot plan: what ``validate --analyze`` builds the query to find.
-QUERY_ERRORS = re.compile(r"AnalysisException|ParseException|UNRESOLVED_COLUMN|TABLE_OR_VIEW_NOT_FOUND|"
-                          r"PARSE_SYNTAX_ERROR|UNRESOLVED_ROUTINE|DATATYPE_MISMATCH")  # fmt: skip
+QUERY_ERRORS = re.compile(
+    r"AnalysisException|ParseException|UNRESOLVED_COLUMN|TABLE_OR_VIEW_NOT_FOUND|"
+    r"PARSE_SYNTAX_ERROR|UNRESOLVED_ROUTINE|DATATYPE_MISMATCH"
+)
 #: An evidence line is cut to this many characters (Spark appends the query's plan to its errors).
 EVIDENCE_CHARS = 300
 

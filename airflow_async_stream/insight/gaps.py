@@ -62,21 +62,38 @@ def _gap_choices(symptoms: Symptoms, n: int, m: int | None) -> list[dict[str, An
     rewound = None if pair is None else n - pair
     rows = _rows_after(symptoms.events, pair) if pair is not None else None
     return [
-        {"choice": "the safe-disable migration", "recommended": True, "re_run_batches": re_run,
-         "costs": (f"batch {n} runs again (it was planned, not committed): its rows may reach the sink twice"
-                   if re_run else "nothing is re-run: the query resumes after batch " + str(n))
-         + "; the job runs with async on at interval 0 for two batches first"},
-        {"choice": "keep async progress tracking on", "re_run_batches": re_run,
-         "costs": "redeploy the job with async on: it starts over the gaps, and async's trade-off stays (a "
-         "failure re-runs the batches after the newest offsets file)"},
-        {"choice": "delete offsets files by hand (what Spark's log suggests)", "re_run_batches": rewound,
-         "rows_read_again": rows,
-         "costs": (f"rewinds the query to batch {pair}: offsets/ and commits/ above it must go, the source is "
-                   f"read again from there ({rewound} batches" + (f", {rows:,} rows" if rows else "")
-                   + ", duplicates in the sink), and what the source no longer holds (Kafka retention) is lost "
-                   "or fails the query on data loss; this tool never does it")
-         if pair is not None else "no two contiguous offsets files remain: the query would start over"},
-    ]  # fmt: skip
+        {
+            "choice": "the safe-disable migration",
+            "recommended": True,
+            "re_run_batches": re_run,
+            "costs": (
+                f"batch {n} runs again (it was planned, not committed): its rows may reach the sink twice"
+                if re_run
+                else "nothing is re-run: the query resumes after batch " + str(n)
+            )
+            + "; the job runs with async on at interval 0 for two batches first",
+        },
+        {
+            "choice": "keep async progress tracking on",
+            "re_run_batches": re_run,
+            "costs": "redeploy the job with async on: it starts over the gaps, and async's trade-off stays (a "
+            "failure re-runs the batches after the newest offsets file)",
+        },
+        {
+            "choice": "delete offsets files by hand (what Spark's log suggests)",
+            "re_run_batches": rewound,
+            "rows_read_again": rows,
+            "costs": (
+                f"rewinds the query to batch {pair}: offsets/ and commits/ above it must go, the source is "
+                f"read again from there ({rewound} batches"
+                + (f", {rows:,} rows" if rows else "")
+                + ", duplicates in the sink), and what the source no longer holds (Kafka retention) is lost "
+                "or fails the query on data loss; this tool never does it"
+            )
+            if pair is not None
+            else "no two contiguous offsets files remain: the query would start over",
+        },
+    ]
 
 
 def _rows_after(events: list[dict[str, Any]], batch: int) -> int | None:

@@ -148,9 +148,11 @@ def _launching(look: Look) -> Health:
 
 def _ended(status: Status) -> Health:
     if status.state == State.STOPPED:
-        return Health(Verdict.STOPPED, f"stopped on request ({status.stop_reason or 'no reason given'})", status.finished_at)  # fmt: skip
+        return Health(
+            Verdict.STOPPED, f"stopped on request ({status.stop_reason or 'no reason given'})", status.finished_at
+        )
     if status.state == State.SUPERSEDED:
-        return Health(Verdict.STOPPED, f"superseded before its query started: {status.stop_reason}", status.finished_at)  # fmt: skip
+        return Health(Verdict.STOPPED, f"superseded before its query started: {status.stop_reason}", status.finished_at)
     if _ran_a_batch(status):
         return Health(
             Verdict.CRASHED, f"its query failed: {one_line(status.error) or 'no error recorded'}", status.finished_at
@@ -166,18 +168,34 @@ def _running(status: Status, events: Sequence[Mapping[str, Any]], limits: Limits
         active = None  # the batch seen active has ended since that heartbeat
     if active is not None and at - active > limits.batch_stalled_after_s:
         batch = "its first batch" if status.last_batch_id is None else f"batch {status.last_batch_id + 1}"
-        return Health(Verdict.STALLED, f"{batch} has run for {at - active:.0f} s (limit {limits.batch_stalled_after_s:.0f} s)", active)  # fmt: skip
+        return Health(
+            Verdict.STALLED,
+            f"{batch} has run for {at - active:.0f} s (limit {limits.batch_stalled_after_s:.0f} s)",
+            active,
+        )
     last = status.last_progress_at or status.started_at or at
     said = status.heartbeat_at  # what the driver said at its last heartbeat, not what it has not written yet
     if status.data_available and active is None and said - last > limits.no_batch_after_s:
-        return Health(Verdict.STALLED, f"no batch for {at - last:.0f} s although its source reports new data (limit {limits.no_batch_after_s:.0f} s)", last)  # fmt: skip
+        return Health(
+            Verdict.STALLED,
+            f"no batch for {at - last:.0f} s although its source reports new data (limit {limits.no_batch_after_s:.0f} s)",
+            last,
+        )
     lag = backlog_growth(events)
     if lag is not None:
         since, first, newest = lag
-        return Health(Verdict.LAGGING, f"its source's backlog grew from {first:,.0f} to {newest:,.0f} offsets over the last {LAG_BATCHES} batches", since)  # fmt: skip
+        return Health(
+            Verdict.LAGGING,
+            f"its source's backlog grew from {first:,.0f} to {newest:,.0f} offsets over the last {LAG_BATCHES} batches",
+            since,
+        )
     quiet = active is None and said - last > limits.quiet_after_s  # a batch running long is no quiet source
     if quiet and (status.source_idle or status.data_available is False):
-        return Health(Verdict.IDLE, "its source has had no new data since its last batch", status.last_progress_at or status.idle_at)  # fmt: skip
+        return Health(
+            Verdict.IDLE,
+            "its source has had no new data since its last batch",
+            status.last_progress_at or status.idle_at,
+        )
     return Health(Verdict.HEALTHY, f"running batches (last {status.last_batch_id})", status.started_at)
 
 

@@ -44,8 +44,14 @@ def last_change(report: Report, switch: SwitchAccount | None) -> dict[str, Any] 
     if changes:
         change = changes[-1]
     elif switch and switch.outcome == SwitchOutcome.SWITCHED and switch.after:
-        change = {"at": switch.started_at, "batch_id": switch.first_batch_after, "kind": "switch",
-                  "from": switch.before, "to": switch.after, "pause_s": switch.pause_s}  # fmt: skip
+        change = {
+            "at": switch.started_at,
+            "batch_id": switch.first_batch_after,
+            "kind": "switch",
+            "from": switch.before,
+            "to": switch.after,
+            "pause_s": switch.pause_s,
+        }
     else:
         return None
     return summarized(change)
@@ -100,17 +106,33 @@ def history(
     """A job's deployments and switches (from its batches), its incidents and the tuner's decisions, newest
     first, each in words."""
     found = [
-        {"at": c["at"], "kind": c["kind"],
-         "text": f"batch {c['batch_id']}: " + c["summary"].split(": ", 1)[-1]
-         + (f"; the stream paused {c['pause_s']:.2f} s" if c.get("pause_s") is not None else "")}
+        {
+            "at": c["at"],
+            "kind": c["kind"],
+            "text": f"batch {c['batch_id']}: "
+            + c["summary"].split(": ", 1)[-1]
+            + (f"; the stream paused {c['pause_s']:.2f} s" if c.get("pause_s") is not None else ""),
+        }
         for c in changes
-    ]  # fmt: skip
+    ]
     for i in incidents:
         text = i.get("diagnosis") or i.get("error") or ""
         at = i.get("since") if i["kind"] in ("crash", "failed_start") and i.get("since") else i["at"]  # when it ended
-        found.append({"at": at, "kind": i["kind"], "text": f"{text}" + (f"; cure: {i['cure']}" if i.get("cure") else ""),
-                      "deployment_id": i.get("deployment_id"), "incident": True})  # fmt: skip
+        found.append(
+            {
+                "at": at,
+                "kind": i["kind"],
+                "text": f"{text}" + (f"; cure: {i['cure']}" if i.get("cure") else ""),
+                "deployment_id": i.get("deployment_id"),
+                "incident": True,
+            }
+        )
     for d in decisions:
-        found.append({"at": d.get("at"), "kind": "autotune", "text": f"{d.get('act')}: {d.get('reason')}"
-                      + (f" ({d['error']})" if d.get("error") else "")})  # fmt: skip
+        found.append(
+            {
+                "at": d.get("at"),
+                "kind": "autotune",
+                "text": f"{d.get('act')}: {d.get('reason')}" + (f" ({d['error']})" if d.get("error") else ""),
+            }
+        )
     return sorted(found, key=lambda entry: -float(entry["at"] or 0))

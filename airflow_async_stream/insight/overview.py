@@ -44,9 +44,28 @@ WORKERS = 16
 
 #: The fields of a row whose job could not be read (so every row has the same keys).
 _BLANK: dict[str, Any] = dict.fromkeys(
-    ("state", "health", "incident", "throughput", "live", "liveness", "configuration", "runs_with", "async", "restart", "last_batch", "p50_ms",
-     "offset_management_share", "hold", "last_change", "migration", "switch", "dags", "stop_reason"),
-)  # fmt: skip
+    (
+        "state",
+        "health",
+        "incident",
+        "throughput",
+        "live",
+        "liveness",
+        "configuration",
+        "runs_with",
+        "async",
+        "restart",
+        "last_batch",
+        "p50_ms",
+        "offset_management_share",
+        "hold",
+        "last_change",
+        "migration",
+        "switch",
+        "dags",
+        "stop_reason",
+    ),
+)
 
 
 def _configuration(status: Status | None, deployment: Deployment | None) -> dict[str, Any] | None:
@@ -88,8 +107,13 @@ def hold_of(control: ControlArea, at: float) -> dict[str, Any] | None:
     try:
         hold = control.read_hold()
     except ControlAreaError as exc:
-        return {"holder": "an unreadable hold", "purpose": str(exc), "dag_id": None, "expires_at": None,
-                "unreadable": True}  # fmt: skip
+        return {
+            "holder": "an unreadable hold",
+            "purpose": str(exc),
+            "dag_id": None,
+            "expires_at": None,
+            "unreadable": True,
+        }
     if hold is None or hold.expires_at <= at:
         return None
     return {"holder": hold.holder, "purpose": hold.purpose, "dag_id": hold.dag_id, "expires_at": hold.expires_at}
@@ -113,7 +137,9 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
     configuration = _configuration(status, deployment)
     inspection = inspect_checkpoint(found.checkpoint)
     safe = inspection.sync_restart_safe if inspection.exists else None
-    report = build_report(events, configurations={deployment.deployment_id: configuration} if deployment and configuration else None)  # fmt: skip
+    report = build_report(
+        events, configurations={deployment.deployment_id: configuration} if deployment and configuration else None
+    )
     latest, managed = report.latest, report.offset_management()
     judged = looked.liveness
     hold = hold_of(control, at)
@@ -143,7 +169,7 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
         "migration": last_migration(control, runs, report),
         "switch": {k: switch.to_json().get(k) for k in ("outcome", "pause_s", "started_at", "reason")}
         if switch
-        else None,  # fmt: skip
+        else None,
         "dags": dags(control, runs, deployment, hold),
         "stop_reason": status.stop_reason if status else None,
     }
@@ -151,8 +177,15 @@ def _summary(found: Found, at: float) -> dict[str, Any]:
 
 def job_row(found: Found, at: float | None = None) -> dict[str, Any]:
     """One job's row; ``error`` says why a job's files could not be read (the rest of the row is then empty)."""
-    row = {"name": found.name, "checkpoint": found.checkpoint, "control_area": found.control_area,
-           "source": found.source, "retired": found.retired, **_BLANK, "error": found.error}  # fmt: skip
+    row = {
+        "name": found.name,
+        "checkpoint": found.checkpoint,
+        "control_area": found.control_area,
+        "source": found.source,
+        "retired": found.retired,
+        **_BLANK,
+        "error": found.error,
+    }
     if found.error:
         return row
     try:
@@ -166,7 +199,9 @@ def job_rows(found: list[Found], workers: int = WORKERS) -> list[dict[str, Any]]
     """Every job's row, in order. Rows on local disks are read one after another (reading them in threads
     was 2.3x slower here: the work is parsing, under one lock); rows on other storage ``workers`` at a time,
     where each is a dozen requests whose waits overlap."""
-    remote = [i for i, job in enumerate(found) if "://" in job.control_area and not job.control_area.startswith("file://")]  # fmt: skip
+    remote = [
+        i for i, job in enumerate(found) if "://" in job.control_area and not job.control_area.startswith("file://")
+    ]
     far = set(remote)
     rows: list[dict[str, Any] | None] = [None if i in far else job_row(job) for i, job in enumerate(found)]
     if remote:
@@ -186,15 +221,30 @@ def job_detail(found: Found, limits: RerunLimits | None = None) -> dict[str, Any
         report = job_report(ControlArea(found.control_area), found.checkpoint, limits=limits)
     except Exception as exc:  # noqa: BLE001 - as in job_row
         _log.warning("Job %s (%s): %s", found.name, found.control_area, exc)
-        return {**row, "error": f"its report cannot be read: {type(exc).__name__}: {exc}", "report": None,
-                "advice": [], "series": [], "changes": [], "incidents": [], "history": []}  # fmt: skip
+        return {
+            **row,
+            "error": f"its report cannot be read: {type(exc).__name__}: {exc}",
+            "report": None,
+            "advice": [],
+            "series": [],
+            "changes": [],
+            "incidents": [],
+            "history": [],
+        }
     data = report.to_json()
     series = [
-        {"batch_id": b.batch_id, "start": b.start, "latency_ms": b.latency_ms, "offset_management_ms": b.offset_management_ms,
-         "async": bool((b.configuration or {}).get("async_progress", {}).get("enabled"))}
+        {
+            "batch_id": b.batch_id,
+            "start": b.start,
+            "latency_ms": b.latency_ms,
+            "offset_management_ms": b.offset_management_ms,
+            "async": bool((b.configuration or {}).get("async_progress", {}).get("enabled")),
+        }
         for b in report.batches[-SERIES:]
-    ]  # fmt: skip
-    figures = {k: data[k] for k in ("batches", "p50_ms", "p90_ms", "p99_ms", "rows_per_s", "baseline", "at_risk", "state")}  # fmt: skip
+    ]
+    figures = {
+        k: data[k] for k in ("batches", "p50_ms", "p90_ms", "p99_ms", "rows_per_s", "baseline", "at_risk", "state")
+    }
     changes = [summarized(change) for change in data["changes"][-CHANGES:]]
     incidents = [i.to_json() for i in read_incidents(ControlArea(found.control_area))[:INCIDENTS]]
     return {

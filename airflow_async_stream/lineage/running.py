@@ -221,10 +221,15 @@ def running_events(
     try:
         return RunningEvents(spec, settings or RunningSettings(), seconds, redact, servers_of)
     except ImportError as exc:
-        _log.warning("lineage: RUNNING events are on but the OpenLineage client is missing (%s): "
-                     'pip install "airflow-async-stream[openlineage]"', exc)  # fmt: skip
+        _log.warning(
+            "lineage: RUNNING events are on but the OpenLineage client is missing (%s): "
+            'pip install "airflow-async-stream[openlineage]"',
+            exc,
+        )
         return None
     except Exception as exc:  # noqa: BLE001 - a transport configuration that fails never stops the job
-        _log.warning("lineage: RUNNING events are off, the OpenLineage client could not be built: %s",
-                     redact(f"{type(exc).__name__}: {exc}")[:300])  # fmt: skip
+        _log.warning(
+            "lineage: RUNNING events are off, the OpenLineage client could not be built: %s",
+            redact(f"{type(exc).__name__}: {exc}")[:300],
+        )
         return None

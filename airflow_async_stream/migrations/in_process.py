@@ -27,8 +27,9 @@ def run_safe_disable(migration: SafeDisable) -> list[Stage]:
         migration.stop_for_gate()
         migration.gate()
     else:
-        migration.log.info("%s: %s: a synchronous start, without the migration's first steps", migration.spec.name,
-                           decision.how_reason)  # fmt: skip
+        migration.log.info(
+            "%s: %s: a synchronous start, without the migration's first steps", migration.spec.name, decision.how_reason
+        )
     stages.append(migration.to_synchronous())
     migration.wait_for_batches(stages[-1], 1)
     return stages

@@ -40,8 +40,13 @@ def note_failure(checkpoint: str, dag_id: str, run_id: str, step: str, reason: s
         ControlArea.MIGRATION,
         {"dag_id": dag_id, "run_id": run_id, "failed_step": step, "reason": reason, "at": now()},
     )
-    record_change(control, Kind.CHANGE_FAILED, reason, f"safe-disable step {step} failed ({dag_id} {run_id})",
-                  "the migration rolls the job back to async progress at interval 0")  # fmt: skip
+    record_change(
+        control,
+        Kind.CHANGE_FAILED,
+        reason,
+        f"safe-disable step {step} failed ({dag_id} {run_id})",
+        "the migration rolls the job back to async progress at interval 0",
+    )
 
 
 def failure_reason(checkpoint: str, dag_id: str, run_id: str) -> str:

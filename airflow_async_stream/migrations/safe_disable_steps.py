@@ -115,8 +115,15 @@ class SafeDisable:
             self.log.info("%s already runs with async on at interval 0: nothing to switch", self.spec.name)
             status = self.control.read_status()
             assert status is not None
-            return Stage("async_interval_0", How.IN_PLACE, "already running it", status.deployment_id,
-                         latest_batch(self.checkpoint, "commits"), 0.0, "unchanged")  # fmt: skip
+            return Stage(
+                "async_interval_0",
+                How.IN_PLACE,
+                "already running it",
+                status.deployment_id,
+                latest_batch(self.checkpoint, "commits"),
+                0.0,
+                "unchanged",
+            )
         how, why = self.how(target)
         if how == How.IN_PLACE:
             try:
@@ -218,8 +225,16 @@ class SafeDisable:
             reason=f"safe-disable: to {to}",
             log=self.log,
         )
-        stage = Stage(to, How.IN_PLACE, why, record.deployment_id, record.committed_before, record.pause_s,
-                      record.outcome or SwitchOutcome.SWITCHED, record.reason)  # fmt: skip
+        stage = Stage(
+            to,
+            How.IN_PLACE,
+            why,
+            record.deployment_id,
+            record.committed_before,
+            record.pause_s,
+            record.outcome or SwitchOutcome.SWITCHED,
+            record.reason,
+        )
         self.log.info("%s: %s", self.spec.name, stage.describe())
         return stage
 
@@ -228,8 +243,16 @@ class SafeDisable:
         ran = ran_when_taken(self.control, status, self.holder)
         record = self._deploy(target, redeploy=redeploy)
         pause, unmeasured = restart_pause(self.control, status, record.deployment_id, ran)
-        stage = Stage(to, How.RESTART, why, record.deployment_id, record.start_batch, pause, "deployed",
-                      unmeasured=unmeasured or Stage.unmeasured)  # fmt: skip
+        stage = Stage(
+            to,
+            How.RESTART,
+            why,
+            record.deployment_id,
+            record.start_batch,
+            pause,
+            "deployed",
+            unmeasured=unmeasured or Stage.unmeasured,
+        )
         self.log.info("%s: %s", self.spec.name, stage.describe())
         return stage
 

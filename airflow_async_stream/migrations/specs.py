@@ -25,8 +25,15 @@ def synchronous(spec: JobSpec | dict[str, Any], overrides: dict[str, Any] | None
     """The spec with async progress tracking off, and ``overrides`` (e.g. new ``spark_conf``) applied; never
     real-time mode (the migration's steps run micro-batches; a deploy moves the job on afterwards)."""
     if ((overrides or {}).get("trigger") or {}).get("real_time"):
-        raise SpecError([("sync_overrides.trigger.real_time", "the migration ends in synchronous micro-batches; "
-                          "move the job to real-time mode afterwards, by a deploy (a restart) with that trigger")])  # fmt: skip
+        raise SpecError(
+            [
+                (
+                    "sync_overrides.trigger.real_time",
+                    "the migration ends in synchronous micro-batches; "
+                    "move the job to real-time mode afterwards, by a deploy (a restart) with that trigger",
+                )
+            ]
+        )
     return parse_spec(deep_merge(_mapping(spec), deep_merge(SYNCHRONOUS, overrides or {})))
 
 

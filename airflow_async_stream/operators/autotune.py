@@ -55,8 +55,9 @@ class AutotuneJobsOperator(BaseOperator):
         self.wait_timeout_s = wait_timeout_s
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        deploy = DeploySettings(conn_id=self.conn_id, requested_by=f"autotune {self.dag_id}",
-                                launcher=partial(launcher_for, self.conn_id))  # fmt: skip
+        deploy = DeploySettings(
+            conn_id=self.conn_id, requested_by=f"autotune {self.dag_id}", launcher=partial(launcher_for, self.conn_id)
+        )
         settings = TuneSettings(deploy=deploy, wait_timeout_s=self.wait_timeout_s)
         holder = Holder.for_task(context, "autotune")
         done, failed = [], []

@@ -138,8 +138,9 @@ class ReleaseAfterSafeDisableOperator(ReleaseJobHoldOperator):
         for stage in filter(None, stages):
             self.log.info("%s", Stage.from_json(stage).describe())
         # The migration changed what runs, not the spec it came from: say which file would turn async back on.
-        checks = spec_follow_up(self.job, self.spec_file, ControlArea.for_checkpoint(self.checkpoint),
-                                self.sync_overrides)  # fmt: skip
+        checks = spec_follow_up(
+            self.job, self.spec_file, ControlArea.for_checkpoint(self.checkpoint), self.sync_overrides
+        )
         for check in checks:
             (self.log.info if check.async_on is False else self.log.warning)("spec: %s", check.advice)
         return {"stages": [s for s in stages if s], "spec_files": [c.to_json() for c in checks]}

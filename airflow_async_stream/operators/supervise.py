@@ -83,8 +83,11 @@ class SuperviseJobsOperator(BaseOperator):
         self.wait_timeout_s = wait_timeout_s
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        fleet = [f.control_area for f in find_jobs(self.fleet_indexes, self.checkpoint_folders)
-                 if not f.error and not f.retired]  # fmt: skip
+        fleet = [
+            f.control_area
+            for f in find_jobs(self.fleet_indexes, self.checkpoint_folders)
+            if not f.error and not f.retired
+        ]
         evented = _evented(context)
         for stranger in sorted(set(evented) - set(fleet)):  # an asset event anyone with API access could post
             self.log.warning("%s: not a job of this supervisor's fleet: left alone", stranger)
@@ -94,16 +97,26 @@ class SuperviseJobsOperator(BaseOperator):
             self.log.info("No health event: looking at every job of the fleet (%d)", len(areas))
         return self._supervise(areas, context, [])
 
-    def resume(self, context: Context, event: Any = None, areas: list[str] | None = None,
-               done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    def resume(
+        self,
+        context: Context,
+        event: Any = None,
+        areas: list[str] | None = None,
+        done: list[dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
         return self._supervise(list(areas or []), context, list(done or []))
 
     def _supervise(self, areas: list[str], context: Context, done: list[dict[str, Any]]) -> list[dict[str, Any]]:
         settings = SuperviseSettings(
-            DeploySettings(conn_id=self.conn_id, startup_timeout_s=self.startup_timeout_s,
-                           requested_by=f"supervisor {self.dag_id}", launcher=partial(launcher_for, self.conn_id)),
-            wait_timeout_s=self.wait_timeout_s, desired=self._desired(),
-        )  # fmt: skip
+            DeploySettings(
+                conn_id=self.conn_id,
+                startup_timeout_s=self.startup_timeout_s,
+                requested_by=f"supervisor {self.dag_id}",
+                launcher=partial(launcher_for, self.conn_id),
+            ),
+            wait_timeout_s=self.wait_timeout_s,
+            desired=self._desired(),
+        )
         holder = Holder.for_task(context, "supervisor")
         run = f"{self.dag_id}/{context.get('run_id') or 'a run outside Airflow'}"
         while True:

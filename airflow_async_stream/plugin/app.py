@@ -85,10 +85,17 @@ def list_jobs() -> dict[str, Any]:
     started = time.perf_counter()
     configured, found = _found()
     rows = job_rows(found)
-    return {"jobs": rows, "sources": configured, "read_at": time.time(), "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
+    return {
+        "jobs": rows,
+        "sources": configured,
+        "read_at": time.time(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
-def one_job(name: str, checkpoint: Annotated[str | None, Query(description="which one, when two jobs share the name")] = None) -> dict[str, Any]:  # fmt: skip
+def one_job(
+    name: str, checkpoint: Annotated[str | None, Query(description="which one, when two jobs share the name")] = None
+) -> dict[str, Any]:
     configured, found = _found()
     readable = [job for job in found if not job.error and checkpoint in (None, job.checkpoint)]
     # a folder names a job by its checkpoint's folder; its spec may name it otherwise (read only if need be)
@@ -97,7 +104,11 @@ def one_job(name: str, checkpoint: Annotated[str | None, Query(description="whic
         where = ", ".join(configured["fleet_indexes"] + configured["checkpoint_folders"]) or "no source configured"
         raise HTTPException(404, f"no job named {name!r} in the configured sources ({where})")
     if len(named) > 1:
-        raise HTTPException(409, f"{len(named)} jobs are named {name!r}; choose one with ?checkpoint= one of " + ", ".join(j.checkpoint for j in named))  # fmt: skip
+        raise HTTPException(
+            409,
+            f"{len(named)} jobs are named {name!r}; choose one with ?checkpoint= one of "
+            + ", ".join(j.checkpoint for j in named),
+        )
     return job_detail(named[0])
 
 

@@ -167,10 +167,15 @@ def _update(step: Step) -> dict[str, Any]:
         except (NotSwitchableError, SwitchRefusedError) as exc:
             step.log.info("%s: not switched in place (%s): a graceful stop and redeploy", step.item.job, exc)
         else:
-            wait_for_commits(spec.checkpoint, switch.committed_before, settings.confirm_batches,
-                             settings.wait_timeout_s, step.log)  # fmt: skip
-            return {"outcome": "done", "deployment_id": switch.deployment_id, "how": How.IN_PLACE,
-                    "pause_s": switch.pause_s}  # fmt: skip
+            wait_for_commits(
+                spec.checkpoint, switch.committed_before, settings.confirm_batches, settings.wait_timeout_s, step.log
+            )
+            return {
+                "outcome": "done",
+                "deployment_id": switch.deployment_id,
+                "how": How.IN_PLACE,
+                "pause_s": switch.pause_s,
+            }
     _rehearse_first(step, spec)
     record = step.deploy_and_confirm(spec, True, settings.confirm_batches)
     return {"outcome": "done", "deployment_id": record.deployment_id, "how": How.RESTART}
@@ -180,8 +185,14 @@ def _rehearse_first(step: Step, spec: JobSpec) -> None:
     """Before the old driver is stopped for a new one, it builds the new query: what Spark rejects (a column
     that does not exist) fails the change there (SwitchFailedError), with the job untouched."""
     try:
-        record = rehearse(step.control, spec, holder=step.holder, timeout_s=REHEARSAL_TIMEOUT_S,
-                          reason=f"rollout of {step.settings.folder}: rehearsal", log=step.log)  # fmt: skip
+        record = rehearse(
+            step.control,
+            spec,
+            holder=step.holder,
+            timeout_s=REHEARSAL_TIMEOUT_S,
+            reason=f"rollout of {step.settings.folder}: rehearsal",
+            log=step.log,
+        )
     except SwitchFailedError:
         raise
     except SwitchError as exc:  # no answer: the update goes on as planned, unrehearsed
@@ -198,8 +209,14 @@ def _retire(step: Step) -> dict[str, Any]:
 
 def _suspend(step: Step) -> dict[str, Any]:
     """Stop the job gracefully as its file's suspend (recorded first: the supervisor leaves it down)."""
-    outcome = stop_job(step.control, step.holder, step.settings.deploy, f"suspended by {step.settings.folder}",
-                       log=step.log, on_purpose=(BY_FILE, step.settings.folder))  # fmt: skip
+    outcome = stop_job(
+        step.control,
+        step.holder,
+        step.settings.deploy,
+        f"suspended by {step.settings.folder}",
+        log=step.log,
+        on_purpose=(BY_FILE, step.settings.folder),
+    )
     return {"outcome": "done", "final_state": outcome.status.state if outcome.status else None}
 
 

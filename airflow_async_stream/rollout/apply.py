@@ -179,8 +179,13 @@ def _record(control: ControlArea, outcome: dict[str, Any], settings: ApplySettin
     if outcome.get("outcome") in FAILED_OUTCOMES:
         done = {"rolled_back": "rolled back to the job's previous state"}.get(outcome["outcome"], "none")
         held = "; the spec is held back until it changes" if outcome.get("failed_spec") else ""
-        record_change(control, Kind.CHANGE_FAILED, str(outcome.get("error")),
-                      f"rollout {outcome['action']} {outcome['outcome']} ({holder.dag_id} {holder.run_id})", done + held)  # fmt: skip
+        record_change(
+            control,
+            Kind.CHANGE_FAILED,
+            str(outcome.get("error")),
+            f"rollout {outcome['action']} {outcome['outcome']} ({holder.dag_id} {holder.run_id})",
+            done + held,
+        )
     control.write_json(
         ControlArea.ROLLOUT,
         {

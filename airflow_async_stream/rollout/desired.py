@@ -38,8 +38,16 @@ def load_desired(folder: str | Path) -> dict[str, DesiredJob]:
     """Every job of the folder by name; DesiredStateError listing every problem of every file."""
     root = Path(folder)
     if root.is_file():
-        raise DesiredStateError(str(root), [("(folder)", "(folder)", f"is a file, not a folder: give the folder of "
-                                             f"spec files (one per job) it sits in, {root.parent}")])  # fmt: skip
+        raise DesiredStateError(
+            str(root),
+            [
+                (
+                    "(folder)",
+                    "(folder)",
+                    f"is a file, not a folder: give the folder of spec files (one per job) it sits in, {root.parent}",
+                )
+            ],
+        )
     if not root.is_dir():
         raise DesiredStateError(str(root), [("(folder)", "(folder)", "does not exist")])
     problems: list[tuple[str, str, str]] = []

@@ -25,19 +25,27 @@ def on_purpose(
             return PlanItem(name, "unchanged", f"{stopped.describe()}: its file says state: suspended", **item)
         how = "a graceful stop" if observed.live else "recorded (no driver runs)"
         return PlanItem(
-            name, "suspend", f"its file says state: suspended: {how}; its checkpoint and its place in the fleet are "
-            "kept, and state: running starts it again", **item,
-        )  # fmt: skip
+            name,
+            "suspend",
+            f"its file says state: suspended: {how}; its checkpoint and its place in the fleet are "
+            "kept, and state: running starts it again",
+            **item,
+        )
     if stopped is None and observed.crash_looping_at is not None and not observed.live and not diff:
         return PlanItem(
-            name, "unchanged", "crash_looping: the supervisor gave up restarting it; find the cause (`airflow-async-stream "
-            f"doctor {name}`), then resume it (`airflow-async-stream resume {name}`) or change its spec", **item,
-        )  # fmt: skip
+            name,
+            "unchanged",
+            "crash_looping: the supervisor gave up restarting it; find the cause (`airflow-async-stream "
+            f"doctor {name}`), then resume it (`airflow-async-stream resume {name}`) or change its spec",
+            **item,
+        )
     if stopped is None or stopped.kind != BY_PERSON:
         return None
     if desired.spec.state == "running" and (desired.modified_at or 0) > stopped.at:
         return None  # its file was written to say running after the stop: a rollout resumes it
     return PlanItem(
-        name, "unchanged", f"{stopped.describe()}; resume with `airflow-async-stream resume {name}`, or write "
-        "state: running in its file", **item,
-    )  # fmt: skip
+        name,
+        "unchanged",
+        f"{stopped.describe()}; resume with `airflow-async-stream resume {name}`, or write state: running in its file",
+        **item,
+    )

@@ -66,10 +66,16 @@ def _safe_disable(
     diff = decision.diff
     if not observed.live:
         return PlanItem(
-            name, "safe_disable", f"runs nothing (state {observed.state}) and its checkpoint cannot restart "
+            name,
+            "safe_disable",
+            f"runs nothing (state {observed.state}) and its checkpoint cannot restart "
             "synchronously (Spark would die with 'batch N doesn't exist'): through the safe-disable migration, "
-            "by restarts", diff, **item, how=decision.how, how_reason=decision.how_reason,
-        )  # fmt: skip
+            "by restarts",
+            diff,
+            **item,
+            how=decision.how,
+            how_reason=decision.how_reason,
+        )
     reason = "async progress tracking is turned off"
     if desired.async_forced_off:
         reason += " because the file asks for what async cannot run with (" + "; ".join(desired.async_forced_off) + ")"
@@ -82,27 +88,36 @@ def _safe_disable(
         follow_up = REAL_TIME_FOLLOW_UP
         reason += ", in micro-batches first"
     return PlanItem(
-        name, "safe_disable", f"{reason}: through the safe-disable migration, {_words(decision.how)}"
-        + (f"; {follow_up}" if follow_up else ""), diff, **item, how=decision.how, how_reason=decision.how_reason,
+        name,
+        "safe_disable",
+        f"{reason}: through the safe-disable migration, {_words(decision.how)}"
+        + (f"; {follow_up}" if follow_up else ""),
+        diff,
+        **item,
+        how=decision.how,
+        how_reason=decision.how_reason,
         follow_up=follow_up,
-    )  # fmt: skip
+    )
+
+
+def _gone(name: str, observed: ObservedJob) -> PlanItem:
+    """A job gone from the folder: retired when it runs, else listed once more."""
+    where: dict[str, Any] = {"control_url": observed.control_url}
+    if observed.live:
+        return PlanItem(name, "retire", "gone from the folder: a graceful stop; its checkpoint is kept", **where)
+    entry = observed.entry
+    if entry is not None and entry.state == RETIRED:
+        why = f"retired by rollout run {entry.run_id}"
+    else:
+        why = f"gone from the folder and not running (state {observed.state})"
+    return PlanItem(name, "unchanged", f"{why}: listed once more, then left out of plans", leaves_plan=True, **where)
 
 
 def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None) -> PlanItem:
     """Classify one job (see the module docstring)."""
     if desired is None:
         assert observed is not None
-        where: dict[str, Any] = {"control_url": observed.control_url}
-        if observed.live:
-            return PlanItem(name, "retire", "gone from the folder: a graceful stop; its checkpoint is kept", **where)
-        entry = observed.entry
-        if entry is not None and entry.state == RETIRED:
-            why = f"retired by rollout run {entry.run_id}"
-        else:
-            why = f"gone from the folder and not running (state {observed.state})"
-        return PlanItem(
-            name, "unchanged", f"{why}: listed once more, then left out of plans", leaves_plan=True, **where
-        )
+        return _gone(name, observed)
     target = tuned_target(desired.spec.to_mapping(), observed.spec if observed else None)
     # The control area the job has now (before a refused checkpoint move, the old one), else the new one's.
     control_url = observed.control_url if observed and observed.spec else control_url_for(desired.spec.checkpoint)
@@ -125,15 +140,24 @@ def plan_job(name: str, desired: DesiredJob | None, observed: ObservedJob | None
         fields = ", ".join(sorted({key.split(".")[0] if key.startswith("spark_conf") else key for key in diff}))
         turned_on = " (async progress tracking turned on)" if _async_on(target) and not _async_on(observed.spec) else ""
         return PlanItem(
-            name, "update", f"changed: {fields}{turned_on}; {_words(decision.how)}", diff, **item, how=decision.how,
+            name,
+            "update",
+            f"changed: {fields}{turned_on}; {_words(decision.how)}",
+            diff,
+            **item,
+            how=decision.how,
             how_reason=decision.how_reason,
-        )  # fmt: skip
+        )
     if not observed.live:
         resumed = "resumed: " if observed.stopped else ""  # its file's suspend, ended by the file
         return PlanItem(
-            name, "update", f"{resumed}runs nothing (state {observed.state}): redeploy the desired spec", **item,
-            how=decision.how, how_reason=decision.how_reason,
-        )  # fmt: skip
+            name,
+            "update",
+            f"{resumed}runs nothing (state {observed.state}): redeploy the desired spec",
+            **item,
+            how=decision.how,
+            how_reason=decision.how_reason,
+        )
     if not observed.confirmed:
         return PlanItem(
             name,

@@ -83,14 +83,24 @@ def requery(governor: Requerying, query: StreamingQuery, writer: Any) -> Streami
     at = now()
     recent = recorded_supervision(governor.control).counted(policy.within_s, governor.query_restarts, at)
     if policy.policy == "never" or recent >= policy.max_restarts:
-        _log.warning("query failed transiently (%s), but restart.%s: the driver ends", cause,
-                     "policy is never" if policy.policy == "never" else f"max_restarts ({policy.max_restarts}) is reached")  # fmt: skip
+        _log.warning(
+            "query failed transiently (%s), but restart.%s: the driver ends",
+            cause,
+            "policy is never" if policy.policy == "never" else f"max_restarts ({policy.max_restarts}) is reached",
+        )
         return None
     wait_s = policy.backoff_s(recent)
-    record_incident(governor.control, Incident(
-        kind=Kind.QUERY_RESTART, deployment_id=governor.deployment_id, since=at, error=governor.redact(_line_of(str(error), cause)),
-        diagnosis=f"transient: {cause}", action=f"restarted its query in the driver after {wait_s:.1f} s",
-    ))  # fmt: skip
+    record_incident(
+        governor.control,
+        Incident(
+            kind=Kind.QUERY_RESTART,
+            deployment_id=governor.deployment_id,
+            since=at,
+            error=governor.redact(_line_of(str(error), cause)),
+            diagnosis=f"transient: {cause}",
+            action=f"restarted its query in the driver after {wait_s:.1f} s",
+        ),
+    )
     _log.warning("query failed transiently (%s): restarting it in this driver in %.1f s", cause, wait_s)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:

@@ -103,22 +103,12 @@ class InPlaceSwitch:
         try:
             self._rehearse(current, new)
         except Exception as exc:  # Spark rejects it: the query never stopped, so nothing ran twice
-            _log.warning("the new configuration would not start (%s): the query runs on as it was",
-                         self.governor.redact(str(exc)))  # fmt: skip
+            _log.warning(
+                "the new configuration would not start (%s): the query runs on as it was",
+                self.governor.redact(str(exc)),
+            )
             return self._settle(query, record.but(after=configuration_of(current)), SwitchOutcome.FAILED, str(exc))
-        self._write(record)
-        _log.info("switching in place (request %s): stopping between micro-batches", request.request_id)
-        forced = stop_between_batches(query, request.graceful_timeout_s)
-        self._stopped(query)
-        last_before = self.governor.last_event
-        record = record.but(
-            phase=SwitchPhase.STOPPED,
-            stopped_at=now(),
-            forced_stop=forced,
-            last_batch_before=last_before["batch_id"] if last_before else None,
-            committed_before=resume_point(current.checkpoint),
-        )
-        self._write(record)
+        record, last_before = self._stop(query, record, request, current)
         target, outcome, gate = gated_target(new, request)
         record = record.but(gate=gate)
         try:
@@ -141,6 +131,25 @@ class InPlaceSwitch:
         self.governor.switched(started, target, last_before, record)
         _log.info("switched in place to %s: run %s", record.after, record.query_run_id)
         return started
+
+    def _stop(
+        self, query: StreamingQuery, record: SwitchAccount, request: SwitchRequest, current: JobSpec
+    ) -> tuple[SwitchAccount, dict[str, Any] | None]:
+        """Stop the query between micro-batches; the account so far, and the last batch's event before it."""
+        self._write(record)
+        _log.info("switching in place (request %s): stopping between micro-batches", request.request_id)
+        forced = stop_between_batches(query, request.graceful_timeout_s)
+        self._stopped(query)
+        last_before = self.governor.last_event
+        record = record.but(
+            phase=SwitchPhase.STOPPED,
+            stopped_at=now(),
+            forced_stop=forced,
+            last_batch_before=last_before["batch_id"] if last_before else None,
+            committed_before=resume_point(current.checkpoint),
+        )
+        self._write(record)
+        return record, last_before
 
     def _judge(self, current: JobSpec, request: SwitchRequest) -> JobSpec:
         """The requested spec, or SpecError when it is invalid or needs a new driver (nothing stopped yet)."""
@@ -189,8 +198,11 @@ class InPlaceSwitch:
             df = build_dataframe(self._rehearse(current, new), new)
             refuse_stateful_with_async(df, new)
         except Exception as exc:  # Spark rejects it: said before anything is stopped for it
-            _log.warning("rehearsal of request %s: Spark rejects the new query: %s", request.request_id,
-                         self.governor.redact(str(exc)))  # fmt: skip
+            _log.warning(
+                "rehearsal of request %s: Spark rejects the new query: %s",
+                request.request_id,
+                self.governor.redact(str(exc)),
+            )
             return self._settle(query, record, SwitchOutcome.FAILED, str(exc))
         return self._settle(query, record, SwitchOutcome.REHEARSED, "Spark builds and analyzes the new query")
 

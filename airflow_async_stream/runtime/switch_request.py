@@ -66,11 +66,21 @@ def refuse_unreadable(control: ControlArea, name: str, error: str, deployment_id
     if name == ControlArea.SWITCH_REQUEST:
         named = raw.get("request_id")
         request_id = named if isinstance(named, str) and named else "unreadable"
-        account = SwitchAccount(request_id=request_id[:200], deployment_id=deployment_id, outcome=SwitchOutcome.REFUSED,
-                                reason=reason, requested_at=now())  # fmt: skip
+        account = SwitchAccount(
+            request_id=request_id[:200],
+            deployment_id=deployment_id,
+            outcome=SwitchOutcome.REFUSED,
+            reason=reason,
+            requested_at=now(),
+        )
         control.write_switch_account(account)
-    incident = Incident(at=now(), kind=Kind.CHANGE_REFUSED, deployment_id=deployment_id, error=reason,
-                        action="refused by the driver; its query runs on")  # fmt: skip
+    incident = Incident(
+        at=now(),
+        kind=Kind.CHANGE_REFUSED,
+        deployment_id=deployment_id,
+        error=reason,
+        action="refused by the driver; its query runs on",
+    )
     record_incident(control, incident.but(since=incident.at))
 
 
@@ -108,8 +118,12 @@ def gated_target(new: JobSpec, request: SwitchRequest) -> tuple[JobSpec, str, st
     if not request.require_sync_safe or new.async_progress.enabled:
         return new, SwitchOutcome.SWITCHED, None
     inspection = inspect_checkpoint(new.checkpoint)
-    _log.info("gate: latest offset %s, latest commit %s; %s",
-              inspection.latest_offset, inspection.latest_commit, inspection.reason)  # fmt: skip
+    _log.info(
+        "gate: latest offset %s, latest commit %s; %s",
+        inspection.latest_offset,
+        inspection.latest_commit,
+        inspection.reason,
+    )
     if inspection.sync_restart_safe:
         return new, SwitchOutcome.SWITCHED, inspection.reason
     fallback = deep_merge(new.to_mapping(), {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}})

@@ -21,9 +21,20 @@ _JAVA_WHITESPACE = frozenset(b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f ")
 _FRACTION_START = 100_000_000  # a tenth of a second, in nanoseconds
 _MICROS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
 _UNITS = ("year", "week", "day", "hour", "second", "month", "minute", "millisecond", "microsecond")
-_HINTS = {"s": "seconds", "sec": "seconds", "secs": "seconds", "ms": "milliseconds", "m": "minutes",
-          "min": "minutes", "mins": "minutes", "h": "hours", "hr": "hours", "hrs": "hours", "d": "days",
-          "us": "microseconds"}  # fmt: skip
+_HINTS = {
+    "s": "seconds",
+    "sec": "seconds",
+    "secs": "seconds",
+    "ms": "milliseconds",
+    "m": "minutes",
+    "min": "minutes",
+    "mins": "minutes",
+    "h": "hours",
+    "hr": "hours",
+    "hrs": "hours",
+    "d": "days",
+    "us": "microseconds",
+}
 _FORM = "write it as Spark does, e.g. '5 seconds', '500 milliseconds', '1 minute 30 seconds'"
 
 

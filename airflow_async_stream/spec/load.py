@@ -106,7 +106,11 @@ def parse_part(model: type[_M], spec: Mapping[str, Any], key: str, source: str |
     try:
         return model.model_validate(spec.get(key) or {})
     except ValidationError as exc:
-        problems = [(f"{key}.{field}" if field != "(spec)" else key, reason) for err in exc.errors() for field, reason in _field_of(err, model)]  # fmt: skip
+        problems = [
+            (f"{key}.{field}" if field != "(spec)" else key, reason)
+            for err in exc.errors()
+            for field, reason in _field_of(err, model)
+        ]
         raise SpecError(problems, source) from None
 
 

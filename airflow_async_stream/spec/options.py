@@ -25,8 +25,13 @@ _KAFKA_STRATEGIES = ("assign", "subscribe", "subscribepattern")
 #: Spark's file sinks: they write to a directory and keep their own log of written files in it.
 FILE_SINKS = frozenset({"parquet", "json", "csv", "orc", "text"})
 #: Kafka client settings Spark's Kafka source refuses (it manages offsets and (de)serialization itself).
-_KAFKA_SOURCE_REFUSED = ("auto.offset.reset", "key.deserializer", "value.deserializer", "enable.auto.commit",
-                         "interceptor.classes")  # fmt: skip
+_KAFKA_SOURCE_REFUSED = (
+    "auto.offset.reset",
+    "key.deserializer",
+    "value.deserializer",
+    "enable.auto.commit",
+    "interceptor.classes",
+)
 _KAFKA_SINK_REFUSED = ("key.serializer", "value.serializer")
 
 
@@ -86,13 +91,23 @@ def _starting_offsets(value: str) -> str | None:
 #: Per format: option (lower case) -> its check (a reason, or None when Spark accepts the value).
 _SOURCE_RULES: dict[str, dict[str, Callable[[str], str | None]]] = {
     "rate": {"rowspersecond": _POSITIVE_LONG, "numpartitions": _POSITIVE_INT, "rampuptime": _ramp_up},
-    "rate-micro-batch": {"rowsperbatch": _POSITIVE_LONG, "numpartitions": _POSITIVE_INT,
-                         "starttimestamp": _NON_NEGATIVE_LONG, "advancemillisperbatch": _NON_NEGATIVE_INT},
-    "kafka": {"startingoffsets": _starting_offsets, "maxoffsetspertrigger": _ANY_LONG,
-              "minoffsetspertrigger": _ANY_LONG, "minpartitions": _POSITIVE_INT,
-              "maxrecordsperpartition": _POSITIVE_LONG, "startingtimestamp": lambda v: _ANY_LONG(v.strip()),
-              "failondataloss": _boolean, "includeheaders": _boolean},
-}  # fmt: skip
+    "rate-micro-batch": {
+        "rowsperbatch": _POSITIVE_LONG,
+        "numpartitions": _POSITIVE_INT,
+        "starttimestamp": _NON_NEGATIVE_LONG,
+        "advancemillisperbatch": _NON_NEGATIVE_INT,
+    },
+    "kafka": {
+        "startingoffsets": _starting_offsets,
+        "maxoffsetspertrigger": _ANY_LONG,
+        "minoffsetspertrigger": _ANY_LONG,
+        "minpartitions": _POSITIVE_INT,
+        "maxrecordsperpartition": _POSITIVE_LONG,
+        "startingtimestamp": lambda v: _ANY_LONG(v.strip()),
+        "failondataloss": _boolean,
+        "includeheaders": _boolean,
+    },
+}
 
 
 def _named(options: dict[str, str]) -> dict[str, str]:
@@ -118,8 +133,13 @@ def _kafka_source(source: Source, options: dict[str, str]) -> list[tuple[str, st
     found = []
     strategies = [names[k] for k in _KAFKA_STRATEGIES if k in names]
     if len(strategies) != 1:
-        found.append(("source.options", "give exactly one of assign, subscribe or subscribePattern (Kafka source)"
-                      + (f", not {' and '.join(strategies)}" if strategies else "")))  # fmt: skip
+        found.append(
+            (
+                "source.options",
+                "give exactly one of assign, subscribe or subscribePattern (Kafka source)"
+                + (f", not {' and '.join(strategies)}" if strategies else ""),
+            )
+        )
     elif names.get("subscribe") and not any(t.strip() for t in str(options.get(names["subscribe"], "x")).split(",")):
         found.append((f"source.options.{names['subscribe']}", "names no topic"))
     for lower in ("endingoffsets", "endingoffsetsbytimestamp"):
@@ -151,6 +171,9 @@ def option_violations(source: Source | None, sink: Sink | None) -> list[tuple[st
         if fmt in FILE_SINKS and "path" not in names:
             found.append(("sink.options.path", f"the {fmt} sink writes to a directory: give its path"))
         if fmt == "kafka":
-            found += [(f"sink.options.{names[f'kafka.{s}']}", "is not supported by Spark's Kafka sink")
-                      for s in _KAFKA_SINK_REFUSED if f"kafka.{s}" in names]  # fmt: skip
+            found += [
+                (f"sink.options.{names[f'kafka.{s}']}", "is not supported by Spark's Kafka sink")
+                for s in _KAFKA_SINK_REFUSED
+                if f"kafka.{s}" in names
+            ]
     return found

@@ -42,9 +42,8 @@ _REFUSED_SQL = {
     r"\b(?:cluster|distribute)\s+by\b": "CLUSTER/DISTRIBUTE BY (shuffle)",
     r"\bover\s*\(": "a window function (OVER)",
     r"\blimit\b": "LIMIT",
-    r"\b(?:count|sum|avg|mean|min|max|collect_list|collect_set|approx_count_distinct|percentile_approx)\s*\(":
-        "an aggregate function",
-}  # fmt: skip
+    r"\b(?:count|sum|avg|mean|min|max|collect_list|collect_set|approx_count_distinct|percentile_approx)\s*\(": "an aggregate function",
+}
 _TWICE = "the view `source` twice"
 _NOT_CODE = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.S)
 
@@ -72,39 +71,89 @@ def real_time_violations(spec: WholeSpec) -> list[tuple[str, str]]:
     tracking with real time is refused among the async rules, spec/rules.py.)"""
     if spec.trigger.kind != "real_time":
         return []
+    problems = _duration_and_state(spec)
+    if spec.application is not None:
+        return problems  # its own file builds source, operators and sink: Spark checks those
+    allowlist = spec.spark_conf_strings().get(ALLOWLIST_CONF, "true").strip().lower() != "false"
+    return problems + _endpoints(spec, allowlist) + _operators(spec, allowlist)
+
+
+def _duration_and_state(spec: WholeSpec) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     duration_ms = spec.trigger.interval_ms() or 0
     minimum, where = _min_batch_ms(spec)
     if minimum is None:
         problems.append((where, "is not a Spark time such as '5s' or '5000ms'"))
     elif duration_ms < minimum:
-        problems.append(("trigger.real_time", f"{duration_ms} ms is below the minimum batch duration of real-time "
-                         f"mode, {minimum} ms ({where}; {_SPARK}: INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL)"))  # fmt: skip
+        problems.append(
+            (
+                "trigger.real_time",
+                f"{duration_ms} ms is below the minimum batch duration of real-time "
+                f"mode, {minimum} ms ({where}; {_SPARK}: INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL)",
+            )
+        )
     if spec.stateful:
-        problems.append(("stateful", f"real-time mode runs only stateless queries in {_SPARK} (its operator "
-                         "allow-list has no aggregation, deduplication or state)"))  # fmt: skip
-    if spec.application is not None:
-        return problems  # its own file builds source, operators and sink: Spark checks those
-    allowlist = spec.spark_conf_strings().get(ALLOWLIST_CONF, "true").strip().lower() != "false"
+        problems.append(
+            (
+                "stateful",
+                f"real-time mode runs only stateless queries in {_SPARK} (its operator "
+                "allow-list has no aggregation, deduplication or state)",
+            )
+        )
+    return problems
+
+
+def _endpoints(spec: WholeSpec, allowlist: bool) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
     if spec.source is not None and spec.source.format.lower() not in REAL_TIME_SOURCES:
-        problems.append(("source.format", f"source {spec.source.format!r} has no real-time reads in {_SPARK}, only "
-                         "Kafka does (STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED, at the first batch)"))  # fmt: skip
+        problems.append(
+            (
+                "source.format",
+                f"source {spec.source.format!r} has no real-time reads in {_SPARK}, only "
+                "Kafka does (STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED, at the first batch)",
+            )
+        )
     if spec.sink is not None:
         if (spec.sink.output_mode or "append") != "update":
-            problems.append(("sink.output_mode", f"real-time mode needs output mode update, not "
-                             f"{spec.sink.output_mode or 'append (the default)'} ({_SPARK}: "
-                             "STREAMING_REAL_TIME_MODE.OUTPUT_MODE_NOT_SUPPORTED)"))  # fmt: skip
+            problems.append(
+                (
+                    "sink.output_mode",
+                    f"real-time mode needs output mode update, not "
+                    f"{spec.sink.output_mode or 'append (the default)'} ({_SPARK}: "
+                    "STREAMING_REAL_TIME_MODE.OUTPUT_MODE_NOT_SUPPORTED)",
+                )
+            )
         if allowlist and spec.sink.format.lower() not in REAL_TIME_SINKS:
-            problems.append(("sink.format", f"sink {spec.sink.format!r} is not in real-time mode's allow-list in "
-                             f"{_SPARK} (only {', '.join(sorted(REAL_TIME_SINKS))}: "
-                             "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST)"))  # fmt: skip
+            problems.append(
+                (
+                    "sink.format",
+                    f"sink {spec.sink.format!r} is not in real-time mode's allow-list in "
+                    f"{_SPARK} (only {', '.join(sorted(REAL_TIME_SINKS))}: "
+                    "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST)",
+                )
+            )
+    return problems
+
+
+def _operators(spec: WholeSpec, allowlist: bool) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
     sql = spec.transform.sql if spec.transform else None
     refused = sql_operators_refused(sql) if sql and allowlist else []
     operators = [what for what in refused if what != _TWICE]
     if operators:
-        problems.append(("transform.sql", f"uses {', '.join(operators)}, outside real-time mode's operator "
-                         f"allow-list in {_SPARK} (STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST)"))  # fmt: skip
+        problems.append(
+            (
+                "transform.sql",
+                f"uses {', '.join(operators)}, outside real-time mode's operator "
+                f"allow-list in {_SPARK} (STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST)",
+            )
+        )
     if _TWICE in refused:
-        problems.append(("transform.sql", f"reads the view `source` twice: {_SPARK} runs no query reading one "
-                         "stream twice in real-time mode (STREAMING_REAL_TIME_MODE.IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED)"))  # fmt: skip
+        problems.append(
+            (
+                "transform.sql",
+                f"reads the view `source` twice: {_SPARK} runs no query reading one "
+                "stream twice in real-time mode (STREAMING_REAL_TIME_MODE.IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED)",
+            )
+        )
     return problems

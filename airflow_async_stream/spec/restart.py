@@ -54,8 +54,10 @@ class Restart(StrictModel):
             raise ValueError(f"max_backoff ({self.max_backoff}) must not be shorter than backoff ({self.backoff})")
         waits = sum(self.backoff_s(n) for n in range(self.max_restarts))
         if self.policy == "on_failure" and self.within_s <= waits:
-            raise ValueError(f"within ({self.within}) must be longer than the backoffs of max_restarts "
-                             f"({self.max_restarts}) restarts, {waits:g} s: the job could never be crash_looping")  # fmt: skip
+            raise ValueError(
+                f"within ({self.within}) must be longer than the backoffs of max_restarts "
+                f"({self.max_restarts}) restarts, {waits:g} s: the job could never be crash_looping"
+            )
         return self
 
     @property

@@ -73,8 +73,10 @@ def _endpoint_rules(definition: dict[str, Any], sink: bool) -> None:
 def _job_rules(schema: dict[str, Any]) -> list[dict[str, Any]]:
     without_application = {"allOf": [_given("source"), _given("sink")]}
     with_application = {"allOf": [_absent("source"), _absent("transform")]}
-    async_on = {"required": ["async_progress"], "properties": {"async_progress": {
-        "required": ["enabled"], "properties": {"enabled": {"const": True}}}}}  # fmt: skip
+    async_on = {
+        "required": ["async_progress"],
+        "properties": {"async_progress": {"required": ["enabled"], "properties": {"enabled": {"const": True}}}},
+    }
     async_allows = {
         "properties": {
             "trigger": {"allOf": [_absent(kind) for kind in _NOT_ASYNC_TRIGGERS]},

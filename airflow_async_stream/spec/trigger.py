@@ -44,8 +44,11 @@ class Trigger(StrictModel):
     def interval_ms(self) -> int | None:
         """The interval (processing time, continuous) or batch duration (real time) in ms, as Spark reads it
         (IntervalError where Spark would refuse it: a spec's rules report that, spec/rules.py)."""
-        text = {"processing_time": self.processing_time, "continuous": self.continuous,
-                "real_time": self.real_time}.get(self.kind)  # fmt: skip
+        text = {
+            "processing_time": self.processing_time,
+            "continuous": self.continuous,
+            "real_time": self.real_time,
+        }.get(self.kind)
         return interval_ms(text, positive=self.kind == "real_time") if text else None
 
     def spark_kwargs(self) -> dict[str, Any]:

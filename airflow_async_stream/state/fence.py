@@ -82,9 +82,11 @@ def bump(control: ControlArea, why: str, seen: int | None = None, revocation: bo
     token = (current_token(control) if seen is None else seen) + 1
     if not control.is_local:
         _claim(control, token, why)
-    revoked: dict[str, Any] = {"revoked": token, "revoked_why": why} if revocation else {
-        k: record[k] for k in ("revoked", "revoked_why") if k in record
-    }  # fmt: skip
+    revoked: dict[str, Any] = (
+        {"revoked": token, "revoked_why": why}
+        if revocation
+        else {k: record[k] for k in ("revoked", "revoked_why") if k in record}
+    )
     control.write_json(ControlArea.FENCE, {"token": token, "why": why, "at": now(), **revoked})
     return token
 
@@ -235,13 +237,19 @@ def start_refusal(control: ControlArea, deployment_id: str) -> Refusal | None:
     except ControlAreaError:
         stop = None
     if stop and _after(stop, record, deployment_id):
-        return Refusal(State.STOPPED, f"stopped before its query started: a stop was requested while it launched "
-                                      f"({stop.get('reason')}, from {stop.get('requested_from')})")  # fmt: skip
+        return Refusal(
+            State.STOPPED,
+            f"stopped before its query started: a stop was requested while it launched "
+            f"({stop.get('reason')}, from {stop.get('requested_from')})",
+        )
     if record is not None and record.confirmed_at is None and record.hold_token is not None:
         revoked = revoked_since(control, record.hold_token)
         if revoked:
-            return Refusal(State.STOPPED, "stopped before its query started: the hold that deployed it (token "
-                                          f"{record.hold_token}) was ended: {revoked}")  # fmt: skip
+            return Refusal(
+                State.STOPPED,
+                "stopped before its query started: the hold that deployed it (token "
+                f"{record.hold_token}) was ended: {revoked}",
+            )
     return None
 
 

@@ -88,9 +88,15 @@ class FleetIndex:
         if not path.is_file():
             raise DesiredStateError(
                 where,
-                [(FLEET_FILE, "(file)", "missing: a rollout keeps the index of the jobs it deployed on storage "
-                  "every worker reaches; name it here, e.g. `index: s3://bucket/streaming/fleet-index`")],
-            )  # fmt: skip
+                [
+                    (
+                        FLEET_FILE,
+                        "(file)",
+                        "missing: a rollout keeps the index of the jobs it deployed on storage "
+                        "every worker reaches; name it here, e.g. `index: s3://bucket/streaming/fleet-index`",
+                    )
+                ],
+            )
         try:
             data = read_spec_file(path)
         except SpecError as exc:
@@ -104,8 +110,13 @@ class FleetIndex:
             if not isinstance(index, str) or not index.strip():
                 problems.append(("index", "required: the path or URL of the fleet index"))
             elif "://" not in index and not index.startswith("/"):
-                problems.append(("index", f"{index!r} is relative: give an absolute path or a URL that every "
-                                          "worker reaches (a relative path depends on the worker's directory)"))  # fmt: skip
+                problems.append(
+                    (
+                        "index",
+                        f"{index!r} is relative: give an absolute path or a URL that every "
+                        "worker reaches (a relative path depends on the worker's directory)",
+                    )
+                )
         if problems:
             raise DesiredStateError(where, [(FLEET_FILE, field, reason) for field, reason in problems])
         assert isinstance(data, dict)

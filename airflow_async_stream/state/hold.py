@@ -191,7 +191,9 @@ def _remember(control: ControlArea, holder: Holder) -> None:
         runs = control.read_json(ControlArea.DAG_RUNS) or {}
     except ControlAreaError:
         runs = {}  # a torn note is only a note: the hold must not fail for it
-    runs = {k: v for k, v in runs.items() if k != kind} | {kind: {"dag_id": holder.dag_id, "run_id": holder.run_id, "at": now()}}  # fmt: skip
+    runs = {k: v for k, v in runs.items() if k != kind} | {
+        kind: {"dag_id": holder.dag_id, "run_id": holder.run_id, "at": now()}
+    }
     control.write_json(ControlArea.DAG_RUNS, dict(list(runs.items())[-KINDS_KEPT:]))
 
 

@@ -27,9 +27,17 @@ from airflow_async_stream.state.storage import append_file
 from airflow_async_stream.state.typed import Record
 
 __all__ = [
-    "KEPT", "Incident", "Kind", "one_line", "read_incidents", "record_change", "record_incident", "record_unreadable",
-    "left_out", "unreadable",
-]  # fmt: skip
+    "KEPT",
+    "Incident",
+    "Kind",
+    "one_line",
+    "read_incidents",
+    "record_change",
+    "record_incident",
+    "record_unreadable",
+    "left_out",
+    "unreadable",
+]
 
 #: How many incidents a job keeps (the newest).
 KEPT = 200
@@ -121,7 +129,11 @@ def record_incident(control: ControlArea, incident: Incident) -> bool:
 
 def _cut(incident: Incident) -> Incident:
     """Its error to one line of ``ERROR_CHARS``, its other texts to ``TEXT_CHARS``."""
-    texts = {k: cut_text(v, TEXT_CHARS) for k in ("kind", "deployment_id", "diagnosis", "cure", "action", "host") if (v := getattr(incident, k))}  # fmt: skip
+    texts = {
+        k: cut_text(v, TEXT_CHARS)
+        for k in ("kind", "deployment_id", "diagnosis", "cure", "action", "host")
+        if (v := getattr(incident, k))
+    }
     return incident.but(error=one_line(incident.error), **texts)
 
 
@@ -131,9 +143,16 @@ def record_change(control: ControlArea, kind: Kind, error: str, diagnosis: str, 
     at = now()
     record_incident(
         control,
-        Incident(at=at, kind=kind, deployment_id=status.deployment_id if status else None, since=at, error=error,
-                 diagnosis=diagnosis, action=action),
-    )  # fmt: skip
+        Incident(
+            at=at,
+            kind=kind,
+            deployment_id=status.deployment_id if status else None,
+            since=at,
+            error=error,
+            diagnosis=diagnosis,
+            action=action,
+        ),
+    )
 
 
 def unreadable(error: BaseException) -> bool:
@@ -150,8 +169,11 @@ def left_out(control_url: str, error: Exception, actor: str) -> dict[str, str]:
     storage failed (its incident; the run goes on and does not fail for it), else ``error``, which fails the
     run once every other job was looked at."""
     if unreadable(error):
-        return {"control_url": control_url, "act": "unreadable",
-                "reason": record_unreadable(ControlArea(control_url), error, actor)}  # fmt: skip
+        return {
+            "control_url": control_url,
+            "act": "unreadable",
+            "reason": record_unreadable(ControlArea(control_url), error, actor),
+        }
     return {"control_url": control_url, "act": "error", "reason": str(error)}
 
 
@@ -161,13 +183,19 @@ def record_unreadable(control: ControlArea, error: BaseException, actor: str) ->
     line = f"control area unreadable: {one_line(str(error)) or type(error).__name__}"
     at = now()
     try:
-        record_incident(control, Incident(
-            at=at, kind=Kind.UNREADABLE, since=at - at % 3600, error=line,
-            diagnosis=f"the {actor} could not read or write {control.url}",
-            cure="fix the storage or the file the error names (a folder where a file should be, a full disk, "
-                 "permissions); `airflow-async-stream release --force` clears a hold or fence that cannot be read",
-            action=f"the {actor} left this job and went on with the others",
-        ))  # fmt: skip
+        record_incident(
+            control,
+            Incident(
+                at=at,
+                kind=Kind.UNREADABLE,
+                since=at - at % 3600,
+                error=line,
+                diagnosis=f"the {actor} could not read or write {control.url}",
+                cure="fix the storage or the file the error names (a folder where a file should be, a full disk, "
+                "permissions); `airflow-async-stream release --force` clears a hold or fence that cannot be read",
+                action=f"the {actor} left this job and went on with the others",
+            ),
+        )
     except (OSError, AsyncStreamError, ValueError):
         return f"{line} (not recorded either)"
     return line

@@ -59,7 +59,11 @@ def keep(spec: JobSpec, deployment_id: str, how: str) -> str:
     for old in _newest_first(folder)[KEPT:]:
         old.unlink(missing_ok=True)
     if how == "deploy":
-        ledger.write(ControlArea.for_checkpoint(spec.checkpoint), ledger.DEPLOYED, {"deployment_id": deployment_id, "at": entry["at"]})  # fmt: skip
+        ledger.write(
+            ControlArea.for_checkpoint(spec.checkpoint),
+            ledger.DEPLOYED,
+            {"deployment_id": deployment_id, "at": entry["at"]},
+        )
     return key
 
 
@@ -69,8 +73,11 @@ def issued(control: ControlArea, data: Any, where: str) -> JobSpec:
     handed it to a driver."""
     spec = parse_spec(data, where)
     if ControlArea.for_checkpoint(spec.checkpoint).url != control.url:
-        _refuse(control, f"{where} names checkpoint {spec.checkpoint!r}, which is not this job's "
-                         f"({control.url.removesuffix(SUFFIX)})")  # fmt: skip
+        _refuse(
+            control,
+            f"{where} names checkpoint {spec.checkpoint!r}, which is not this job's "
+            f"({control.url.removesuffix(SUFFIX)})",
+        )
     path = kept_folder(spec.name) / f"{digest(spec)}.json"
     if not path.is_file():
         _refuse(control, f"{where}: {_unknown(spec)}")
@@ -88,13 +95,18 @@ def _refuse(control: ControlArea, why: str) -> NoReturn:
 
 
 def _record(control: ControlArea, why: str) -> None:
-    record_incident(control, Incident(
-        kind=Kind.UNTRUSTED_SPEC, deployment_id=_deployment_id(control), error=why,
-        diagnosis="the control area names a spec the Airflow side never handed to this job's drivers: something "
-                  "that writes its storage wrote it",
-        cure=f"find out who writes {control.url}; deploy the job again from its own spec or desired folder",
-        action="refused: nothing was run from it",
-    ))  # fmt: skip
+    record_incident(
+        control,
+        Incident(
+            kind=Kind.UNTRUSTED_SPEC,
+            deployment_id=_deployment_id(control),
+            error=why,
+            diagnosis="the control area names a spec the Airflow side never handed to this job's drivers: something "
+            "that writes its storage wrote it",
+            cure=f"find out who writes {control.url}; deploy the job again from its own spec or desired folder",
+            action="refused: nothing was run from it",
+        ),
+    )
 
 
 def _deployment_id(control: ControlArea) -> str | None:
@@ -108,13 +120,17 @@ def _deployment_id(control: ControlArea) -> str | None:
 def _unknown(spec: JobSpec) -> str:
     newest = next(iter(_newest_first(kept_folder(spec.name))), None)
     if newest is None:
-        return (f"this host never deployed or switched job {spec.name!r} (nothing kept in {kept_folder(spec.name)}; "
-                "hosts that act on one another's jobs share AIRFLOW_ASYNC_STREAM_HOME)")  # fmt: skip
+        return (
+            f"this host never deployed or switched job {spec.name!r} (nothing kept in {kept_folder(spec.name)}; "
+            "hosts that act on one another's jobs share AIRFLOW_ASYNC_STREAM_HOME)"
+        )
     last = json.loads(newest.read_text())
     fields = _differences(last.get("spec") or {}, spec.to_mapping())
     named = ", ".join(fields[:_NAMED]) + (f" and {len(fields) - _NAMED} more" if len(fields) > _NAMED else "")
-    return (f"not a spec this host deployed or switched job {spec.name!r} to: it differs from the last one "
-            f"(deployment {last.get('deployment_id')}) in {named}")  # fmt: skip
+    return (
+        f"not a spec this host deployed or switched job {spec.name!r} to: it differs from the last one "
+        f"(deployment {last.get('deployment_id')}) in {named}"
+    )
 
 
 def _differences(kept: dict[str, Any], seen: dict[str, Any], prefix: str = "") -> list[str]:

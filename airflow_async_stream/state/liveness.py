@@ -17,8 +17,15 @@ if TYPE_CHECKING:
     from airflow_async_stream.state.control import ControlArea
 
 __all__ = [
-    "CLOCK_SKEW_S", "Liveness", "command_line", "flag", "liveness", "liveness_of", "local_pid_alive", "runs_here",
-]  # fmt: skip
+    "CLOCK_SKEW_S",
+    "Liveness",
+    "command_line",
+    "flag",
+    "liveness",
+    "liveness_of",
+    "local_pid_alive",
+    "runs_here",
+]
 
 #: How far in the future a heartbeat may be (hosts' clocks differ) and still count; beyond, a record is not believed.
 CLOCK_SKEW_S = 60.0
@@ -96,8 +103,11 @@ def liveness(
         )
     if age > (status.stale_after_s if stale_after_s is None else stale_after_s):
         if runs_here(status):  # its records cannot be written (a full disk, a broken file), yet it runs
-            return Liveness(True, f"state is {state}; its last heartbeat is {age:.0f} s old, but its driver "
-                                  f"process {status.pid} runs on this host (its records may not be writable)")  # fmt: skip
+            return Liveness(
+                True,
+                f"state is {state}; its last heartbeat is {age:.0f} s old, but its driver "
+                f"process {status.pid} runs on this host (its records may not be writable)",
+            )
         return Liveness(False, f"state is {state} but the last heartbeat is {age:.0f} s old: the driver is gone")
     pid = status.pid
     if pid and status.host == socket.gethostname() and not local_pid_alive(int(pid)):

@@ -90,7 +90,9 @@ def find_jobs(
         try:
             found += _from_folder(url)
         except (AsyncStreamError, OSError, ValueError) as exc:
-            found.append(Found(url, "", "", f"checkpoint folder {url}", error=f"the checkpoint folder cannot be read: {exc}"))  # fmt: skip
+            found.append(
+                Found(url, "", "", f"checkpoint folder {url}", error=f"the checkpoint folder cannot be read: {exc}")
+            )
     return once_each(found)
 
 
@@ -151,16 +153,24 @@ def named(name: str, fleet_indexes: list[str], checkpoint_folders: list[str]) ->
             found.append(Found(url, "", "", f"fleet index {url}", error=f"the fleet index cannot be read: {exc}"))
             continue
         if entry is not None:
-            found.append(Found(entry.job, entry.checkpoint, entry.control_area, f"fleet index {url}", entry.state == RETIRED))  # fmt: skip
+            found.append(
+                Found(entry.job, entry.checkpoint, entry.control_area, f"fleet index {url}", entry.state == RETIRED)
+            )
     for url in _absolute_urls(checkpoint_folders):
         base = url.rstrip("/")
         try:
             if ControlArea(f"{base}/{name}{SUFFIX}").exists():
                 found.append(Found(name, f"{base}/{name}", f"{base}/{name}{SUFFIX}", f"checkpoint folder {url}"))
         except OSError as exc:
-            found.append(Found(url, "", "", f"checkpoint folder {url}", error=f"the checkpoint folder cannot be read: {exc}"))  # fmt: skip
+            found.append(
+                Found(url, "", "", f"checkpoint folder {url}", error=f"the checkpoint folder cannot be read: {exc}")
+            )
     if not [job for job in found if not job.error]:  # a folder's job may carry another name than its folder's
         failed = {job.source for job in found if job.error}
         listed = find_jobs([], checkpoint_folders)
-        found += [job for job in listed if (job.error and job.source not in failed) or (not job.error and _recorded_name(job) == name)]  # fmt: skip
+        found += [
+            job
+            for job in listed
+            if (job.error and job.source not in failed) or (not job.error and _recorded_name(job) == name)
+        ]
     return once_each(found)

@@ -140,8 +140,10 @@ def read_file(fs: fsspec.AbstractFileSystem, path: str, start: int | None = None
 
 def _within(path: str, size: int, most: int | None) -> None:
     if most is not None and size > most:
-        raise ControlAreaError(f"{path} holds over {most:,} bytes, more than a file of its kind may: refused "
-                               "(written by hand or by a broken writer)")  # fmt: skip
+        raise ControlAreaError(
+            f"{path} holds over {most:,} bytes, more than a file of its kind may: refused "
+            "(written by hand or by a broken writer)"
+        )
 
 
 def append_file(fs: fsspec.AbstractFileSystem, path: str, payload: bytes) -> None:

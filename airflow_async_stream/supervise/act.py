@@ -78,7 +78,10 @@ class Outcome:
 
     def line(self) -> str:
         """One line for a person: the job, what is wrong, the diagnosis and the cure."""
-        cure = self.cure or f"`airflow-async-stream doctor {self.job}`; fix what it names, then `airflow-async-stream resume {self.job}`"  # fmt: skip
+        cure = (
+            self.cure
+            or f"`airflow-async-stream doctor {self.job}`; fix what it names, then `airflow-async-stream resume {self.job}`"
+        )
         parts = (self.reason, self.diagnosis or "none", cure)  # Spark's errors run over many lines: their first
         reason, diagnosis, cure_line = (one_line(part) for part in parts)
         return f"{self.job}: {self.alert} ({self.verdict}): {reason}; diagnosis: {diagnosis}; cure: {cure_line}"
@@ -100,10 +103,19 @@ def _look(control: ControlArea, desired: Mapping[str, JobSpec]) -> tuple[Checkup
 def _outcome(control: ControlArea, looked: Checkup, case: Case, decision: Answer) -> Outcome:
     newest = next((i for i in looked.incidents if i.deployment_id == case.deployment_id), None)
     spec = recorded_spec(control) or {}
-    return Outcome(control.url, str(case.health.verdict), str(decision.act), decision.reason,
-                   newest.diagnosis or newest.error if newest else None, case.deployment_id, decision.wait_s,
-                   job=str(spec.get("name") or control.url),
-                   cure=newest.cure if newest else None, alert=decision.alert, since=case.health.since)  # fmt: skip
+    return Outcome(
+        control.url,
+        str(case.health.verdict),
+        str(decision.act),
+        decision.reason,
+        newest.diagnosis or newest.error if newest else None,
+        case.deployment_id,
+        decision.wait_s,
+        job=str(spec.get("name") or control.url),
+        cure=newest.cure if newest else None,
+        alert=decision.alert,
+        since=case.health.since,
+    )
 
 
 def supervise_job(
@@ -124,7 +136,7 @@ def _say(control: ControlArea, outcome: Outcome, run: str, log: Log) -> Outcome:
             log.info("%s: said already by an earlier run: %s", control.url, alert.line)
         return replace(outcome, said=said)
     opened = open_alerts(control, run) if outcome.verdict in UP else []
-    line = f"{outcome.job}: recovered: {outcome.verdict} as deployment {outcome.deployment_id} (was {', '.join(k.split('.')[1] for k in opened)})"  # fmt: skip
+    line = f"{outcome.job}: recovered: {outcome.verdict} as deployment {outcome.deployment_id} (was {', '.join(k.split('.')[1] for k in opened)})"
     told = [s for s in [say_once(control, recovered_key(key), line, run) for key in opened] if s]
     return replace(outcome, recovered=told[0]) if told else outcome
 
@@ -141,8 +153,7 @@ def _supervise(control: ControlArea, holder: Holder, settings: SuperviseSettings
             return _act(control, grant, holder, settings, log)
     except JobHeldError as exc:
         log.info("%s: %s", control.url, exc)
-        return replace(outcome, act="held", reason=f"{exc}: looked at again when the hold ends", wait_s=0.0,
-                       alert=None)  # fmt: skip
+        return replace(outcome, act="held", reason=f"{exc}: looked at again when the hold ends", wait_s=0.0, alert=None)
 
 
 def _act(control: ControlArea, grant: Grant, holder: Holder, settings: SuperviseSettings, log: Log) -> Outcome:
@@ -153,24 +164,42 @@ def _act(control: ControlArea, grant: Grant, holder: Holder, settings: Supervise
         return _crash_looping(control, grant, case, decision, outcome, log)
     if decision.act != Response.RESTART:
         return outcome
-    restart = {"at": now(), "answered": case.deployment_id, "verdict": str(case.health.verdict),
-               "reason": decision.reason}  # fmt: skip
+    restart = {
+        "at": now(),
+        "answered": case.deployment_id,
+        "verdict": str(case.health.verdict),
+        "reason": decision.reason,
+    }
     write_supervision(control, grant, case.supervision.with_restart(restart))  # counted before it is tried
     log.warning("%s: %s; %s", control.url, case.health.reason, decision.reason)
     try:
-        done = recover(control, holder, settings.deploy, settings.wait_timeout_s, settings.confirm_batches, log,
-                       settings.desired)  # fmt: skip
+        done = recover(
+            control, holder, settings.deploy, settings.wait_timeout_s, settings.confirm_batches, log, settings.desired
+        )
     except AsyncStreamError as exc:
         write_supervision(control, grant, read_supervision(control).with_restart({**restart, "error": str(exc)[:400]}))
         deployment = control.read_deployment()
         launched = deployment is not None and deployment.deployment_id != case.deployment_id
         # A new driver that failed is seen going down like any other; one never launched needs a person.
-        return replace(outcome, act="restart_failed", reason=f"{decision.reason}: {exc}",
-                       alert=None if launched else "restart_failed")  # fmt: skip
-    write_supervision(control, grant, read_supervision(control).with_restart(
-        {**restart, "deployment_id": done.deployment_id, "how": done.how, "why": done.why}))  # fmt: skip
-    return replace(outcome, act="restarted", reason=f"{decision.reason}: {done.why} as deployment "
-                   f"{done.deployment_id}", deployment_id=done.deployment_id)  # fmt: skip
+        return replace(
+            outcome,
+            act="restart_failed",
+            reason=f"{decision.reason}: {exc}",
+            alert=None if launched else "restart_failed",
+        )
+    write_supervision(
+        control,
+        grant,
+        read_supervision(control).with_restart(
+            {**restart, "deployment_id": done.deployment_id, "how": done.how, "why": done.why}
+        ),
+    )
+    return replace(
+        outcome,
+        act="restarted",
+        reason=f"{decision.reason}: {done.why} as deployment {done.deployment_id}",
+        deployment_id=done.deployment_id,
+    )
 
 
 def _crash_looping(
@@ -178,11 +207,21 @@ def _crash_looping(
 ) -> Outcome:
     at = now()
     write_supervision(control, grant, case.supervision.but(crash_looping=case.deployment_id, crash_looping_at=at))
-    cure = (f"find the cause in the driver log and `airflow-async-stream doctor {outcome.job}`; fix it, then resume "
-            f"the job (`airflow-async-stream resume {outcome.job}`, or a deploy)")  # fmt: skip
-    record_incident(control, Incident(
-        kind=Kind.CRASH_LOOP, deployment_id=case.deployment_id, since=at, error=case.health.reason,
-        diagnosis=outcome.diagnosis or case.health.reason, cure=cure, action="none: a person must look",
-    ))  # fmt: skip
+    cure = (
+        f"find the cause in the driver log and `airflow-async-stream doctor {outcome.job}`; fix it, then resume "
+        f"the job (`airflow-async-stream resume {outcome.job}`, or a deploy)"
+    )
+    record_incident(
+        control,
+        Incident(
+            kind=Kind.CRASH_LOOP,
+            deployment_id=case.deployment_id,
+            since=at,
+            error=case.health.reason,
+            diagnosis=outcome.diagnosis or case.health.reason,
+            cure=cure,
+            action="none: a person must look",
+        ),
+    )
     log.error("%s: %s", control.url, decision.reason)
     return replace(outcome, cure=cure)

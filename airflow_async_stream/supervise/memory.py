@@ -106,8 +106,15 @@ def look(control: ControlArea, memory: Memory | None = None) -> Sighting:
     elif running and status is not None:
         events = progress_log.tail_of(control, status.progress_files, TAIL_BYTES)
     kept = known is not None and not moved
-    seen = Sighting(status, judged, deployment, spec, events, known.supervision if kept and known else None,
-                known.seen if known else None)  # fmt: skip
+    seen = Sighting(
+        status,
+        judged,
+        deployment,
+        spec,
+        events,
+        known.supervision if kept and known else None,
+        known.seen if known else None,
+    )
     if memory is not None:
         memory.keep(control.url, seen)
     return seen

@@ -22,12 +22,27 @@ __all__ = ["GAUGES", "HEALTH_CODES", "INCIDENTS", "PREFIX", "Figures", "figures_
 PREFIX = "async_stream.job"
 #: ``health``'s value per verdict: 0 is up and busy, the higher the worse; documented in the README.
 HEALTH_CODES: Mapping[str, int] = {
-    Verdict.HEALTHY: 0, Verdict.IDLE: 1, Verdict.LAGGING: 2, Verdict.STARTING: 3, Verdict.STOPPING: 4,
-    Verdict.STOPPED: 5, Verdict.NOT_DEPLOYED: 6, Verdict.STALLED: 7, Verdict.FAILED_TO_START: 8, Verdict.CRASHED: 9,
-}  # fmt: skip
+    Verdict.HEALTHY: 0,
+    Verdict.IDLE: 1,
+    Verdict.LAGGING: 2,
+    Verdict.STARTING: 3,
+    Verdict.STOPPING: 4,
+    Verdict.STOPPED: 5,
+    Verdict.NOT_DEPLOYED: 6,
+    Verdict.STALLED: 7,
+    Verdict.FAILED_TO_START: 8,
+    Verdict.CRASHED: 9,
+}
 #: The gauges, in the order they are sent.
-GAUGES = ("health", "up", "seconds_since_last_batch", "batch_latency_p50_ms", "input_rows_per_second",
-          "processed_rows_per_second", "restarts_in_window")  # fmt: skip
+GAUGES = (
+    "health",
+    "up",
+    "seconds_since_last_batch",
+    "batch_latency_p50_ms",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "restarts_in_window",
+)
 #: The counter: one per incident the watcher announces (crashed, failed_to_start, stalled), tagged by kind.
 INCIDENTS = "incidents"
 #: How many of the newest batches the latency's p50 is taken over.
@@ -52,15 +67,22 @@ class Figures:
 
 
 def figures_of(
-    job: str, status: Status | None, health: Health, events: Sequence[Mapping[str, Any]], restarts: int | None,
+    job: str,
+    status: Status | None,
+    health: Health,
+    events: Sequence[Mapping[str, Any]],
+    restarts: int | None,
     at: float,
-) -> Figures:  # fmt: skip
+) -> Figures:
     """The figures of ``job`` from its status, verdict, newest progress events (oldest first) and the restarts
     its policy's window holds."""
     verdict = health.verdict
     mine = [e for e in events if status is None or e.get("deployment_id") == status.deployment_id]
-    latencies = [float(e["duration_ms"]["triggerExecution"]) for e in mine[-LATENCY_BATCHES:]
-                 if isinstance(e.get("duration_ms"), Mapping) and "triggerExecution" in e["duration_ms"]]  # fmt: skip
+    latencies = [
+        float(e["duration_ms"]["triggerExecution"])
+        for e in mine[-LATENCY_BATCHES:]
+        if isinstance(e.get("duration_ms"), Mapping) and "triggerExecution" in e["duration_ms"]
+    ]
     newest = mine[-1] if mine else {}
     last = status.last_progress_at if status else None
     return Figures(

@@ -82,10 +82,17 @@ def case_for(
         return Case(health, deployment_id, Restart())  # nothing to decide: no policy read
     spec, _ = recovery_spec(control, desired)
     status = control.read_status()
-    return Case(health, deployment_id, spec.restart or Restart(), (spec.health or HealthSpec()).on_stall,
-                spec.suspended, stopped_on_purpose(control), read_supervision(control),
-                tuple(status.query_restarts) if status else (),
-                ledger.down_since(control, deployment_id, now()))  # fmt: skip
+    return Case(
+        health,
+        deployment_id,
+        spec.restart or Restart(),
+        (spec.health or HealthSpec()).on_stall,
+        spec.suspended,
+        stopped_on_purpose(control),
+        read_supervision(control),
+        tuple(status.query_restarts) if status else (),
+        ledger.down_since(control, deployment_id, now()),
+    )
 
 
 def respond(case: Case, at: float) -> Answer:
@@ -94,7 +101,11 @@ def respond(case: Case, at: float) -> Answer:
     if verdict not in DOWN and verdict != Verdict.STALLED:
         return Answer(Response.NOTHING, f"{verdict}: nothing to do")
     if verdict == Verdict.STALLED and case.on_stall != "restart":
-        return Answer(Response.LEAVE, "stalled, and health.on_stall is alert: an incident for a person; the driver runs on", alert="stalled")  # fmt: skip
+        return Answer(
+            Response.LEAVE,
+            "stalled, and health.on_stall is alert: an incident for a person; the driver runs on",
+            alert="stalled",
+        )
     if case.stopped is not None:
         return Answer(Response.LEAVE, f"{case.stopped.describe()}: never restarted by the supervisor")
     if case.suspended:
@@ -104,7 +115,9 @@ def respond(case: Case, at: float) -> Answer:
     if answered is not None and answered.get("error") and not answered.get("deployment_id"):
         return Answer(Response.NOTHING, f"its restart failed: {answered['error']}", alert="restart_failed")
     if answered is not None:
-        return Answer(Response.NOTHING, f"restarted already (as deployment {answered.get('deployment_id') or 'launching'})")  # fmt: skip
+        return Answer(
+            Response.NOTHING, f"restarted already (as deployment {answered.get('deployment_id') or 'launching'})"
+        )
     if record.crash_looping and record.crash_looping == case.deployment_id:
         return Answer(
             Response.NOTHING, "crash_looping already: no more restarts until a person looks", alert="crash_looping"
@@ -124,5 +137,10 @@ def respond(case: Case, at: float) -> Answer:
         )
     due = min(case.health.since or at, case.seen_down or at) + policy.backoff_s(recent)
     if due > at:
-        return Answer(Response.WAIT, f"{verdict}: restart {recent + 1} within {policy.within}, due in {due - at:.0f} s (backoff)", due - at, recent)  # fmt: skip
+        return Answer(
+            Response.WAIT,
+            f"{verdict}: restart {recent + 1} within {policy.within}, due in {due - at:.0f} s (backoff)",
+            due - at,
+            recent,
+        )
     return Answer(Response.RESTART, f"{verdict}: restart {recent + 1} within {policy.within}", 0.0, recent)

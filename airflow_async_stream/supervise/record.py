@@ -64,7 +64,9 @@ class Supervision(Record):
 def read_supervision(control: ControlArea) -> Supervision:
     """The supervisor's own record of the job (its ledger); an empty one for a job it never acted on."""
     data = ledger.read(control, ledger.SUPERVISION)
-    return Supervision() if data is None else Supervision.from_json(data, str(ledger.folder(control) / ledger.SUPERVISION))  # fmt: skip
+    return (
+        Supervision() if data is None else Supervision.from_json(data, str(ledger.folder(control) / ledger.SUPERVISION))
+    )
 
 
 def recorded_supervision(control: ControlArea) -> Supervision:
@@ -75,7 +77,11 @@ def recorded_supervision(control: ControlArea) -> Supervision:
 
 def shown_supervision(control: ControlArea) -> Supervision:
     """For a reader: the supervisor's own record where this host keeps it, else the control area's copy."""
-    return read_supervision(control) if ledger.read(control, ledger.SUPERVISION) is not None else recorded_supervision(control)  # fmt: skip
+    return (
+        read_supervision(control)
+        if ledger.read(control, ledger.SUPERVISION) is not None
+        else recorded_supervision(control)
+    )
 
 
 def write_supervision(control: ControlArea, grant: Grant, record: Supervision) -> None:

@@ -148,17 +148,21 @@ def watch_job(
     held = verdict in DOWN and hold_state(control.read_hold()) is None
     condition = _condition(verdict, deployment_id, held)
     before = seen_now.seen if seen_now.seen is not None else _caught_up(control, read_seen(control))
-    again = (
-        before is not None and before.condition == condition and verdict in DOWN and not held
-        and at - before.at > RESEND_AFTER_S and _unanswered(control, health, deployment_id, at)
-    )  # fmt: skip
+    again = _again(control, before, condition, health, held, deployment_id, at)
     if before is not None and before.condition == condition and not again:
         seen_now.seen = before
         return None
     kept = before.unresolved if before else ""  # through starting, stopping, stopped
     unresolved = str(verdict) if verdict in EVENTS else "" if verdict in OK else kept
-    seen = Seen(seq=(before.seq if before else 0) + 1, condition=condition, verdict=str(verdict),
-                deployment_id=deployment_id, held=held, at=at, unresolved=unresolved)  # fmt: skip
+    seen = Seen(
+        seq=(before.seq if before else 0) + 1,
+        condition=condition,
+        verdict=str(verdict),
+        deployment_id=deployment_id,
+        held=held,
+        at=at,
+        unresolved=unresolved,
+    )
     if not _claim(control, seen):
         seen_now.seen = None  # another watcher is ahead: read what it recorded next time
         return None
@@ -168,8 +172,37 @@ def watch_job(
     if event is None:
         return None
     reason = health.reason + ("; still down, nothing answered it" if again else "")
-    return Change(name, control.url, checkpoint, event, str(verdict), reason, deployment_id,
-                  before.verdict if before else None, seen.seq)  # fmt: skip
+    return Change(
+        name,
+        control.url,
+        checkpoint,
+        event,
+        str(verdict),
+        reason,
+        deployment_id,
+        before.verdict if before else None,
+        seen.seq,
+    )
+
+
+def _again(
+    control: ControlArea,
+    before: Seen | None,
+    condition: str,
+    health: Health,
+    held: bool,
+    deployment_id: str | None,
+    at: float,
+) -> bool:
+    """A job still down in the same condition, nothing holding or answering it for a while: said once more."""
+    return (
+        before is not None
+        and before.condition == condition
+        and health.verdict in DOWN
+        and not held
+        and at - before.at > RESEND_AFTER_S
+        and _unanswered(control, health, deployment_id, at)
+    )
 
 
 def _restarts_in_window(control: ControlArea, seen: Sighting, at: float) -> int | None:

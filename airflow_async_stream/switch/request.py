@@ -103,11 +103,23 @@ def switch_in_place(
     if record.outcome == SwitchOutcome.REVOKED:
         raise HoldRevokedError(f"deployment {deployment_id} did not switch: {record.reason}")
     if record.outcome == SwitchOutcome.REFUSED:
-        record_change(control, Kind.CHANGE_REFUSED, record.reason or "refused", f"the driver refused a switch in place ({reason})", "nothing stopped; the query runs as it was")  # fmt: skip
+        record_change(
+            control,
+            Kind.CHANGE_REFUSED,
+            record.reason or "refused",
+            f"the driver refused a switch in place ({reason})",
+            "nothing stopped; the query runs as it was",
+        )
         raise SwitchRefusedError([("(driver)", record.reason or "refused")], f"deployment {deployment_id}")
     if record.outcome == SwitchOutcome.FAILED:
         said = _failed(deployment_id, record)
-        record_change(control, Kind.CHANGE_FAILED, record.reason or "failed", f"a switch in place failed ({reason}): {said}", "the query runs its previous configuration")  # fmt: skip
+        record_change(
+            control,
+            Kind.CHANGE_FAILED,
+            record.reason or "failed",
+            f"a switch in place failed ({reason}): {said}",
+            "the query runs its previous configuration",
+        )
         raise SwitchFailedError(said)
     return record
 

@@ -54,8 +54,13 @@ class CommittedBatchesTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        say = WaitLog(self.log, f"Waiting for committed batches in {self.checkpoint}",
-                      self.deadline - self.started_at, clock=time.time, started=self.started_at)  # fmt: skip
+        say = WaitLog(
+            self.log,
+            f"Waiting for committed batches in {self.checkpoint}",
+            self.deadline - self.started_at,
+            clock=time.time,
+            started=self.started_at,
+        )
         while True:
             try:
                 check = await asyncio.to_thread(check_commits, self.checkpoint, self.baseline, self.min_batches)

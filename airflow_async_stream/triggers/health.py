@@ -67,7 +67,9 @@ class FleetHealthTrigger(BaseEventTrigger):
         memory = Memory()
         while True:
             try:
-                changes = await asyncio.to_thread(_sweep_fleet, trigger.fleet_indexes, trigger.checkpoint_folders, trigger.log, memory)  # fmt: skip
+                changes = await asyncio.to_thread(
+                    _sweep_fleet, trigger.fleet_indexes, trigger.checkpoint_folders, trigger.log, memory
+                )
             except Exception:  # noqa: BLE001 - one failed sweep (storage unreachable) must not end the watch
                 trigger.log.warning("The health sweep failed; trying again in %s s", trigger.poll_s, exc_info=True)
                 changes = []

@@ -4,6 +4,7 @@ size in bytes), a small root, tests that share helpers."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "airflow_async_stream"
@@ -90,3 +91,19 @@ def test_the_shape_checks_catch_what_they_should(tmp_path: Path) -> None:
         "tests/unit/test_a.py: tests.unit.test_b",
         "tests/unit/test_c.py: tests.integration.conftest",
     ]
+
+
+def _unformatted(package: Path) -> list[str]:
+    return [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"#\s*fmt:\s*(skip|off)", line)
+    ]
+
+
+def test_the_formatter_formats_every_line_of_the_package(tmp_path: Path) -> None:
+    """No line keeps its own shape against the formatter: a line too long for it is split by what it says."""
+    assert _unformatted(PACKAGE) == []
+    (tmp_path / "kept.py").write_text("x = [1,2]  # fmt: skip\n")
+    assert _unformatted(tmp_path) == ["kept.py:1"]
