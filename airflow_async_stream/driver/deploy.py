@@ -27,6 +27,7 @@ from airflow_async_stream.exceptions import (
     JobAlreadyRunningError,
     StopTimeoutError,
 )
+from airflow_async_stream.insight.checkup import check_up
 from airflow_async_stream.lineage.link import LineageLink
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import issued, registry
@@ -140,7 +141,20 @@ def deploy_job(
         record = _record(spec, launcher.master, control, submission, settings).but(hold_token=grant.token)
         issued.keep(spec, deployment_id, "deploy")  # before a driver exists
         record = _submit(control, launcher, submission, record, log, grant)
-        return _confirm(spec, control, launcher, record, settings, log, grant)
+        try:
+            return _confirm(spec, control, launcher, record, settings, log, grant)
+        except DriverFailedError:
+            _record_failure(control, spec.checkpoint, log)
+            raise
+
+
+def _record_failure(control: ControlArea, checkpoint: str, log: Log) -> None:
+    """The deploy is the actor that saw its driver fail: it records the failed start, once, with the doctor's
+    diagnosis (a reader only shows it)."""
+    try:
+        check_up(control, checkpoint)
+    except Exception as exc:  # noqa: BLE001 - the deploy's own error is the one to raise
+        log.warning("%s: could not record the failed start: %s", control.url, exc)
 
 
 def _submit(
