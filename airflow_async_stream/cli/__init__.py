@@ -16,6 +16,7 @@ __all__ = [
     "EXIT_OK",
     "PREFIX",
     "Printable",
+    "Stderr",
     "exit_code_table",
     "exit_codes",
     "fail",
@@ -103,6 +104,22 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
     return code
 
 
+class Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A log handler writing to whatever ``sys.stderr`` is when a line is logged, not when it was made: a
+    command run in-process (a test, a caller redirecting stderr) gets its own lines."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        """StreamHandler's own set-up assigns it; the stream is always the current stderr."""
+
+
 def progress_log() -> logging.Logger:
     """Each phase of a long wait, as it is reached, on stderr (stdout keeps the result, --json included); the
     package's own log lines too, even once Airflow (a connection's launcher) has set its logging up on stdout."""
@@ -112,7 +129,7 @@ def progress_log() -> logging.Logger:
     ):
         log = logging.getLogger(name)
         if not log.handlers:
-            handler = logging.StreamHandler(sys.stderr)
+            handler = Stderr()
             handler.setFormatter(logging.Formatter(form))
             log.addHandler(handler)
             log.setLevel(logging.INFO)

@@ -13,7 +13,16 @@ import textwrap
 from pathlib import Path
 from typing import Any, NoReturn
 
-from airflow_async_stream.cli import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK, PREFIX, Printable, exit_codes, fail
+from airflow_async_stream.cli import (
+    EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
+    EXIT_OK,
+    PREFIX,
+    Printable,
+    Stderr,
+    exit_codes,
+    fail,
+)
 from airflow_async_stream.cli.change import cmd_release, cmd_switch
 from airflow_async_stream.cli.doctor import add_doctor
 from airflow_async_stream.cli.incidents import add_incidents
@@ -242,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Printable(sys.stdout), Printable(sys.stderr)
-    logging.basicConfig(format=PREFIX + "%(message)s", level=logging.WARNING)  # warnings too: the one prefix
+    # warnings too, with the one prefix
+    logging.basicConfig(format=PREFIX + "%(message)s", level=logging.WARNING, handlers=[Stderr()])
     logging.captureWarnings(True)  # a library's DeprecationWarning and the like, the same way
     try:
         code = int(args.func(args))

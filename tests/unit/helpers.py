@@ -18,6 +18,15 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import FleetIndex
 from tests.helpers import make_checkpoint, rate_noop
 
+#: Run first in a fresh interpreter: any import of Airflow raises, as in a venv without it.
+BLOCK_AIRFLOW = """
+import sys
+class _NoAirflow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "airflow" or name.startswith("airflow."):
+            raise ModuleNotFoundError(f"Airflow is blocked here: {name}", name=name)  # as when not installed
+sys.meta_path.insert(0, _NoAirflow())
+"""
 #: A rollout's job: async on, a 1 s trigger (the planner and fleet index tests start from it).
 FLEET_JOB = rate_noop(
     rows=10, trigger={"processing_time": "1 second"}, async_progress={"enabled": True, "checkpoint_interval_ms": 1000}

@@ -107,3 +107,23 @@ def test_the_formatter_formats_every_line_of_the_package(tmp_path: Path) -> None
     assert _unformatted(PACKAGE) == []
     (tmp_path / "kept.py").write_text("x = [1,2]  # fmt: skip\n")
     assert _unformatted(tmp_path) == ["kept.py:1"]
+
+
+#: What starts the command line as a process: the console script's path, ``-m``, or ``main`` under ``-c``.
+_STARTS_THE_CLI = re.compile(r'parent / "airflow-async-stream"|"airflow_async_stream\.cli"|import main; sys\.exit')
+
+
+def test_one_unit_test_file_starts_the_command_line_as_a_process() -> None:
+    """Unit tests call the CLI in-process (tests/unit/cli_run.py); a process costs a second of imports. Only
+    tests/unit/cli/test_process.py starts one, and a stop run as from a second host (under ``unshare``)."""
+    process = TESTS / "unit" / "cli" / "test_process.py"
+    starting = []
+    for path in sorted((TESTS / "unit").rglob("*.py")):
+        text = path.read_text()
+        if path in (process, Path(__file__)) or not _STARTS_THE_CLI.search(text):
+            continue
+        uses = re.findall(r"(.{0,16})\bCLI(?=[,)\]])", text)  # CLI as an argument
+        if not uses or [use for use in uses if not use.endswith("_on_other_host(")]:
+            starting.append(str(path.relative_to(TESTS.parent)))
+    assert _STARTS_THE_CLI.search(process.read_text())
+    assert starting == []

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_async_stream.state.control import ControlArea
-from tests.fake_driver import started
+from tests.session import REPO
+from tests.unit.helpers import BLOCK_AIRFLOW
 
 FORBIDDEN = (
     "airflow_async_stream.operators",
@@ -72,16 +72,6 @@ AIRFLOW_SIDE = (
     "airflow_async_stream.factories",  # the DAG and TaskGroup factories
     "airflow_async_stream.plugin",  # the streaming-jobs pages on the api-server
 )
-#: Run first in a fresh interpreter: any import of Airflow raises, as in a venv without it.
-BLOCK_AIRFLOW = """
-import sys
-class _NoAirflow:
-    def find_spec(self, name, path=None, target=None):
-        if name == "airflow" or name.startswith("airflow."):
-            raise ModuleNotFoundError(f"Airflow is blocked here: {name}", name=name)  # as when not installed
-sys.meta_path.insert(0, _NoAirflow())
-"""
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _core_modules() -> list[str]:
@@ -95,7 +85,7 @@ def _core_modules() -> list[str]:
 
 def _without_airflow(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", BLOCK_AIRFLOW + code, *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-c", BLOCK_AIRFLOW + code, *args], capture_output=True, text=True, cwd=REPO, timeout=120
     )
 
 
@@ -126,52 +116,6 @@ def test_the_blocker_blocks(tmp_path: Path) -> None:
     """The check above means something: an Airflow-side module fails under the same blocker."""
     result = _without_airflow("import airflow_async_stream.hooks.spark_stream")
     assert "Airflow is blocked here: airflow" in result.stderr
-
-
-def test_the_cli_commands_that_need_no_connection_run_with_airflow_blocked(tmp_path: Path) -> None:
-    """validate, plan, status, inspect, report, doctor, schema, switch and stop (of a driver of this host, killed when it
-    does not stop) run where Airflow cannot be imported."""
-    folder = tmp_path / "desired"
-    folder.mkdir()
-    spec = folder / "job.yaml"
-    (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'fleet-index'}\n")
-    checkpoint = tmp_path / "ck"
-    spec.write_text(
-        f"name: no-airflow\ncheckpoint: {checkpoint}\nsource: {{format: rate}}\nsink: {{format: noop}}\n"
-        "async_progress: {enabled: true, checkpoint_interval_ms: 0}\n"
-    )
-    control = ControlArea.for_checkpoint(str(checkpoint))
-    control.ensure()
-    processes: list[subprocess.Popen[bytes]] = []
-    try:
-        driver = started(control, "d-1", "--record-deployment", processes=processes)
-        run = "from airflow_async_stream.cli.commands import main; sys.exit(main(sys.argv[1:]))"
-        answers = {
-            "validate": _without_airflow(run, "validate", str(spec)),
-            "plan": _without_airflow(run, "plan", str(folder)),
-            "status": _without_airflow(run, "status", str(spec)),
-            "inspect": _without_airflow(run, "inspect", str(spec)),
-            "report": _without_airflow(run, "report", str(spec), "--png", str(tmp_path / "chart.png")),
-            "doctor": _without_airflow(run, "doctor", str(spec)),
-            "schema": _without_airflow(run, "schema"),
-            "switch": _without_airflow(run, "switch", str(spec), "--set", "async_progress.enabled=false"),
-            "stop": _without_airflow(run, "stop", str(spec), "--graceful-timeout", "0.1", "--kill-after", "0.3"),
-        }
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-    assert all("Airflow is blocked" not in r.stdout + r.stderr for r in answers.values()), answers
-    codes = {name: r.returncode for name, r in answers.items() if name not in ("switch", "stop", "inspect")}
-    assert codes == dict.fromkeys(("validate", "plan", "status", "report", "doctor", "schema"), 0), answers
-    assert (tmp_path / "chart.png").stat().st_size > 0
-    assert "its query never started" in answers["inspect"].stderr, answers["inspect"]  # a fake driver's checkpoint
-    assert "Traceback" not in answers["switch"].stderr, answers["switch"].stderr
-    # The fake driver ignores the stop request: this host's launcher kills it, with no Airflow to help.
-    assert answers["stop"].stdout == "stopped: state failed\n", answers["stop"]
-    assert driver.returncode == -9
-    assert (control.read_status().error or "").startswith("killed: no final status")
 
 
 def test_without_a_launcher_a_deploy_is_an_error_naming_the_connection_never_a_silent_local_run(

@@ -38,6 +38,7 @@ from tests.readme_blocks import (
     Block,
     full_spec,
 )
+from tests.unit.cli_run import cli
 
 
 def test_every_python_block_says_what_it_is() -> None:
@@ -146,8 +147,7 @@ def test_the_doctor_commands_run_as_written_on_a_checkpoint_left_with_gaps(tmp_p
     for line in block.body.splitlines():
         command = shlex.split(re.sub(r"\s+#.*$", "", line).replace("/data/ck/clicks-to-alerts", checkpoint))
         assert command[0] == "airflow-async-stream", line
-        command[0] = str(Path(sys.executable).parent / "airflow-async-stream")
-        answers.append(subprocess.run(command, capture_output=True, text=True, timeout=60))
+        answers.append(cli(*command[1:]))
     text, as_json = answers
     assert (text.returncode, as_json.returncode) == (1, 1), (text.stderr, as_json.stderr)
     assert "diagnosis    batch_missing: a synchronous restart would die with" in text.stdout

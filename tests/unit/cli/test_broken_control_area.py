@@ -20,12 +20,7 @@ from airflow_async_stream.state.records import Status
 from airflow_async_stream.state.stopped import stopped_on_purpose
 from tests.fake_driver import started
 from tests.helpers import until
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+from tests.unit.cli_run import cli
 
 
 @pytest.fixture
@@ -56,7 +51,7 @@ def test_stop_ends_a_provable_driver_when_the_fence_is_a_folder(
     control, driver = running
     _break(control, ControlArea.FENCE)
 
-    done = _cli("stop", control.url.removesuffix(".async-stream"), "--graceful-timeout", "5",
+    done = cli("stop", control.url.removesuffix(".async-stream"), "--graceful-timeout", "5",
                 *(["--force"] if force else []))  # fmt: skip
 
     assert done.returncode == 0, done
@@ -74,7 +69,7 @@ def test_stop_says_so_when_no_driver_of_this_host_proves_itself(tmp_path: Path) 
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--control-area", control.url],
                                start_new_session=True)  # fmt: skip  # names the area, but no deployment
     try:
-        done = _cli("stop", str(tmp_path / "ck"))
+        done = cli("stop", str(tmp_path / "ck"))
         assert done.returncode == 1 and "Traceback" not in done.stderr, done
         assert "no process of this host proves to be its driver: stop it on the host that launched it" in done.stderr
         assert sleeper.poll() is None
@@ -88,17 +83,17 @@ def test_release_force_sets_a_broken_fence_aside_and_a_stop_works_again(
 ) -> None:
     control, driver = running
     _break(control, ControlArea.FENCE)
-    refused = _cli("release", control.url)
+    refused = cli("release", control.url)
     assert refused.returncode == 1 and "fence.json: " in refused.stderr and "add --force" in refused.stderr, refused
 
-    released = _cli("release", control.url, "--force")
+    released = cli("release", control.url, "--force")
 
     assert released.returncode == 0, released
     [aside] = [p for p in Path(control.root).iterdir() if p.name.startswith("fence.json.unreadable-")]
     assert (aside / "something").read_text() == "kept"
     assert f"set aside an unreadable fence.json as {aside.name}" in released.stdout
     assert control.read_json(ControlArea.FENCE)["revoked"] > 10**12  # type: ignore[index]  # every earlier hold ended
-    stopped = _cli("stop", control.url, "--graceful-timeout", "10")  # the ordinary stop, by request
+    stopped = cli("stop", control.url, "--graceful-timeout", "10")  # the ordinary stop, by request
     assert (stopped.returncode, stopped.stdout.strip()) == (0, "stopped: state stopped"), stopped
     driver.wait(10)
 
@@ -107,9 +102,9 @@ def test_release_force_sets_a_hold_that_is_a_folder_aside(tmp_path: Path) -> Non
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
     _break(control, ControlArea.HOLD)
-    released = _cli("release", control.url, "--force")
+    released = cli("release", control.url, "--force")
     assert released.returncode == 0 and "set aside an unreadable hold.json" in released.stdout, released
-    assert _cli("release", control.url).stdout.strip() == "nobody holds this job"
+    assert cli("release", control.url).stdout.strip() == "nobody holds this job"
 
 
 def test_a_driver_that_cannot_write_its_status_is_not_called_crashed(tmp_path: Path) -> None:

@@ -1,13 +1,11 @@
 """`airflow-async-stream list`: every job this host deployed, and those of fleet indexes and checkpoint
-folders, one line each; run as users run it (the installed console script)."""
+folders, one line each."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,14 +16,12 @@ from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import FleetIndex
 from tests.helpers import make_checkpoint
+from tests.unit.cli_run import Ran, cli
 from tests.unit.helpers import fake_deployment
 
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
-
-def _list(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AIRFLOW_ASYNC_STREAM_HOME": str(home)}
-    return subprocess.run([CLI, "list", *args], capture_output=True, text=True, env=env)
+def _list(*args: str, home: Path) -> Ran:
+    return cli("list", *args, env={"AIRFLOW_ASYNC_STREAM_HOME": str(home)})
 
 
 def _job(root: Path, name: str, *, ended_s_ago: float, offsets: list[int], commits: list[int]) -> ControlArea:

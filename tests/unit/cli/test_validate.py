@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.helpers import rate_noop
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], capture_output=True, text=True, env={**os.environ, **(env or {})})
+from tests.unit.cli_run import cli
 
 
 def _folder(tmp_path: Path) -> Path:

@@ -32,6 +32,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.incidents import read_incidents
 from tests.helpers import until
+from tests.unit.cli_run import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 OTHER_HOST = "worker-a"
@@ -167,14 +168,14 @@ def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longe
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d-a", "driver": driver})
     control.write_json(ControlArea.STATUS, {"deployment_id": "d-a", "state": "running", "heartbeat_at": time.time(),
                                             "host": OTHER_HOST, "pid": 4242})  # fmt: skip
-    cli = [str(Path(sys.executable).parent / "airflow-async-stream"), "stop", control.url, "--driver-gone"]
-    live = subprocess.run([*cli, OTHER_HOST], capture_output=True, text=True)
+    stop = ("stop", control.url, "--driver-gone")
+    live = cli(*stop, OTHER_HOST)
     assert live.returncode == 1 and "its driver still reports (" in live.stderr, live
     control.write_json(ControlArea.STATUS, {"deployment_id": "d-a", "state": "stopped", "heartbeat_at": 1.0})
-    typo = subprocess.run([*cli, "worker-z"], capture_output=True, text=True)
+    typo = cli(*stop, "worker-z")
     assert typo.returncode == 2 and f"was launched on {OTHER_HOST}, not worker-z" in typo.stderr, typo
     assert wait_for_driver_exit(control, 0.2) is not None and control.read_exit("d-a") is None
-    said = subprocess.run([*cli, OTHER_HOST], capture_output=True, text=True)
+    said = cli(*stop, OTHER_HOST)
     assert said.returncode == 0, said
     assert said.stdout == f"recorded: the driver of deployment d-a on {OTHER_HOST} has exited; a deploy from any host goes on\n"  # fmt: skip
     assert control.read_exit("d-a").seen.endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[union-attr]

@@ -20,9 +20,9 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.liveness import CLOCK_SKEW_S, liveness
 from airflow_async_stream.state.records import Status, now
 from tests.fake_driver import started
+from tests.unit.cli_run import cli
 
 ROOT = Path(__file__).resolve().parents[3]
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 YEAR_2286 = 9_999_999_999.0
 
 
@@ -54,8 +54,7 @@ def test_the_reported_attack_a_future_heartbeat_and_copied_fields_signal_nothing
     sleeper = _sleeper(processes)
     _forge(control, sleeper.pid, heartbeat_at=YEAR_2286)
 
-    done = subprocess.run([CLI, "stop", control.url.removesuffix(".async-stream"), "--kill-after", "2",
-                           "--graceful-timeout", "1"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = cli("stop", control.url.removesuffix(".async-stream"), "--kill-after", "2", "--graceful-timeout", "1")
 
     assert _alive(sleeper), done
     # nothing signalled; the look recorded the forged deployment failed, and `stop` of a failed job exits 1
@@ -128,11 +127,11 @@ def test_a_corrupt_hold_is_refused_by_a_plain_stop_and_ended_by_a_forced_one(
     control.write_json(ControlArea.REVOKED_HOLDS, {"holders": "not a list of holders"})
     checkpoint = control.url.removesuffix(".async-stream")
 
-    plain = subprocess.run([CLI, "stop", checkpoint], capture_output=True, text=True, timeout=60)
+    plain = cli("stop", checkpoint)
     assert plain.returncode == 2 and "revoked-holds.json: holders should be an object" in plain.stderr, plain
     assert len(plain.stderr.splitlines()) == 1
     assert _alive(driver)  # type: ignore[arg-type]
 
-    forced = subprocess.run([CLI, "stop", checkpoint, "--force"], capture_output=True, text=True, timeout=60)
+    forced = cli("stop", checkpoint, "--force")
     assert forced.returncode == 0 and "ended the hold of an unreadable hold" in forced.stdout, forced
     assert "stopped: state stopped" in forced.stdout and driver.wait(timeout=10) == 0

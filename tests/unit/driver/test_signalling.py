@@ -21,6 +21,7 @@ from airflow_async_stream.exceptions import DriverFailedError, HoldRevokedError,
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder, take
 from tests.fake_driver import started
+from tests.unit.cli_run import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI = str(Path(sys.executable).parent / "airflow-async-stream")
@@ -179,14 +180,14 @@ def test_a_stop_while_another_run_holds_the_job_is_refused_unless_forced(
     migration = Holder("DAG run disable_async_for_clicks/manual-1", "safe-disable clicks")
     take(control, migration, 600)
 
-    refused = subprocess.run([CLI, "stop", control.url], capture_output=True, text=True, check=False)
+    refused = cli("stop", control.url)
 
     assert refused.returncode == 1
     assert "not stopped" in refused.stderr and "held by DAG run disable_async_for_clicks/manual-1" in refused.stderr
     assert "--force" in refused.stderr
     assert process.poll() is None and control.read_json(ControlArea.STATUS)["state"] == "running"  # type: ignore[index]
 
-    forced = subprocess.run([CLI, "stop", control.url, "--force"], capture_output=True, text=True, check=False)
+    forced = cli("stop", control.url, "--force")
 
     assert forced.returncode == 0, forced
     assert "ended the hold of DAG run disable_async_for_clicks/manual-1" in forced.stdout

@@ -30,6 +30,7 @@ from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Driver
 from tests.helpers import rate_noop
+from tests.unit.cli_run import cli
 from tests.unit.hooks.cluster_stubs import calls as _calls
 from tests.unit.hooks.cluster_stubs import connection as _connection
 from tests.unit.hooks.cluster_stubs import stub as _stub
@@ -258,7 +259,6 @@ def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
 ) -> None:
     """`stop --conn-id`: the connection's launcher is built only for a driver on a cluster (stub `yarn` CLI)."""
     import socket
-    import subprocess
     import time
 
     bin_dir = tmp_path / "bin"
@@ -270,26 +270,14 @@ def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
     status = {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time() + 30}
     control.write_json("status.json", {**status, "host": socket.gethostname() + "-cluster"})
     env = {
-        **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "AIRFLOW_CONN_SPARK_YARN": json.dumps(
             {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}
         ),
     }
-    cli = str(Path(sys.executable).parent / "airflow-async-stream")
-    args = [
-        cli,
-        "stop",
-        str(tmp_path / "ck"),
-        "--conn-id",
-        "spark_yarn",
-        "--graceful-timeout",
-        "0",
-        "--kill-after",
-        "0",
-    ]
+    stop = ["stop", str(tmp_path / "ck"), "--conn-id", "spark_yarn", "--graceful-timeout", "0", "--kill-after", "0"]
 
-    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    result = cli(*stop, env=env)
 
     assert result.stdout.splitlines()[-1] == "stopped: state failed", result
     assert _calls(bin_dir, "yarn") == [["application", "-status", "application_1_0007"],

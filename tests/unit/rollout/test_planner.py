@@ -25,9 +25,8 @@ from airflow_async_stream.state.checkpoint import Inspection, LogView
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Deployment, State, Status
 from tests.helpers import make_checkpoint
+from tests.unit.cli_run import cli
 from tests.unit.helpers import FLEET_JOB, batch_events, configuration, deployed, fleet_file, write_spec
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 
 def desired(**changes: Any) -> DesiredJob:
@@ -347,16 +346,14 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
     deployed(spec["checkpoint"], spec, folder)
     write_spec(folder, "job.yaml", deep_merge(spec, {"async_progress": {"enabled": False}}))
 
-    people = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
+    people = cli("plan", str(folder), env=env)
     assert people.returncode == 0, people.stderr
     assert "job                      safe_disable  async progress tracking is turned off" in people.stdout
     assert "how: in place (the running driver switches its query in place)" in people.stdout
     assert "async_progress.enabled: True -> False" in people.stdout
     assert people.stdout.splitlines()[-1] == "1 job: 1 safe_disable"
 
-    machines = json.loads(
-        subprocess.run([CLI, "plan", "--json", str(folder)], capture_output=True, text=True, env=env).stdout
-    )
+    machines = json.loads(cli("plan", "--json", str(folder), env=env).stdout)
     assert machines == [
         {
             "job": "job",
@@ -374,7 +371,7 @@ def test_cli_plan_for_people_and_machines(tmp_path: Path, monkeypatch: pytest.Mo
     ]
 
     write_spec(folder, "broken.yaml", {"name": "Bad Name"})
-    bad = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
+    bad = cli("plan", str(folder), env=env)
     assert bad.returncode == 2 and f"{folder}/broken.yaml: name:" in bad.stdout
 
 
@@ -403,15 +400,14 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
     assert "scheduled__2026-11-24T10:00 2026-11-24 10:00:05 UTC: the new query did not start" in held.reason
     assert "not retried until the spec changes" in held.reason
     env = {**os.environ, "AIRFLOW_ASYNC_STREAM_HOME": str(tmp_path / "home")}
-    shown = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True, env=env)
+    shown = cli("plan", str(folder), env=env)
     assert "not retried until the spec changes" in shown.stdout
     assert shown.stdout.splitlines()[-1] == "1 job: 1 update (1 not retried: failed before)"
 
     [retried] = plan_folder(folder, retry_failed=True)
     assert (retried.action, retried.held_back) == ("update", False)
     assert "retried as asked: it failed at scheduled__2026-11-24T10:00" in retried.reason
-    asked = subprocess.run([CLI, "plan", "--json", "--retry-failed", str(folder)], capture_output=True, text=True,
-                           env=env)  # fmt: skip
+    asked = cli("plan", "--json", "--retry-failed", str(folder), env=env)
     assert [row["held_back"] for row in json.loads(asked.stdout)] == [False]
 
     # Another spec in the file: planned as any change.
@@ -495,7 +491,7 @@ def test_a_plan_that_turns_async_on_or_changes_the_interval_carries_the_jobs_adv
     (item,) = plan_folder(folder)
     assert item.action == "update" and [a["kind"] for a in item.advice] == ["turn_on"]
     assert item.advice[0]["figures"]["expected_saving_ms"] == 120.0
-    people = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True)
+    people = cli("plan", str(folder))
     assert "advice: turn async progress tracking on: offset management is 60% of a synchronous batch" in people.stdout
     # a trigger change is not what the advice speaks to
     write_spec(folder, "job.yaml", deep_merge(spec, {"trigger": {"processing_time": "2 seconds"}}))
@@ -542,13 +538,13 @@ def test_plan_names_what_is_wrong_with_what_it_was_given(tmp_path: Path) -> None
     """A spec file given for the folder was answered '(folder): does not exist or is not a folder'."""
     folder = tmp_path / "desired"
     write_spec(folder, "job.yaml", {**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "job")})
-    as_file = subprocess.run([CLI, "plan", str(folder / "job.yaml")], capture_output=True, text=True)
+    as_file = cli("plan", str(folder / "job.yaml"))
     assert as_file.returncode == 2
     assert as_file.stdout == (
         f"{folder / 'job.yaml'}: is a file, not a folder: give the folder of spec files (one per job) it sits in, "
         f"{folder}\n"
     )
-    missing = subprocess.run([CLI, "plan", str(tmp_path / "nothing")], capture_output=True, text=True)
+    missing = cli("plan", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and missing.stdout == f"{tmp_path / 'nothing'}: does not exist\n"
 
 
@@ -557,7 +553,7 @@ def test_plan_lists_a_duplicate_name_and_a_bad_fleet_file_together(tmp_path: Pat
     write_spec(folder, "a.yaml", {**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "a")})
     write_spec(folder, "b.yaml", {**FLEET_JOB, "checkpoint": str(tmp_path / "ck" / "b")})
     (folder / "_fleet.yaml").write_text("index: relative/index\n")
-    result = subprocess.run([CLI, "plan", str(folder)], capture_output=True, text=True)
+    result = cli("plan", str(folder))
     assert result.returncode == 2
     lines = result.stdout.splitlines()
     assert len(lines) == 2, lines

@@ -5,8 +5,6 @@ path never climbs with ``..``; a message never echoes a long value whole."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -19,8 +17,7 @@ from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.bounds import MAX_BYTES, MAX_DEPTH
 from airflow_async_stream.spec.load import load_spec, parse_spec, read_spec_file
 from tests.helpers import rate_noop
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+from tests.unit.cli_run import cli
 
 
 def _laughs(levels: int = 9) -> str:
@@ -69,7 +66,7 @@ def test_a_file_that_could_grow_is_refused_fast_naming_where(name: str, tmp_path
 def test_validate_refuses_the_billion_laughs_in_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "laughs.yaml").write_text(_laughs())
     started = time.monotonic()
-    done = subprocess.run([CLI, "validate", str(tmp_path / "laughs.yaml")], capture_output=True, text=True, timeout=60)
+    done = cli("validate", str(tmp_path / "laughs.yaml"))
     assert done.returncode == 2 and "aliases are not allowed" in done.stderr + done.stdout
     assert "Traceback" not in done.stderr and time.monotonic() - started < 30
 

@@ -5,9 +5,6 @@ environment holds its own credentials."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +14,8 @@ from airflow_async_stream.exceptions import SettingsError, SpecError
 from airflow_async_stream.spec.interpolation import Allowed
 from airflow_async_stream.spec.load import load_spec
 from tests.helpers import rate_noop
+from tests.unit.cli_run import cli
 
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 SECRET = "wJalrXUtnFEMI-not-a-real-key-42"
 SETTING = "AIRFLOW__ASYNC_STREAM__SPEC_VARIABLES"
 
@@ -31,13 +28,15 @@ def _spec_file(folder: Path, sql: str, checkpoint: str = "/data/ck/leak") -> Pat
     return path
 
 
-def test_the_reported_attack_a_workers_secret_key_never_reaches_plan_or_validate(tmp_path: Path) -> None:
+def test_the_reported_attack_a_workers_secret_key_never_reaches_plan_or_validate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _spec_file(tmp_path / "desired", "SELECT '${AWS_SECRET_ACCESS_KEY}' AS k FROM source")
-    env = {**os.environ, "AWS_SECRET_ACCESS_KEY": SECRET}
-    env.pop(SETTING, None)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.delenv(SETTING, raising=False)
 
     for command in (["plan", str(path.parent), "--json"], ["validate", str(path)]):
-        done = subprocess.run([CLI, *command], capture_output=True, text=True, env=env, timeout=120)
+        done = cli(*command)
         assert done.returncode == 2, done
         assert SECRET not in done.stdout + done.stderr
         assert "transform.sql: names the environment variable AWS_SECRET_ACCESS_KEY, which [async_stream] " \

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,13 +32,12 @@ from airflow_async_stream.switch.request import issued_running_spec
 from tests.fake_driver import launcher as fake_launcher
 from tests.fake_driver import started
 from tests.helpers import rate_noop
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+from tests.unit.cli_run import cli
 
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This host's own folder (the registry and the kept specs), also for the CLI's processes."""
+    """This host's own folder (the registry and the kept specs), also for the CLI's commands."""
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
     return tmp_path / "home"
 
@@ -134,8 +132,7 @@ def test_resume_refuses_a_forged_stable_spec(tmp_path: Path) -> None:
     _crashed(control)
     control.write_json(ControlArea.STABLE, {"deployment_id": "d3", "spec": _evil(spec, tmp_path)})
 
-    done = subprocess.run([CLI, "resume", spec.checkpoint, "--startup-timeout", "5"], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = cli("resume", spec.checkpoint, "--startup-timeout", "5")
 
     assert done.returncode == 1 and done.stderr.startswith("airflow-async-stream: not resumed: "), done
     assert "differs from the last one (deployment d3) in application, " in done.stderr, done
@@ -150,8 +147,7 @@ def test_a_switch_never_launders_a_forged_spec_json(tmp_path: Path) -> None:
     # What a change is made from: a switch from it would have kept the forged spec as issued.
     with pytest.raises(UntrustedSpecError, match="differs from the last one"):
         issued_running_spec(control)
-    switched = subprocess.run([CLI, "switch", spec.checkpoint, "--set", "async_progress.checkpoint_interval_ms=500"],
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    switched = cli("switch", spec.checkpoint, "--set", "async_progress.checkpoint_interval_ms=500")
     assert switched.returncode != 0 and "refused: no spec runs from a control area alone" in switched.stderr, switched
     assert len(list(issued.kept_folder("job").iterdir())) == 1  # nothing more kept
 

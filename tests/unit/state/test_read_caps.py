@@ -5,8 +5,6 @@ cut where it is recorded. Real files, no Spark."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,15 +13,14 @@ from airflow_async_stream.driver.start import log_tail
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state.control import INCIDENT_BYTES, ControlArea
 from airflow_async_stream.state.incidents import Incident, Kind, read_incidents, record_incident
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+from tests.unit.cli_run import cli
 
 
 def test_a_record_over_a_mebibyte_is_refused_naming_it(control: ControlArea) -> None:
     Path(control.path(ControlArea.STATUS)).write_text(json.dumps({"state": "running", "error": "x" * (2 << 20)}))
     with pytest.raises(ControlAreaError, match=r"status\.json holds over 1,048,576 bytes"):
         control.read_status()
-    shown = subprocess.run([CLI, "status", control.url], capture_output=True, text=True, timeout=60)
+    shown = cli("status", control.url)
     assert shown.returncode == 2 and "Traceback" not in shown.stderr, shown
     assert "status.json holds over 1,048,576 bytes, more than a file of its kind may: refused" in shown.stderr
 

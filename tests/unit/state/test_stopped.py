@@ -6,7 +6,6 @@ from __future__ import annotations
 import getpass
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,9 @@ from airflow_async_stream.state.records import Deployment
 from airflow_async_stream.state.stopped import BY_FILE, BY_PERSON, stopped_on_purpose
 from tests.fake_driver import command as fake_driver
 from tests.helpers import rate_noop, until
+from tests.unit.cli_run import cli
 
 ROOT = Path(__file__).resolve().parents[3]
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 
 
 @pytest.fixture
@@ -41,7 +40,7 @@ def live(tmp_path: Path) -> Iterator[ControlArea]:
 
 def test_the_stop_command_records_a_persons_stop(live: ControlArea, tmp_path: Path) -> None:
     assert stopped_on_purpose(live) is None
-    done = subprocess.run([CLI, "stop", str(tmp_path / "ck")], capture_output=True, text=True, timeout=60)
+    done = cli("stop", str(tmp_path / "ck"))
     assert done.returncode == 0, done
     stopped = stopped_on_purpose(live)
     assert stopped is not None
@@ -50,7 +49,7 @@ def test_the_stop_command_records_a_persons_stop(live: ControlArea, tmp_path: Pa
     )  # fmt: skip
     assert stopped.reason == "stop from the command line" and abs(stopped.at - time.time()) < 60
     assert stopped.describe().startswith(f"stopped by a person ({stopped.by}) at ")
-    shown = subprocess.run([CLI, "status", str(tmp_path / "ck")], capture_output=True, text=True, timeout=60).stdout
+    shown = cli("status", str(tmp_path / "ck")).stdout
     [line] = [line for line in shown.splitlines() if line.startswith("stopped ")]
     assert line.endswith(": stop from the command line; `airflow-async-stream resume` starts it"), line
 
@@ -74,7 +73,7 @@ def test_a_plain_stop_records_nothing(live: ControlArea) -> None:
 
 
 def test_resume_refuses_a_job_that_runs(live: ControlArea, tmp_path: Path) -> None:
-    done = subprocess.run([CLI, "resume", str(tmp_path / "ck")], capture_output=True, text=True, timeout=60)
+    done = cli("resume", str(tmp_path / "ck"))
     assert done.returncode == 1, done
     assert done.stderr.strip() == "airflow-async-stream: not resumed: it runs (deployment d1, healthy)"
 

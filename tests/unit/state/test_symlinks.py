@@ -19,8 +19,7 @@ from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.incidents import Incident, Kind, record_incident
 from airflow_async_stream.state.progress_writer import ProgressWriter
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+from tests.unit.cli_run import cli
 
 
 @pytest.fixture
@@ -102,7 +101,7 @@ def test_a_stop_reason_never_writes_a_line_of_its_own_into_the_driver_log(contro
 def test_a_records_control_characters_reach_no_terminal(control: ControlArea) -> None:
     record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d", since=1.0,
                                       error="boom\x1b[2J\x1b]0;owned\x07", diagnosis="a\rb"))  # fmt: skip
-    shown = subprocess.run([CLI, "incidents", control.url], capture_output=True, text=True, timeout=60)
+    shown = cli("incidents", control.url)
     assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\r" not in shown.stdout, shown
     assert r"boom\x1b[2J\x1b]0;owned\x07" in shown.stdout and r"a\rb" in shown.stdout, shown.stdout
 
@@ -120,12 +119,11 @@ def test_a_newline_in_a_record_starts_no_line_of_its_own(control: ControlArea) -
     record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d1", since=1.0, error="boom",
                                       diagnosis=forged, cure=forged))  # fmt: skip
     for command in ("status", "incidents"):
-        shown = subprocess.run([CLI, command, control.url], capture_output=True, text=True, timeout=60)
+        shown = cli(command, control.url)
         assert shown.returncode in (0, 1) and "Traceback" not in shown.stderr, shown
         assert not [line for line in shown.stdout.splitlines() if line.startswith("verdict")], shown.stdout
         assert [line for line in shown.stdout.splitlines() if line.strip() == "verdict  healthy"], shown.stdout
-    listed = subprocess.run([CLI, "list", "--folder", str(Path(control.url).parent)], capture_output=True,
-                            text=True, timeout=60)  # fmt: skip
+    listed = cli("list", "--folder", str(Path(control.url).parent))
     assert "Traceback" not in listed.stderr and not [
         line for line in listed.stdout.splitlines() if line.startswith("verdict")
     ], listed.stdout

@@ -4,8 +4,6 @@ restart itself is tested on real Spark under a real scheduler (tests/integration
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,8 +16,7 @@ from airflow_async_stream.state.incidents import Kind, read_incidents
 from airflow_async_stream.supervise.act import Outcome, SuperviseSettings, supervise_job
 from airflow_async_stream.supervise.record import Supervision, read_supervision
 from tests.helpers import deployed, rate_noop
-
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
+from tests.unit.cli_run import cli
 
 
 @pytest.fixture
@@ -52,7 +49,7 @@ def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: Control
     loops = [i for i in read_incidents(crashed) if i.kind == Kind.CRASH_LOOP]
     assert len(loops) == 1 and loops[0].action == "none: a person must look"
     assert "airflow-async-stream resume " in (loops[0].cure or "")
-    shown = subprocess.run([CLI, "status", crashed.url], capture_output=True, text=True, timeout=60).stdout
+    shown = cli("status", crashed.url).stdout
     [line] = [line for line in shown.splitlines() if line.startswith("supervisor ")]
     assert "crash_looping since " in line and line.endswith("no more restarts until a person resumes it"), line
     again = _supervise(crashed)

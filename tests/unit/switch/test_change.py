@@ -3,9 +3,6 @@ planner give the same answer for every case, including those they used to answer
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +17,9 @@ from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.records import Deployment, State, Status
 from airflow_async_stream.switch.allowed import assign, parse_assignment
 from tests.helpers import deployed, rate_noop
+from tests.unit.cli_run import cli
 from tests.unit.helpers import fake_deployment
 
-CLI = str(Path(sys.executable).parent / "airflow-async-stream")
 ASYNC_ON = {"async_progress": {"enabled": True, "checkpoint_interval_ms": 1000}}
 ASYNC_OFF = {"async_progress": {"enabled": False, "checkpoint_interval_ms": 1000}}
 
@@ -73,8 +70,7 @@ def _planner_says(current: dict[str, Any], new: dict[str, Any]) -> Need:
 def _cli_says(tmp_path: Path, current: dict[str, Any], setting: str) -> Need:
     control = fake_deployment(tmp_path)  # an application's running driver: asking it is refused
     deployed(control, current)
-    result = subprocess.run([CLI, "switch", str(tmp_path / "ck"), "--set", setting], capture_output=True,
-                            text=True, env=os.environ)  # fmt: skip
+    result = cli("switch", str(tmp_path / "ck"), "--set", setting)
     answers = {
         "nothing to switch": Need.NOTHING,
         "does not switch in place (an application's": Need.SWITCH,  # it passed the checks: it was asked
