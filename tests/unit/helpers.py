@@ -33,6 +33,12 @@ FLEET_JOB = rate_noop(
 )
 
 
+#: How long a fixture's heartbeat stays fresh: its driver writes its status every FRESH_FOR_S / 3 (liveness allows
+#: three intervals), so a test on a loaded host never sees its fixture's driver go stale; one that wants it stale
+#: writes a heartbeat older than this.
+FRESH_FOR_S = 3600
+
+
 def fake_deployment(tmp_path: Path) -> ControlArea:
     control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
     control.ensure()
@@ -47,7 +53,8 @@ def fake_deployment(tmp_path: Path) -> ControlArea:
     control.write_json(
         "status.json",
         {"job": "good-job", "deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
-         "pid": os.getpid(), "host": socket.gethostname(), "batches": 3, "last_batch_id": 7},
+         "write_interval_s": FRESH_FOR_S / 3, "pid": os.getpid(), "host": socket.gethostname(), "batches": 3,
+         "last_batch_id": 7},
     )  # fmt: skip
     control.append_progress(
         {"deployment_id": "d1", "batch_id": 7, "num_input_rows": 42, "offset_management_ms": 5,
@@ -78,7 +85,12 @@ def deployed(
     control.ensure()
     control.write_bytes("spec.json", json.dumps(spec).encode())
     control.write_json("deployment.json", {"deployment_id": "d1", "start_batch": None})
-    status = {"deployment_id": "d1", "state": "running" if live else "stopped", "heartbeat_at": time.time()}
+    status = {
+        "deployment_id": "d1",
+        "state": "running" if live else "stopped",
+        "heartbeat_at": time.time(),
+        "write_interval_s": FRESH_FOR_S / 3,
+    }
     if switches:
         status["configuration"] = {"async_progress": spec["async_progress"], "trigger": spec["trigger"]}
     control.write_json("status.json", {**status, "pid": os.getpid(), "host": socket.gethostname()})

@@ -16,7 +16,7 @@ from airflow_async_stream.state import registry
 from airflow_async_stream.state.control import ControlArea
 from tests.helpers import deployed, snapshot
 from tests.unit.cli_run import cli
-from tests.unit.helpers import fake_deployment, gapped_checkpoint
+from tests.unit.helpers import FRESH_FOR_S, fake_deployment, gapped_checkpoint
 
 GOOD = """name: good-job
 checkpoint: /tmp/ck/good-job
@@ -130,7 +130,7 @@ def test_status_by_job_name_uses_the_registry(tmp_path: Path, monkeypatch: pytes
 def test_status_of_a_stale_driver_says_it_is_gone(tmp_path: Path) -> None:
     control = fake_deployment(tmp_path)
     status = control.read_json("status.json")
-    control.write_json("status.json", {**status, "heartbeat_at": time.time() - 300})
+    control.write_json("status.json", {**status, "heartbeat_at": time.time() - 2 * FRESH_FOR_S})
     assert "the driver is gone" in cli("status", str(tmp_path / "ck")).stdout
 
 
@@ -396,7 +396,7 @@ def _killed_on_another_host(tmp_path: Path, exit_recorded: bool) -> ControlArea:
     driver = {"kind": "local-process", "host": "worker-b", "launcher_pid": 4242, "exit_record": True}
     control.write_json("deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1", "driver": driver})  # type: ignore[dict-item]  # fmt: skip
     control.write_json("status.json", {**control.read_json("status.json"), "host": "worker-b", "pid": 4243,  # type: ignore[dict-item]
-                                       "heartbeat_at": time.time() - (1 if exit_recorded else 60)})  # fmt: skip
+                                       "heartbeat_at": time.time() - (1 if exit_recorded else 2 * FRESH_FOR_S)})  # fmt: skip
     if exit_recorded:
         control.write_json("driver-exit.json", {"deployment_id": "d1", "host": "worker-b", "exited_at": time.time()})
     return control

@@ -17,7 +17,7 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fleet import FleetIndex
 from tests.helpers import make_checkpoint
 from tests.unit.cli_run import Ran, cli
-from tests.unit.helpers import fake_deployment
+from tests.unit.helpers import FRESH_FOR_S, fake_deployment
 
 
 def _list(*args: str, home: Path) -> Ran:
@@ -50,7 +50,7 @@ def test_list_shows_each_job_once_from_every_source(tmp_path: Path, monkeypatch:
     indexed.write_json("status.json", {**indexed.read_json("status.json"), "state": "stopped"})
     _job(tmp_path / "third", "views", ended_s_ago=30, offsets=[0], commits=[0])
     gone = ControlArea(f"{tmp_path / 'third' / 'views'}.async-stream")
-    gone.write_json("status.json", {**gone.read_json("status.json"), "heartbeat_at": time.time() - 600})
+    gone.write_json("status.json", {**gone.read_json("status.json"), "heartbeat_at": time.time() - 2 * FRESH_FOR_S})
     FleetIndex(str(tmp_path / "index")).record_active("views", gone.url, "run-1")
 
     asked = time.time()

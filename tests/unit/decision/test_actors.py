@@ -42,6 +42,7 @@ from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.tuning import Tuning
 from airflow_async_stream.supervise import recover
 from tests.helpers import deployed, make_checkpoint, rate_noop
+from tests.unit.helpers import FRESH_FOR_S
 
 ON = {"enabled": True, "checkpoint_interval_ms": 1000}
 OFF = {"enabled": False}
@@ -86,7 +87,7 @@ def job(tmp_path: Path, case: Case) -> tuple[ControlArea, JobSpec]:
     control.write_json("deployment.json", {"deployment_id": "d1", "job": "job", "start_batch": 0})
     control.write_json("stable.json", {"deployment_id": "d1", "spec": json.loads(control.read_bytes("spec.json"))})
     status: dict[str, Any] = {"deployment_id": "d1", "state": "running" if case.live else "failed", "batches": 3,
-                              "heartbeat_at": time.time(), "stale_after_s": 3600, "pid": os.getpid(), "host": socket.gethostname()}  # fmt: skip
+                              "heartbeat_at": time.time(), "write_interval_s": FRESH_FOR_S / 3, "pid": os.getpid(), "host": socket.gethostname()}  # fmt: skip
     if case.live:
         status["configuration"] = {"async_progress": ran.to_mapping()["async_progress"], "trigger": {}}
     control.write_json("status.json", status)
