@@ -70,8 +70,12 @@ def tuned(source: str, log: Any) -> dict[str, Any]:
     settled = running_spec(control).async_progress.in_effect()
     batches = (control.read_status().last_batch_id or 0) - first  # type: ignore[union-attr]
     stop_driver(control, "measured", launcher=LocalLauncher())
-    seen = {(d[side]["first_batch"], d[side]["last_batch"]): d[side] for d in decisions for side in ("before", "after")
-            if d.get(side)}  # fmt: skip
+    seen = {
+        (d[side]["first_batch"], d[side]["last_batch"]): d[side]
+        for d in decisions
+        for side in ("before", "after")
+        if d.get(side)
+    }
     windows = list(seen.values())  # each window once (a decision's "after" is the next one's "before")
     baseline = next((w for w in windows if not w["configuration"]["async_progress"].get("enabled")), None)
     if baseline is None:
@@ -102,8 +106,13 @@ def _window(control: ControlArea, since: float, who: str) -> Window:
     status = control.read_status()
     assert status is not None and status.configuration is not None
     while True:
-        found, seen = measure(control.read_progress(), deployment_id=status.deployment_id,
-                              wanted=status.configuration, batches=SWEEP_BATCHES, since=since)  # fmt: skip
+        found, seen = measure(
+            control.read_progress(),
+            deployment_id=status.deployment_id,
+            wanted=status.configuration,
+            batches=SWEEP_BATCHES,
+            since=since,
+        )
         if found is not None:
             return found
         if time.monotonic() > deadline:
@@ -144,9 +153,11 @@ def compared(source: str, log: Any) -> dict[str, Any]:
     auto["met"] = (
         auto["settled_over_best"] <= 1.1 and auto["changes"] <= 3 and auto["worst_window_over_baseline"] <= 1.1
     )
-    log(f"autotune {source}: settled on {_words({'async_progress': auto['settled']})} in {auto['changes']} changes, "
+    log(
+        f"autotune {source}: settled on {_words({'async_progress': auto['settled']})} in {auto['changes']} changes, "
         f"{auto['seconds']} s, {auto['batches']} batches; p50 {mine:.0f} ms against the sweep's best {best:.0f} ms "
-        f"({auto['settled_over_best']}x); worst window {auto['worst_window_over_baseline']}x the baseline")  # fmt: skip
+        f"({auto['settled_over_best']}x); worst window {auto['worst_window_over_baseline']}x the baseline"
+    )
     return {"autotune": auto, "sweep_p50_ms": points}
 
 

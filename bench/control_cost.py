@@ -65,11 +65,16 @@ def driver(s3: Any, rate: str, interval: float | None, window_s: float) -> dict[
     checkpoint = tempfile.mkdtemp(prefix="bench-cost-") + "/ck"
     name = f"cost-{rate.replace('/', '')}-{'before' if interval == 0 else 'after'}"
     url = s3.url(f"{name}.async-stream")
-    spec = parse_spec({
-        "name": name, "checkpoint": checkpoint, "trigger": {"processing_time": TRIGGERS[rate]},
-        "source": {"format": "rate-micro-batch", "options": {"rowsPerBatch": 10}}, "sink": {"format": "noop"},
-        **({"logs": {"control_write_interval_s": interval}} if interval is not None else {}),
-    })  # fmt: skip
+    spec = parse_spec(
+        {
+            "name": name,
+            "checkpoint": checkpoint,
+            "trigger": {"processing_time": TRIGGERS[rate]},
+            "source": {"format": "rate-micro-batch", "options": {"rowsPerBatch": 10}},
+            "sink": {"format": "noop"},
+            **({"logs": {"control_write_interval_s": interval}} if interval is not None else {}),
+        }
+    )
     from tests.stores import control_area_at
 
     with control_area_at(checkpoint, url):
@@ -91,9 +96,19 @@ def driver(s3: Any, rate: str, interval: float | None, window_s: float) -> dict[
 
 def _status(job: str, files: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     now = time.time()
-    return Status(job=job, deployment_id="d", state=State.RUNNING, host="elsewhere", started_at=now - 3600,
-                  heartbeat_at=now, batches=400, last_batch_id=399, last_progress_at=now, write_interval_s=60.0,
-                  progress_files=files or []).to_json()  # fmt: skip
+    return Status(
+        job=job,
+        deployment_id="d",
+        state=State.RUNNING,
+        host="elsewhere",
+        started_at=now - 3600,
+        heartbeat_at=now,
+        batches=400,
+        last_batch_id=399,
+        last_progress_at=now,
+        write_interval_s=60.0,
+        progress_files=files or [],
+    ).to_json()
 
 
 def _fleet(s3: Any, folder: str, jobs: int) -> dict[str, list[dict[str, Any]]]:
@@ -105,8 +120,14 @@ def _fleet(s3: Any, folder: str, jobs: int) -> dict[str, list[dict[str, Any]]]:
         control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d", "job": f"job-{j:04d}"})
         control.write_bytes(ControlArea.SPEC, json.dumps({"name": f"job-{j:04d}", "trigger": {}}).encode())
         for i in range(20):
-            control.append_progress({"deployment_id": "d", "batch_id": i, "timestamp": "2026-01-01T00:00:00.000Z",
-                                     "sources": [{"metrics": {}}]})  # fmt: skip
+            control.append_progress(
+                {
+                    "deployment_id": "d",
+                    "batch_id": i,
+                    "timestamp": "2026-01-01T00:00:00.000Z",
+                    "sources": [{"metrics": {}}],
+                }
+            )
         control.flush_progress()
         files[f"job-{j:04d}"] = control.progress_files()
         control.write_json(ControlArea.STATUS, _status(f"job-{j:04d}", files[f"job-{j:04d}"]))
@@ -134,10 +155,12 @@ def watcher(s3: Any, jobs: int = SAMPLE) -> dict[str, Any]:
         per_job = {kind: round(n / jobs, 2) for kind, n in sorted(s3.requests.counts.items())}
         per_hour = {kind: n * FLEET * WATCHER_SWEEPS_PER_HOUR for kind, n in per_job.items()}
         result[label] = {
-            "sweep_s": round(seconds, 2), "changes": len(changes), "requests_per_job": per_job,
+            "sweep_s": round(seconds, 2),
+            "changes": len(changes),
+            "requests_per_job": per_job,
             f"{FLEET}_jobs_requests_per_sweep": {k: round(v * FLEET) for k, v in per_job.items()},
             f"{FLEET}_jobs_usd_per_hour": round(dollars(per_hour), 3),
-        }  # fmt: skip
+        }
     return result
 
 
@@ -202,8 +225,10 @@ def _drivers(s3: Any, window_s: float, log: Any) -> dict[str, Any]:
         for label, interval in (("before", 0.0), ("after", None)):
             figures = driver(s3, rate, interval, window_s)
             result[f"{rate} {label}"] = figures
-            log(f"control cost: driver {rate} {label} ({figures['batches_per_s']} batches/s): "
-                f"{figures['requests']} a job-hour, {figures['mb_up']} MB up, ${figures['usd']:.4f}")  # fmt: skip
+            log(
+                f"control cost: driver {rate} {label} ({figures['batches_per_s']} batches/s): "
+                f"{figures['requests']} a job-hour, {figures['mb_up']} MB up, ${figures['usd']:.4f}"
+            )
         cut = result[f"{rate} before"]["writes"] / max(result[f"{rate} after"]["writes"], 1)
         result[f"{rate} writes cut"] = round(cut, 1)
     return result

@@ -97,7 +97,7 @@ def plain(root: Path, listener: str) -> dict[str, Any]:
     settings = spark_settings(_spec(checkpoint))
     script = BENCH / "plain" / "rate_noop_cpu.py"
     args = [str(script), checkpoint, TRIGGER, json.dumps(settings), str(stop), listener]
-    side = subprocess.Popen([PYTHON, *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    side = subprocess.Popen([PYTHON, *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         return _window(checkpoint)
     finally:

@@ -67,9 +67,9 @@ def _run_to_end(stack: Any, dag_id: str) -> dict[str, Any]:
     wall = time.monotonic() - clock
     if state != "success":
         raise BenchError(f"fleet: {dag_id} run {run_id} ended {state}")
-    (queued, started, finished), = stack.query(
+    ((queued, started, finished),) = stack.query(
         "SELECT queued_at, start_date, end_date FROM dag_run WHERE dag_id = ? AND run_id = ?", dag_id, run_id
-    )  # fmt: skip
+    )
     tasks = [
         {"task": task, "job": (label or "").split(":")[0], "queued": _when(q), "start": _when(s), "end": _when(e)}
         for task, label, q, s, e in stack.query(
@@ -77,7 +77,7 @@ def _run_to_end(stack: Any, dag_id: str) -> dict[str, Any]:
             "WHERE dag_id = ? AND run_id = ? ORDER BY start_date",
             dag_id,
             run_id,
-        )  # fmt: skip
+        )
     ]
     return {"wall_s": wall, "queued": _when(queued), "start": _when(started), "end": _when(finished), "tasks": tasks}
 
@@ -110,14 +110,16 @@ def _where_it_goes(run: dict[str, Any], progress: dict[str, list[dict[str, Any]]
     jobs = []
     for t in (t for t in run["tasks"] if t["task"] == "apply"):
         interval_0_start, sync_start = _phases(progress[t["job"]], t["job"])
-        jobs.append({
-            "job": t["job"],
-            "wait_for_slot_s": round(t["start"] - plan_end, 2),
-            "to_interval_0_s": round(interval_0_start - t["start"], 2),
-            "to_synchronous_s": round(sync_start - interval_0_start, 2),
-            "finish_s": round(t["end"] - sync_start, 2),
-            "own_s": round(t["end"] - t["start"], 2),
-        })  # fmt: skip
+        jobs.append(
+            {
+                "job": t["job"],
+                "wait_for_slot_s": round(t["start"] - plan_end, 2),
+                "to_interval_0_s": round(interval_0_start - t["start"], 2),
+                "to_synchronous_s": round(sync_start - interval_0_start, 2),
+                "finish_s": round(t["end"] - sync_start, 2),
+                "own_s": round(t["end"] - t["start"], 2),
+            }
+        )
     return {
         "run_s": round(run["end"] - run["start"], 2),
         "wall_s": round(run["wall_s"], 2),
@@ -160,8 +162,12 @@ def _stop_all(folder: Path) -> None:
 def run(log: Any = print) -> dict[str, Any]:
     from tests.integration.airflow_stack import AirflowStack
 
-    out: dict[str, Any] = {"settings": {"fleets": [{"jobs": n, "max_parallel": p} for n, p in FLEETS],
-                                        "job": _spec("jobK", Path("/fleet"))}}  # fmt: skip
+    out: dict[str, Any] = {
+        "settings": {
+            "fleets": [{"jobs": n, "max_parallel": p} for n, p in FLEETS],
+            "job": _spec("jobK", Path("/fleet")),
+        }
+    }
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         root = Path(tmp)
         stack = AirflowStack(
@@ -177,8 +183,11 @@ def run(log: Any = print) -> dict[str, Any]:
                 stack.start(component, component)
             for deploy_dag, toggle_dag, _ in fleets.values():
                 for dag_id in (deploy_dag, toggle_dag):
-                    stack.await_(lambda d=dag_id: stack.query("SELECT 1 FROM serialized_dag WHERE dag_id = ?", d),
-                                 f"{dag_id} parsed", 120)  # fmt: skip
+                    stack.await_(
+                        lambda d=dag_id: stack.query("SELECT 1 FROM serialized_dag WHERE dag_id = ?", d),
+                        f"{dag_id} parsed",
+                        120,
+                    )
             for (jobs, max_parallel), (deploy_dag, toggle_dag, folder) in fleets.items():
                 try:
                     _run_to_end(stack, deploy_dag)
@@ -203,8 +212,10 @@ def run(log: Any = print) -> dict[str, Any]:
                     "pause_max_s": max(pauses) if pauses else None,
                 }
                 out[f"n{jobs}_p{max_parallel}"] = figures
-                log(f"fleet {jobs} jobs, max_parallel {max_parallel}: {figures['wall_s']:.1f} s; apply tasks "
-                    + ", ".join(f"{a['own_s']} s (after {a['wait_for_slot_s']} s)" for a in figures["apply"]))  # fmt: skip
+                log(
+                    f"fleet {jobs} jobs, max_parallel {max_parallel}: {figures['wall_s']:.1f} s; apply tasks "
+                    + ", ".join(f"{a['own_s']} s (after {a['wait_for_slot_s']} s)" for a in figures["apply"])
+                )
         finally:
             stack.close()
     return out

@@ -105,11 +105,20 @@ def run(rounds: int, batches: int, log: Any = print) -> dict[str, Any]:
                     samples[impl][mode].extend(kept)
                     by_round[impl][mode].append(_figures(kept)["trigger_execution_ms"]["p50"])
                     p50 = _figures(kept)["trigger_execution_ms"]["p50"]
-                    log(f"latency round {r + 1}/{rounds} {mode:<9} {impl:<8} {len(kept)} batches, "
-                        f"p50 {p50:.0f} ms ({time.monotonic() - t0:.0f} s)")  # fmt: skip
-    result: dict[str, Any] = {"settings": {"rows_per_second": ROWS_PER_SECOND, "trigger": TRIGGER,
-                              "warmup_batches": WARMUP, "batches_per_run": batches, "rounds": rounds,
-                              "spark": spark_settings(job_spec("sync", "/checkpoint"))}}  # fmt: skip
+                    log(
+                        f"latency round {r + 1}/{rounds} {mode:<9} {impl:<8} {len(kept)} batches, "
+                        f"p50 {p50:.0f} ms ({time.monotonic() - t0:.0f} s)"
+                    )
+    result: dict[str, Any] = {
+        "settings": {
+            "rows_per_second": ROWS_PER_SECOND,
+            "trigger": TRIGGER,
+            "warmup_batches": WARMUP,
+            "batches_per_run": batches,
+            "rounds": rounds,
+            "spark": spark_settings(job_spec("sync", "/checkpoint")),
+        }
+    }
     for impl in samples:
         result[impl] = {mode: _figures(events) for mode, events in samples[impl].items()}
     for impl in ("provider", "plain"):

@@ -110,8 +110,10 @@ def run(rounds: int, log: Any = print) -> dict[str, Any]:
             for side in SIDES if r % 2 == 0 else tuple(reversed(SIDES)):  # the machine's drift falls on all
                 result = lower_bound_run(Path(tmp)) if side == "lower_bound" else provider_run(side == "in_place")
                 runs[side].append(result)
-                log(f"migration round {r + 1}/{rounds} {side}: Spark work {result['spark_work_s']:.1f} s, "
-                    f"pauses {result['pauses_s']}")  # fmt: skip
+                log(
+                    f"migration round {r + 1}/{rounds} {side}: Spark work {result['spark_work_s']:.1f} s, "
+                    f"pauses {result['pauses_s']}"
+                )
     return {"runs": runs, "summary": summarise(runs)}
 
 
@@ -156,8 +158,13 @@ def chart(summary: dict[str, Any], path: Path) -> None:
     work_ax.scatter(
         xs, [summary[s]["spark_work_p50_s"] for s in SIDES], marker="_", s=300, color="black", label="p50", zorder=3
     )
-    work_ax.axhline(summary["lower_bound"]["spark_work_best_s"] / 4, color="grey", linestyle="--", linewidth=1,
-                    label="target: <= 1/4 of the lower bound")  # fmt: skip
+    work_ax.axhline(
+        summary["lower_bound"]["spark_work_best_s"] / 4,
+        color="grey",
+        linestyle="--",
+        linewidth=1,
+        label="target: <= 1/4 of the lower bound",
+    )
     work_ax.set_title("Spark work: first request to first synchronous commit")
     for ax in (pause_ax, work_ax):
         ax.set_xticks(list(xs), [labels[s] for s in SIDES])

@@ -36,8 +36,16 @@ def _fleet(folder: Path) -> None:
         make_checkpoint(checkpoint, kept, kept)
         control = ControlArea.for_checkpoint(str(checkpoint))
         control.ensure()
-        control.write_json(ControlArea.STATUS, {"deployment_id": "d", "state": "running", "job": checkpoint.name,
-                                                "heartbeat_at": time.time(), "configuration": _event(0, start, True)["configuration"]})  # fmt: skip
+        control.write_json(
+            ControlArea.STATUS,
+            {
+                "deployment_id": "d",
+                "state": "running",
+                "job": checkpoint.name,
+                "heartbeat_at": time.time(),
+                "configuration": _event(0, start, True)["configuration"],
+            },
+        )
         control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d", "job": checkpoint.name})
         control.write_bytes(
             ControlArea.SPEC, json.dumps({"name": checkpoint.name, "sink": {"format": "kafka"}}).encode()
@@ -59,7 +67,16 @@ def _list(folder: Path) -> float:
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "airflow_async_stream.cli", "list", "--no-registry", "--no-settings", "--folder", str(folder)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "airflow_async_stream.cli",
+        "list",
+        "--no-registry",
+        "--no-settings",
+        "--folder",
+        str(folder),
+    ]
     t0 = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     took = time.perf_counter() - t0
@@ -123,9 +140,11 @@ def run(log: Any = print) -> dict[str, Any]:
         "http_s_max": max(http),
         "body_bytes": len(body),
     }
-    log(f"page of {JOBS} jobs: {result['page_s']:.2f} s in process, "
+    log(
+        f"page of {JOBS} jobs: {result['page_s']:.2f} s in process, "
         f"{result['http_s']:.2f} s over HTTP (median of {REPEAT}; {len(body) / 1024:.0f} KiB of JSON); "
-        f"list {result['list_s']:.2f} s")  # fmt: skip
+        f"list {result['list_s']:.2f} s"
+    )
     return result
 
 

@@ -30,6 +30,8 @@ def run(log: Any = print) -> dict[str, Any]:
             "pyspark_imported": any(s["pyspark_imported"] for s in samples),
         }
         result[path.name] = entry
-        log(f"parse {path.name:<32} {entry['beyond_airflow_s']:.2f} s beyond Airflow "
-            f"({entry['airflow_import_s']:.2f} s for Airflow); pyspark imported: {entry['pyspark_imported']}")  # fmt: skip
+        log(
+            f"parse {path.name:<32} {entry['beyond_airflow_s']:.2f} s beyond Airflow "
+            f"({entry['airflow_import_s']:.2f} s for Airflow); pyspark imported: {entry['pyspark_imported']}"
+        )
     return json.loads(json.dumps(result))

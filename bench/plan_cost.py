@@ -58,9 +58,15 @@ def _deployed(index: FleetIndex, spec: dict[str, Any]) -> None:
     configuration = {"async_progress": spec["async_progress"], "trigger": spec["trigger"]}
     control.write_json(
         ControlArea.STATUS,
-        {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time(), "pid": os.getpid(),
-         "host": socket.gethostname(), "configuration": configuration},
-    )  # fmt: skip
+        {
+            "deployment_id": "d1",
+            "state": "running",
+            "heartbeat_at": time.time(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "configuration": configuration,
+        },
+    )
     control.write_json(ControlArea.STABLE, {"deployment_id": "d1", "spec": spec})
     index.record_active(spec["name"], control.url, "bench")
 
@@ -108,8 +114,10 @@ def run(log: Any = print) -> dict[str, Any]:
         "files_opened_per_job": opened / JOBS,
         "actions": dict(actions),
     }
-    log(f"plan of {JOBS} jobs: {result['plan_s']:.2f} s (median of {REPEAT}, max {result['plan_s_max']:.2f} s), "
-        f"{opened} files opened ({result['files_opened_per_job']:.1f} per job); {dict(actions)}")  # fmt: skip
+    log(
+        f"plan of {JOBS} jobs: {result['plan_s']:.2f} s (median of {REPEAT}, max {result['plan_s_max']:.2f} s), "
+        f"{opened} files opened ({result['files_opened_per_job']:.1f} per job); {dict(actions)}"
+    )
     return result
 
 

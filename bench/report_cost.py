@@ -43,12 +43,12 @@ def _event(i: int, start: float, enabled: bool) -> dict[str, Any]:
             "queryPlanning": 4,
             "triggerExecution": 70 + i % 30 + managed,
             "walCommit": managed - managed // 2,
-        },  # fmt: skip
+        },
         "offset_management_ms": managed,
         "configuration": {
             "async_progress": {"enabled": enabled, "checkpoint_interval_ms": 3000},
             "trigger": {"processing_time": "100 milliseconds"},
-        },  # fmt: skip
+        },
         "sources": [
             {
                 "description": "RateStreamV2[rowsPerSecond=10000, rampUpTimeSeconds=0, numPartitions=default",
@@ -56,7 +56,7 @@ def _event(i: int, start: float, enabled: bool) -> dict[str, Any]:
                 "end_offset": i + 1,
                 "num_input_rows": 1000,
             }
-        ],  # fmt: skip
+        ],
     }
 
 
@@ -96,8 +96,10 @@ def run(log: Any = print) -> dict[str, Any]:
         "report_s_max": max(times),
         "command_s": command_s,
     }
-    log(f"report over a {size / 2**20:.1f} MiB progress log ({len(report.batches)} batches): "
-        f"{result['report_s']:.2f} s in process (median of {REPEAT}), {command_s:.2f} s as a command")  # fmt: skip
+    log(
+        f"report over a {size / 2**20:.1f} MiB progress log ({len(report.batches)} batches): "
+        f"{result['report_s']:.2f} s in process (median of {REPEAT}), {command_s:.2f} s as a command"
+    )
     return result
 
 

@@ -59,6 +59,8 @@ def run(log: Any = print) -> dict[str, Any]:
                 "inspect_ms": inspect_ms,
                 "inspect_files_opened": inspect_files,
             }
-            log(f"sensor cost {size:>7} commit files: poke {poke_ms:.1f} ms, {poke_files} file(s) opened; "
-                f"inspect {inspect_ms:.1f} ms, {inspect_files} opened")  # fmt: skip
+            log(
+                f"sensor cost {size:>7} commit files: poke {poke_ms:.1f} ms, {poke_files} file(s) opened; "
+                f"inspect {inspect_ms:.1f} ms, {inspect_files} opened"
+            )
     return result

@@ -62,9 +62,11 @@ def _bundle_costs(protocols: list[str], log: Any) -> dict[str, Any]:
         "same_process_s": statistics.median(same),
         "archive_mb": round(archive_mb, 1),
     }
-    log(f"bundle {'+'.join(protocols) or 'local'}: first deploy {entry['first_deploy_s']:.2f} s, later "
+    log(
+        f"bundle {'+'.join(protocols) or 'local'}: first deploy {entry['first_deploy_s']:.2f} s, later "
         f"{entry['later_deploy_s'] * 1000:.0f} ms, same process {entry['same_process_s'] * 1000:.2f} ms; "
-        f"runtime.zip {entry['archive_mb']} MiB")  # fmt: skip
+        f"runtime.zip {entry['archive_mb']} MiB"
+    )
     return entry
 
 

@@ -44,14 +44,30 @@ def _fleet(folder: Path) -> None:
     for j in range(JOBS):
         control = ControlArea.for_checkpoint(str(folder / f"job-{j:04d}"))
         control.ensure()
-        control.write_json(ControlArea.STATUS, {"deployment_id": "d", "state": "running", "heartbeat_at": time.time(),
-                                                "pid": os.getpid(), "batches": 400, "last_batch_id": 399,
-                                                "last_progress_at": time.time(), "started_at": time.time() - 3600})  # fmt: skip
+        control.write_json(
+            ControlArea.STATUS,
+            {
+                "deployment_id": "d",
+                "state": "running",
+                "heartbeat_at": time.time(),
+                "pid": os.getpid(),
+                "batches": 400,
+                "last_batch_id": 399,
+                "last_progress_at": time.time(),
+                "started_at": time.time() - 3600,
+            },
+        )
         control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d", "job": f"job-{j:04d}"})
         control.write_bytes(ControlArea.SPEC, json.dumps({"name": f"job-{j:04d}", "trigger": {}}).encode())
         for i in range(20):
-            control.append_progress({"deployment_id": "d", "batch_id": i, "timestamp": "2026-01-01T00:00:00.000Z",
-                                     "sources": [{"metrics": {}}]})  # fmt: skip
+            control.append_progress(
+                {
+                    "deployment_id": "d",
+                    "batch_id": i,
+                    "timestamp": "2026-01-01T00:00:00.000Z",
+                    "sources": [{"metrics": {}}],
+                }
+            )
 
 
 def sweep_cost(log: Any) -> dict[str, Any]:
@@ -72,11 +88,16 @@ def sweep_cost(log: Any) -> dict[str, Any]:
 
 
 def _spec(root: Path) -> dict[str, Any]:
-    return parse_spec({
-        "name": "crashy", "checkpoint": str(root / "crashy"), "source": {"format": "rate", "options": {"rowsPerSecond": 5}},
-        "sink": {"format": "noop"}, "trigger": {"processing_time": "500 milliseconds"},
-        "restart": {"backoff": "1 second", "max_backoff": "1 second", "max_restarts": CRASHES + 1},
-    }).to_mapping()  # fmt: skip
+    return parse_spec(
+        {
+            "name": "crashy",
+            "checkpoint": str(root / "crashy"),
+            "source": {"format": "rate", "options": {"rowsPerSecond": 5}},
+            "sink": {"format": "noop"},
+            "trigger": {"processing_time": "500 milliseconds"},
+            "restart": {"backoff": "1 second", "max_backoff": "1 second", "max_restarts": CRASHES + 1},
+        }
+    ).to_mapping()
 
 
 def _first_batch_at(control: ControlArea, deployment_id: str) -> float | None:
@@ -117,12 +138,19 @@ def recovery(log: Any) -> dict[str, Any]:
         root = Path(tmp) / "checkpoints"
         root.mkdir()
         starts = _driver_starts(_spec(root), ControlArea.for_checkpoint(_spec(root)["checkpoint"]))
-        stack = AirflowStack(Path(tmp) / "airflow-home", core__parallelism="4", scheduler__scheduler_heartbeat_sec="1",
-                             triggerer__job_heartbeat_sec="1", dag_processor__refresh_interval="5")  # fmt: skip
-        (stack.dags / "supervise.py").write_text(textwrap.dedent(f"""
+        stack = AirflowStack(
+            Path(tmp) / "airflow-home",
+            core__parallelism="4",
+            scheduler__scheduler_heartbeat_sec="1",
+            triggerer__job_heartbeat_sec="1",
+            dag_processor__refresh_interval="5",
+        )
+        (stack.dags / "supervise.py").write_text(
+            textwrap.dedent(f"""
             from airflow_async_stream.factories import supervise_dag
             supervise_dag(checkpoint_folders=[{str(root)!r}], poll_s=1, startup_timeout_s=180)
-            """))  # fmt: skip
+            """)
+        )
         detect, recover = [], []
         try:
             stack.airflow("db", "migrate")
@@ -135,8 +163,20 @@ def recovery(log: Any) -> dict[str, Any]:
                 killed = control.read_deployment().deployment_id
                 kill_at = time.time()
                 os.killpg(os.getpgid(int(control.read_deployment().driver.launcher_pid)), signal.SIGKILL)
-                seen = _await(lambda k=killed: (s := read_seen(control)) and s.deployment_id == k and s.verdict == "crashed" and s, "detected", 60)  # fmt: skip
-                restart = _await(lambda n=n: len(r := read_supervision(control).restarts) >= n and r[-1].get("deployment_id") and r[-1], "restarted", 300)  # fmt: skip
+                seen = _await(
+                    lambda k=killed: (
+                        (s := read_seen(control)) and s.deployment_id == k and s.verdict == "crashed" and s
+                    ),
+                    "detected",
+                    60,
+                )
+                restart = _await(
+                    lambda n=n: (
+                        len(r := read_supervision(control).restarts) >= n and r[-1].get("deployment_id") and r[-1]
+                    ),
+                    "restarted",
+                    300,
+                )
                 first = _await(lambda r=restart: _first_batch_at(control, r["deployment_id"]), "first batch", 120)
                 detect.append(seen.at - kill_at)
                 recover.append(first - kill_at)
@@ -148,18 +188,27 @@ def recovery(log: Any) -> dict[str, Any]:
 
                 stop_driver(ControlArea(str(status)), "bench done", graceful_timeout_s=5, kill_after_s=30)
     return {
-        "crashes": CRASHES, "backoff_s": 1.0, "driver_start_s_p50": statistics.median(starts),
-        "detection_s_p50": statistics.median(detect), "detection_s_max": max(detect),
-        "recovery_s_p50": statistics.median(recover), "recovery_s_max": max(recover),
-    }  # fmt: skip
+        "crashes": CRASHES,
+        "backoff_s": 1.0,
+        "driver_start_s_p50": statistics.median(starts),
+        "detection_s_p50": statistics.median(detect),
+        "detection_s_max": max(detect),
+        "recovery_s_p50": statistics.median(recover),
+        "recovery_s_max": max(recover),
+    }
 
 
 def _flaky(root: Path, flag: Path) -> dict[str, Any]:
-    return parse_spec({
-        "name": "flaky", "checkpoint": str(root / "flaky"), "application": str(USER_CODE / "flaky_sink_app.py"),
-        "sink": {"format": "flaky", "options": {"flag": str(flag)}}, "trigger": {"processing_time": "500 milliseconds"},
-        "restart": {"backoff": "1 second", "max_backoff": "1 second", "max_restarts": REQUERIES + 1},
-    }).to_mapping()  # fmt: skip
+    return parse_spec(
+        {
+            "name": "flaky",
+            "checkpoint": str(root / "flaky"),
+            "application": str(USER_CODE / "flaky_sink_app.py"),
+            "sink": {"format": "flaky", "options": {"flag": str(flag)}},
+            "trigger": {"processing_time": "500 milliseconds"},
+            "restart": {"backoff": "1 second", "max_backoff": "1 second", "max_restarts": REQUERIES + 1},
+        }
+    ).to_mapping()
 
 
 def requery(log: Any) -> dict[str, Any]:
@@ -178,7 +227,9 @@ def requery(log: Any) -> dict[str, Any]:
             for n in range(1, REQUERIES + 1):
                 failed_at.unlink(missing_ok=True)
                 flag.write_text("refuse")
-                status = _await(lambda n=n: (s := control.read_status()) and len(s.query_restarts) >= n and s, "requery", 60)  # fmt: skip
+                status = _await(
+                    lambda n=n: (s := control.read_status()) and len(s.query_restarts) >= n and s, "requery", 60
+                )
                 first = _await(lambda r=status.query_run_id: _first_of_run(control, deployment, r), "first batch", 60)
                 heals.append(first - float(failed_at.read_text()))
                 log(f"query restart {n}: next batch {heals[-1]:.2f} s after the failure, pid {status.pid}")
@@ -192,8 +243,14 @@ def requery(log: Any) -> dict[str, Any]:
             stop_driver(control, "bench done", graceful_timeout_s=5, kill_after_s=30)
     start, heal = statistics.median(starts), statistics.median(heals)
     log(f"in the driver: {heal:.2f} s p50 from the failure to the next batch; a driver start {start:.2f} s p50")
-    return {"requeries": REQUERIES, "backoff_s": 1.0, "driver_start_s_p50": start, "requery_s_p50": heal,
-            "requery_s_max": max(heals), "requery_over_start": heal / start}  # fmt: skip
+    return {
+        "requeries": REQUERIES,
+        "backoff_s": 1.0,
+        "driver_start_s_p50": start,
+        "requery_s_p50": heal,
+        "requery_s_max": max(heals),
+        "requery_over_start": heal / start,
+    }
 
 
 def _first_of_run(control: ControlArea, deployment_id: str, run_id: str) -> float | None:

@@ -131,12 +131,21 @@ def provider_run(root: Path, cycles: int, source: str) -> dict[str, list[dict[st
                 )
                 if account.outcome != "switched" or not account.query_run_id:
                     raise BenchError(f"provider: the {kind} switch ended {account.outcome}: {account.reason}")
-                switches.append({"kind": kind, "before_run": run_id, "after_run": account.query_run_id,
-                                 "stopped_at": account.stopped_at, "started_at": account.started_at})  # fmt: skip
+                switches.append(
+                    {
+                        "kind": kind,
+                        "before_run": run_id,
+                        "after_run": account.query_run_id,
+                        "stopped_at": account.stopped_at,
+                        "started_at": account.started_at,
+                    }
+                )
                 run_id = account.query_run_id
                 need = 2 if kind == "to_interval_0" else 1 if kind == "to_synchronous" else 0
-                wait_for(f"{need} committed batches", lambda b=baseline, n=need: len(
-                    [c for c in batch_ids(checkpoint, "commits") if c > b]) >= n)  # fmt: skip
+                wait_for(
+                    f"{need} committed batches",
+                    lambda b=baseline, n=need: len([c for c in batch_ids(checkpoint, "commits") if c > b]) >= n,
+                )
     finally:
         stop_driver(control, "benchmark done", graceful_timeout_s=30, kill_after_s=60)
     return pauses(control.read_progress(), switches, "provider")
@@ -144,8 +153,14 @@ def provider_run(root: Path, cycles: int, source: str) -> dict[str, list[dict[st
 
 def run(cycles: int, log: Any = print) -> dict[str, Any]:
     """Per source, both sides, alternating which goes first per round (two rounds of ``cycles`` cycles each)."""
-    out: dict[str, Any] = {"settings": {"cycles_per_run": cycles, "rounds": 2, "target_ratio": TARGET_RATIO,
-                                        "spark": spark_settings(job_spec("/checkpoint"))}}  # fmt: skip
+    out: dict[str, Any] = {
+        "settings": {
+            "cycles_per_run": cycles,
+            "rounds": 2,
+            "target_ratio": TARGET_RATIO,
+            "spark": spark_settings(job_spec("/checkpoint")),
+        }
+    }
     with tempfile.TemporaryDirectory(prefix="bench-switch-") as tmp:
         for source in SOURCES:
             samples: dict[str, dict[str, list[dict[str, float]]]] = {side: {k: [] for k in KINDS} for side in SIDES}
@@ -198,8 +213,15 @@ def chart(results: dict[str, Any], path: Path) -> None:
             xs = [x + (i - 0.5) * 0.38 for x in range(len(KINDS))]
             figures = [results[source][side][kind] for kind in KINDS]
             ax.bar(xs, [f["pause_p50_s"] for f in figures], 0.38, label=f"{side} p50")
-            ax.scatter(xs, [f["pause_max_s"] for f in figures], marker="_", s=200, color="black",
-                       label="max" if i == 0 else None, zorder=3)  # fmt: skip
+            ax.scatter(
+                xs,
+                [f["pause_max_s"] for f in figures],
+                marker="_",
+                s=200,
+                color="black",
+                label="max" if i == 0 else None,
+                zorder=3,
+            )
         ratios = results[source]["ratio_provider_over_plain_p50"]
         ax.set_xticks(range(len(KINDS)), [f"{k.replace('_', ' ')}\n{ratios[k]:.2f}x" for k in KINDS])
         ax.set_ylabel("stream paused per switch, s")

@@ -158,8 +158,9 @@ def trial(n: int, point: str, root: Path, in_place: bool) -> dict[str, Any]:
     if not thread.is_alive():
         result["fired"] = False
     else:
-        stop = subprocess.run([str(BIN / "airflow-async-stream"), "stop", checkpoint, "--force"],
-                              capture_output=True, text=True)  # fmt: skip
+        stop = subprocess.run(
+            [str(BIN / "airflow-async-stream"), "stop", checkpoint, "--force"], capture_output=True, text=True
+        )
         result.update(fired=True, stop_exit=stop.returncode, stop_said=stop.stdout.strip().splitlines()[-1:])
     thread.join(600)
     deadline = time.monotonic() + 30  # a driver being launched right now reports within seconds
@@ -194,8 +195,10 @@ def main() -> int:
         print(json.dumps(result), flush=True)
     fired = [r for r in results if r["fired"]]
     left = [r for r in fired if r["drivers_left"]]
-    print(f"{len(fired)} forced stops fired into {len(results)} migrations ({len(results) - len(fired)} missed "
-          f"their point); {len(left)} left a driver running")  # fmt: skip
+    print(
+        f"{len(fired)} forced stops fired into {len(results)} migrations ({len(results) - len(fired)} missed "
+        f"their point); {len(left)} left a driver running"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 1 if left else 0

@@ -24,8 +24,8 @@ if [ "${1:-}" != "--quick" ]; then  # the quick tier drives no browser and start
   bash scripts/services.sh
   wait "$stores_pid"  # its failure is the tier's
 fi
-.venv/bin/ruff check airflow_async_stream dags tests bench
-.venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench
+.venv/bin/ruff check airflow_async_stream dags tests bench scripts
+.venv/bin/ruff format --check --quiet airflow_async_stream dags tests bench scripts
 types=(.venv/bin/mypy)  # the package's types ([tool.mypy] in pyproject.toml)
 if [ "${1:-}" = "--quick" ]; then
   shift

@@ -74,10 +74,15 @@ def main() -> None:
     stop_job(control, holder, settings, "the walk is done")
 
     status = json.loads(Path(control.path(ControlArea.STATUS)).read_text())
-    status.update(state="running", heartbeat_at=time.time() + 5, pid=os.getpid(), configuration={
-        "async_progress": {"enabled": False, "checkpoint_interval_ms": 1000},
-        "trigger": {"processing_time": "1 second"},
-    })  # fmt: skip
+    status.update(
+        state="running",
+        heartbeat_at=time.time() + 5,
+        pid=os.getpid(),
+        configuration={
+            "async_progress": {"enabled": False, "checkpoint_interval_ms": 1000},
+            "trigger": {"processing_time": "1 second"},
+        },
+    )
     Path(control.path(ControlArea.STATUS)).write_text(json.dumps(status))
     from airflow_async_stream.cli.commands import main as cli
 

@@ -35,8 +35,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def command(control_url: str, deployment_id: str, *args: str) -> list[str]:
     """The argument list that starts a fake driver (run it from the repository's root)."""
-    return [sys.executable, "-m", "tests.fake_driver", "--control-area", control_url, "--deployment-id", deployment_id,
-            *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "tests.fake_driver",
+        "--control-area",
+        control_url,
+        "--deployment-id",
+        deployment_id,
+        *args,
+    ]
 
 
 def started(

@@ -29,8 +29,9 @@ def lineage_receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
         def do_GET(self) -> None:  # noqa: N802
             query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
             events = [r["event"] for r in list(received)]
-            count = sum(e.get("eventType") == query.get("eventType") and e["job"]["name"] == query.get("job")
-                        for e in events)  # fmt: skip
+            count = sum(
+                e.get("eventType") == query.get("eventType") and e["job"]["name"] == query.get("job") for e in events
+            )
             body = str(count).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))

@@ -178,10 +178,23 @@ class Azurite:
             raise RuntimeError(f"Azurite is not installed at {AZURITE}: run `bash scripts/stores.sh`")
         log = open(self.workdir / "azurite.log", "wb")  # noqa: SIM115 - the process writes it until stopped
         self._process = subprocess.Popen(
-            [str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(self.port), "--location", str(self.workdir),
-             "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(AZURITE),
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(self.port),
+                "--location",
+                str(self.workdir),
+                "--skipApiVersionCheck",
+                "--loose",
+                "--silent",
+                "--disableTelemetry",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1):

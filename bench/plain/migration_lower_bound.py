@@ -30,9 +30,13 @@ baseline = (commits() or [-1])[-1]
 need = 2 if mode == "async0" else 1
 spark = SparkSession.builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
 writer = (
-    spark.readStream.format("rate").option("rowsPerSecond", "1000").load()
-    .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
-)  # fmt: skip
+    spark.readStream.format("rate")
+    .option("rowsPerSecond", "1000")
+    .load()
+    .writeStream.format("noop")
+    .option("checkpointLocation", checkpoint)
+    .trigger(processingTime="100 milliseconds")
+)
 if mode == "async0":
     writer = writer.option("asyncProgressTrackingEnabled", "true").option(
         "asyncProgressTrackingCheckpointIntervalMs", "0"
@@ -47,8 +51,12 @@ ran = [p for p in query.recentProgress if "addBatch" in (p.durationMs or {})]
 starts = [datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp() for p in ran]
 ends = [start + p.durationMs["triggerExecution"] / 1000 for start, p in zip(starts, ran, strict=True)]
 # The migration stops the async job (step c) but leaves the synchronous one running once it committed.
-print(json.dumps({
-    "seconds": stopped_after if mode == "async0" else committed_after,
-    "first_batch_start": min(starts) if starts else None,
-    "last_batch_end": max(ends) if ends else None,
-}))  # fmt: skip
+print(
+    json.dumps(
+        {
+            "seconds": stopped_after if mode == "async0" else committed_after,
+            "first_batch_start": min(starts) if starts else None,
+            "last_batch_end": max(ends) if ends else None,
+        }
+    )
+)

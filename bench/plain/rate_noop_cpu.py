@@ -35,9 +35,14 @@ spark = builder.getOrCreate()
 if listener == "pyspark":
     spark.streams.addListener(Reads())
 query = (
-    spark.readStream.format("rate-micro-batch").option("rowsPerBatch", "10").load()
-    .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime=trigger).start()
-)  # fmt: skip
+    spark.readStream.format("rate-micro-batch")
+    .option("rowsPerBatch", "10")
+    .load()
+    .writeStream.format("noop")
+    .option("checkpointLocation", checkpoint)
+    .trigger(processingTime=trigger)
+    .start()
+)
 while not os.path.exists(stop_file):
     query.awaitTermination(0.2)
 query.stop()

@@ -54,9 +54,13 @@ spark = builder.getOrCreate()
 listener = ToFile()
 spark.streams.addListener(listener)
 writer = (
-    spark.readStream.format("rate").option("rowsPerSecond", rows).load()
-    .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime=trigger)
-)  # fmt: skip
+    spark.readStream.format("rate")
+    .option("rowsPerSecond", rows)
+    .load()
+    .writeStream.format("noop")
+    .option("checkpointLocation", checkpoint)
+    .trigger(processingTime=trigger)
+)
 if mode != "sync":
     writer = writer.option("asyncProgressTrackingEnabled", "true").option(
         "asyncProgressTrackingCheckpointIntervalMs", "1000" if mode == "async1000" else "0"

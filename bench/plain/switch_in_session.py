@@ -35,8 +35,12 @@ class ToFile(StreamingQueryListener):
         self.write(event.progress)
 
     def write(self, p) -> None:
-        record = {"query_run_id": str(p.runId), "batch_id": p.batchId, "timestamp": p.timestamp,
-                  "duration_ms": dict(p.durationMs or {})}  # fmt: skip
+        record = {
+            "query_run_id": str(p.runId),
+            "batch_id": p.batchId,
+            "timestamp": p.timestamp,
+            "duration_ms": dict(p.durationMs or {}),
+        }
         self.out.write(json.dumps(record) + "\n")
         self.out.flush()
 
@@ -72,9 +76,13 @@ spark = builder.getOrCreate()
 listener = ToFile()
 spark.streams.addListener(listener)
 writer = (
-    spark.readStream.format(source["format"]).options(**source["options"]).load()
-    .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
-)  # fmt: skip
+    spark.readStream.format(source["format"])
+    .options(**source["options"])
+    .load()
+    .writeStream.format("noop")
+    .option("checkpointLocation", checkpoint)
+    .trigger(processingTime="100 milliseconds")
+)
 
 
 def start(interval_ms):
@@ -111,8 +119,15 @@ try:
             baseline = (ids("commits") or [-1])[-1]
             queries.append(query)
             query = start(interval_ms)
-            switches.append({"kind": kind, "before_run": before, "after_run": str(query.runId),
-                             "stopped_at": stopped_at, "started_at": time.time()})  # fmt: skip
+            switches.append(
+                {
+                    "kind": kind,
+                    "before_run": before,
+                    "after_run": str(query.runId),
+                    "stopped_at": stopped_at,
+                    "started_at": time.time(),
+                }
+            )
             if then == "two committed batches":
                 wait_for(then, lambda b=baseline: len([c for c in ids("commits") if c > b]) >= 2, query)
             else:  # the first batch of a run is always written, async or not

@@ -77,9 +77,12 @@ class AirflowStack:
         under another command (``unshare ...``: another host), ``env`` in place of the deployment's."""
         log = open(self.home / f"{name}.log", "wb")  # noqa: SIM115 - the process writes it until stopped
         proc = subprocess.Popen(
-            [*prefix, AIRFLOW, *command], env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
+            [*prefix, AIRFLOW, *command],
+            env=env or self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
         log.close()
         self.procs[name] = proc
         self.started.append(name)

@@ -46,7 +46,20 @@ class CeleryStack(AirflowStack):
             become = f'hostname {host} && mount --bind {hosts} /etc/hosts && exec "$0" "$@"'
             prefix = ("unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", become)
         self.start(
-            name, "celery", "worker", "--queues", queue, "--concurrency", "2",
-            "--celery-hostname", f"{name}@{host or socket.gethostname()}", "--pid", str(self.home / f"{name}.pid"),
-            "--skip-serve-logs", "--without-mingle", "--without-gossip", prefix=prefix, env=env,
-        )  # fmt: skip
+            name,
+            "celery",
+            "worker",
+            "--queues",
+            queue,
+            "--concurrency",
+            "2",
+            "--celery-hostname",
+            f"{name}@{host or socket.gethostname()}",
+            "--pid",
+            str(self.home / f"{name}.pid"),
+            "--skip-serve-logs",
+            "--without-mingle",
+            "--without-gossip",
+            prefix=prefix,
+            env=env,
+        )

@@ -48,10 +48,23 @@ class Redis:
         self.port = _free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="aas-redis-"))
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.folder)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         until(self._pong, 30, what="redis-server", alive=self.process)
 
     def _pong(self) -> bool:
@@ -87,13 +100,33 @@ class Postgres:
             os.chown(self.folder, account.pw_uid, account.pw_gid)
             as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
         data = self.folder / "data"
-        subprocess.run([str(binaries / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "--no-sync"],
-                       check=True, capture_output=True, **as_user)  # fmt: skip
+        subprocess.run(
+            [str(binaries / "initdb"), "-D", str(data), "--auth=trust", "-U", "postgres", "--no-sync"],
+            check=True,
+            capture_output=True,
+            **as_user,
+        )
         self.process = subprocess.Popen(
-            [str(binaries / "postgres"), "-D", str(data), "-p", str(self.port), "-k", str(self.folder),
-             "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True, **as_user,
-        )  # fmt: skip
+            [
+                str(binaries / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.folder),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=200",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            **as_user,
+        )
         until(self._create_database, 60, what="postgres", alive=self.process)
 
     def _create_database(self) -> bool:

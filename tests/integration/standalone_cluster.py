@@ -65,15 +65,32 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
     port, master_ui_port, worker_ui_port = _free_port(), _free_port(), _free_port()
     master_url = f"spark://127.0.0.1:{port}"
     master = _start(
-        ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-         "--webui-port", str(master_ui_port)],
+        [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(master_ui_port),
+        ],
         logs / "master.log",
-    )  # fmt: skip
+    )
     worker = _start(
-        ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(WORKER_CORES),
-         "--memory", WORKER_MEMORY, "--webui-port", str(worker_ui_port), master_url],
+        [
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            str(WORKER_CORES),
+            "--memory",
+            WORKER_MEMORY,
+            "--webui-port",
+            str(worker_ui_port),
+            master_url,
+        ],
         logs / "worker.log",
-    )  # fmt: skip
+    )
     cluster = StandaloneCluster(master_url, f"http://127.0.0.1:{master_ui_port}", f"http://127.0.0.1:{worker_ui_port}")
     try:
 

@@ -46,7 +46,7 @@ def _job(checkpoint: str, async_progress: dict[str, Any], **bounds: Any) -> JobS
             transform={"entrypoint": "user_jobs.transforms:slowed"},
             async_progress=async_progress,
             autotune={**BOUNDS, **bounds},
-        )  # fmt: skip
+        )
     )
 
 
@@ -90,8 +90,12 @@ def test_async_that_pays_is_kept_a_regression_reverted_a_person_s_change_respect
     # 2. A regression after the switch (each batch slow, the spec unchanged): reverted through the migration.
     slow_file.write_text("400")
     looks: list[Tuned] = []
-    until(lambda: looks.append(tune_job(control, TUNER, SETTINGS)) or looks[-1].act != "nothing", 120,
-          what="the tuner to see the regression", every_s=0.5)  # fmt: skip
+    until(
+        lambda: looks.append(tune_job(control, TUNER, SETTINGS)) or looks[-1].act != "nothing",
+        120,
+        what="the tuner to see the regression",
+        every_s=0.5,
+    )
     assert looks[-1].act == "revert" and looks[-1].switches == 2, looks[-1].line()
     assert "safe-disable migration" in looks[-1].reason and looks[-1].saving < 0.2
     assert _running_async(control)["enabled"] is False
@@ -152,10 +156,13 @@ def test_the_autotune_dag_takes_a_step_for_each_job_of_its_folder(
     deploy_job(_job(checkpoint_dir, {"enabled": "auto", "checkpoint_interval_ms": "auto"}), TUNER, DEPLOY)
     until(lambda: decide(look_at(control, SETTINGS)).act == "try", 120, what="a synchronous baseline", every_s=0.5)
     folder = str(Path(checkpoint_dir).parent)
-    path = write_dag("autotune_fleet", f"""
+    path = write_dag(
+        "autotune_fleet",
+        f"""
         from airflow_async_stream.factories import autotune_dag
         autotune_dag(checkpoint_folders=[{folder!r}], dag_id="autotune_fleet", schedule=None)
-    """)  # fmt: skip
+    """,
+    )
     run = run_dag(path, "autotune_fleet")
     assert run.state == "success"
     [step] = [s for s in xcom(run, "autotune") if s["control_url"] == control.url]

@@ -107,8 +107,11 @@ def test_a_job_turned_off_by_hand_is_refused_diagnosed_and_cured(airflow_db: Non
     assert diagnosis["choices"][0]["re_run_batches"] in (0, 1)
 
     # The cure, from the failed job and its synchronous spec, as a user's DAG runs it.
-    dag = write_job_dag("cure_crash_loop", sync, "safe_disable_async_progress(SPEC, startup_timeout_s=180, "
-                        "wait_timeout_s=120, deferrable=False)")  # fmt: skip
+    dag = write_job_dag(
+        "cure_crash_loop",
+        sync,
+        "safe_disable_async_progress(SPEC, startup_timeout_s=180, wait_timeout_s=120, deferrable=False)",
+    )
     started = time.monotonic()
     cured = run_dag(dag, "cure_crash_loop")
     took = time.monotonic() - started
@@ -144,10 +147,13 @@ def test_a_rollout_cures_a_crash_looping_synchronous_job(airflow_db: None, check
     [item] = plan_folder(folder)
     assert (item.action, item.how) == ("safe_disable", "restart"), item.reason
 
-    path = write_dag("cure_by_rollout", f"""
+    path = write_dag(
+        "cure_by_rollout",
+        f"""
         from airflow_async_stream.factories import rollout_dag
         rollout_dag({str(folder)!r}, dag_id="cure_by_rollout", startup_timeout_s=180, wait_timeout_s=120)
-        """)  # fmt: skip
+        """,
+    )
     rolled = run_dag(path, "cure_by_rollout")
     assert rolled.state == "success", task_states(rolled)
     _runs_synchronously_on_a_safe_checkpoint(checkpoint_dir)
@@ -157,8 +163,9 @@ def test_a_rollout_cures_a_crash_looping_synchronous_job(airflow_db: None, check
 def test_doctor_reads_a_checkpoint_spark_wrote_without_this_project(checkpoint_dir: str) -> None:
     """A plain PySpark job's checkpoint left with gaps: no control area, the files alone speak."""
     script = Path(__file__).resolve().parent / "spark_scripts" / "plain_rate_noop.py"
-    made = subprocess.run([sys.executable, str(script), checkpoint_dir, "gaps"], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    made = subprocess.run(
+        [sys.executable, str(script), checkpoint_dir, "gaps"], capture_output=True, text=True, timeout=300
+    )
     assert made.returncode == 0, made.stderr[-3000:]
     diagnosis = json.loads(_doctor(checkpoint_dir, "--json").stdout)
     assert (diagnosis["diagnosis"], diagnosis["control_area"], diagnosis["sync_restart_safe"]) == (
@@ -179,8 +186,9 @@ def test_a_second_writer_made_for_real_is_diagnosed(checkpoint_dir: str) -> None
     os.killpg(group, signal.SIGSTOP)
     try:
         script = Path(__file__).resolve().parent / "spark_scripts" / "plain_rate_noop.py"
-        other = subprocess.run([sys.executable, str(script), checkpoint_dir, "second"], capture_output=True,
-                               text=True, timeout=300)  # fmt: skip
+        other = subprocess.run(
+            [sys.executable, str(script), checkpoint_dir, "second"], capture_output=True, text=True, timeout=300
+        )
         assert other.returncode == 0 and json.loads(other.stdout.splitlines()[-1])["error"] is None, other.stderr
     finally:
         os.killpg(group, signal.SIGCONT)

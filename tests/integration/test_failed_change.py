@@ -54,8 +54,12 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
 
     # A runtime setting's value Spark refuses: the validator passes it (a trigger Spark cannot parse no longer
     # gets this far), the driver's switch is where Spark says no.
-    v2 = fleet_job(root, "job-a", trigger={"processing_time": "300 milliseconds"},
-                   spark_conf={"spark.sql.shuffle.partitions": "not-a-number"})  # fmt: skip
+    v2 = fleet_job(
+        root,
+        "job-a",
+        trigger={"processing_time": "300 milliseconds"},
+        spark_conf={"spark.sql.shuffle.partitions": "not-a-number"},
+    )
     _write(folder, v2)
     [item] = plan_folder(folder)
     assert (item.action, item.how, item.held_back) == ("update", "in_place", False)
@@ -108,8 +112,12 @@ def test_a_change_spark_rejects_leaves_the_job_running_and_is_not_retried_until_
 
     # A transform change needs a new driver; the running one builds the new query first, and Spark's
     # analysis says no before the old driver is stopped for it.
-    v4 = fleet_job(root, "job-a", trigger={"processing_time": "300 milliseconds"},
-                   transform={"sql": "SELECT no_such_column FROM source"})  # fmt: skip
+    v4 = fleet_job(
+        root,
+        "job-a",
+        trigger={"processing_time": "300 milliseconds"},
+        transform={"sql": "SELECT no_such_column FROM source"},
+    )
     _write(folder, v4)
     [item] = plan_folder(folder)
     assert (item.action, item.how, item.held_back) == ("update", "restart", False)

@@ -40,8 +40,9 @@ def _run_dag_process(dag_id: str, strike: Trigger | None, control: ControlArea) 
     would block the run at its next log line.
     """
     out_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen([AIRFLOW, "dags", "test", dag_id], stdout=out_file, stderr=subprocess.STDOUT,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [AIRFLOW, "dags", "test", dag_id], stdout=out_file, stderr=subprocess.STDOUT, start_new_session=True
+    )
     struck = None
     deadline = time.monotonic() + 600
     while proc.poll() is None:
@@ -151,8 +152,12 @@ def synchronous_query_started(control: ControlArea, dag_id: str) -> int | None:
     return _switch(control, False, ("started",))  # the synchronous query runs, its first batch not yet reported
 
 
-_RESTART_STRIKES = [before_first_async_batch, between_first_and_second_async_batch, during_graceful_stop,
-                    during_sync_redeploy]  # fmt: skip
+_RESTART_STRIKES = [
+    before_first_async_batch,
+    between_first_and_second_async_batch,
+    during_graceful_stop,
+    during_sync_redeploy,
+]
 _IN_PLACE_STRIKES = [switching_to_interval_0, between_first_and_second_interval_0_batch, synchronous_query_started]
 
 
@@ -227,9 +232,10 @@ def airflow_run_during_sync_switch(control: ControlArea, dag_id: str) -> str | N
 
 
 @pytest.mark.parametrize(
-    ("in_place", "strike"), [(False, airflow_run_during_sync_deploy), (True, airflow_run_during_sync_switch)],
+    ("in_place", "strike"),
+    [(False, airflow_run_during_sync_deploy), (True, airflow_run_during_sync_switch)],
     ids=["restart", "in_place"],
-)  # fmt: skip
+)
 def test_airflow_run_killed_mid_step_then_rerun(
     airflow_db: None, checkpoint_dir: str, in_place: bool, strike: Trigger
 ) -> None:

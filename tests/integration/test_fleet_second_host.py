@@ -44,8 +44,11 @@ def _on_second_host(
     script = f'hostname {SECOND_HOST} && exec "$@"'
     return subprocess.run(
         ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", script, "sh", *command],
-        env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _plan(folder: Path, tmp_path: Path | None = None) -> list[dict[str, Any]]:

@@ -93,8 +93,9 @@ def lingering_driver(checkpoint_dir: str, tmp_path: Path) -> Iterator[tuple[subp
     control = ControlArea.for_checkpoint(checkpoint_dir)
     control.ensure()
     release = tmp_path / "exit-now"
-    argv = fake_driver(control.url, f"old-{uuid.uuid4().hex[:6]}", "--obey", "--record-deployment",
-                       "--linger-until", str(release))  # fmt: skip
+    argv = fake_driver(
+        control.url, f"old-{uuid.uuid4().hex[:6]}", "--obey", "--record-deployment", "--linger-until", str(release)
+    )
     process = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
     until(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "running", 60, what="the old driver")
     yield process, release
@@ -222,8 +223,13 @@ def test_a_switch_request_racing_a_forced_stop_is_never_applied(
     # (a) The request was written under the hold; the forced stop lands before the driver applies it.
     grant = take(control, MIGRATION, 600)
     revoke(control, stopper, "stop --force")
-    request = SwitchRequest(request_id="r-stale", deployment_id=deployed.deployment_id, spec=slower.to_mapping(),
-                                 requested_at=now(), hold_token=grant.token)  # fmt: skip
+    request = SwitchRequest(
+        request_id="r-stale",
+        deployment_id=deployed.deployment_id,
+        spec=slower.to_mapping(),
+        requested_at=now(),
+        hold_token=grant.token,
+    )
     control.write_switch_request(request)
     account = until(
         lambda: (r := control.read_switch_account()) and r.request_id == "r-stale" and r.settled and r,
@@ -272,8 +278,14 @@ def test_a_rollout_step_whose_hold_a_forced_stop_ended_records_it_and_rolls_noth
     (folder / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     control = ControlArea.for_checkpoint(checkpoint_dir)
     spec = _spec(checkpoint_dir)
-    item = PlanItem(spec.name, "deploy", "new job", checkpoint=checkpoint_dir, control_url=control.url,
-                    desired_spec=spec.to_mapping())  # fmt: skip
+    item = PlanItem(
+        spec.name,
+        "deploy",
+        "new job",
+        checkpoint=checkpoint_dir,
+        control_url=control.url,
+        desired_spec=spec.to_mapping(),
+    )
     rollout = Holder("DAG run rollout/run-3", "rollout", dag_id="rollout", run_id="run-3")
     stopper = Holder("process 3 on elsewhere", "stop --force from the command line")
     monkeypatch.setattr(

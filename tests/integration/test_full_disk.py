@@ -64,7 +64,9 @@ def _fill(disk: Path) -> None:
 def test_a_persons_stop_ends_a_real_driver_whose_disk_is_full(small_disk: Path) -> None:
     # One batch at start, then none for an hour: the driver writes only its heartbeat while the disk is full.
     spec = parse_spec(rate_noop("full-disk", str(small_disk / "ck"), trigger={"processing_time": "1 hour"}))
-    record = deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))  # fmt: skip
+    record = deploy_job(
+        spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180)
+    )
     control = ControlArea.for_checkpoint(spec.checkpoint)
     pid = record.driver.launcher_pid if record.driver else None
     assert pid and local_pid_alive(pid)
@@ -74,15 +76,20 @@ def test_a_persons_stop_ends_a_real_driver_whose_disk_is_full(small_disk: Path) 
         # driver still lives, by its own process.
         status = control.read_status()
         assert status is not None
-        until(lambda: time.time() - (status.heartbeat_at or 0) > 2 * HEARTBEAT_INTERVAL_S, 30, what="two heartbeats missed")  # fmt: skip
+        until(
+            lambda: time.time() - (status.heartbeat_at or 0) > 2 * HEARTBEAT_INTERVAL_S,
+            30,
+            what="two heartbeats missed",
+        )
         assert control.read_status() == status and local_pid_alive(pid)  # none written, and the driver runs on
         judged = liveness(status, stale_after_s=2 * HEARTBEAT_INTERVAL_S)
         assert judged.live and f"its driver process {status.pid} runs on this host" in judged.reason, judged
         shown = subprocess.run([CLI, "status", spec.checkpoint], capture_output=True, text=True, timeout=120)
         assert "crashed" not in shown.stdout and "Traceback" not in shown.stderr, shown
 
-        done = subprocess.run([CLI, "stop", spec.checkpoint, "--graceful-timeout", "10"], capture_output=True,
-                              text=True, timeout=180)  # fmt: skip
+        done = subprocess.run(
+            [CLI, "stop", spec.checkpoint, "--graceful-timeout", "10"], capture_output=True, text=True, timeout=180
+        )
 
         assert done.returncode == 0, done
         assert done.stdout.startswith("stopped by signal (its control area cannot carry a stop: "), done

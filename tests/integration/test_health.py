@@ -86,12 +86,21 @@ def test_a_blocked_batch_is_stalled_then_healthy_and_a_killed_driver_crashed_onc
     until(lambda: _verdict(checkpoint_dir) == Verdict.HEALTHY, timeout_s=30, every_s=0.2, what="healthy")
 
     def listed_row() -> tuple[str, str]:
-        rows = json.loads(_cli("list", "--json", "--no-registry", "--no-settings", "--folder", str(Path(checkpoint_dir).parent)).stdout)  # fmt: skip
+        rows = json.loads(
+            _cli(
+                "list", "--json", "--no-registry", "--no-settings", "--folder", str(Path(checkpoint_dir).parent)
+            ).stdout
+        )
         [row] = [r for r in rows if r["checkpoint"] == checkpoint_dir]
         return row["health"]["verdict"], row["restart"]["outlook"]
 
     # Likewise `list`, in a process of its own.
-    until(lambda: listed_row() == ("healthy", "needs_migration"), timeout_s=30, every_s=0.5, what="list says healthy, needs_migration")  # fmt: skip
+    until(
+        lambda: listed_row() == ("healthy", "needs_migration"),
+        timeout_s=30,
+        every_s=0.5,
+        what="list says healthy, needs_migration",
+    )
 
     # On a loaded machine a batch may run past the 4 s limit on its own before the gate: a stall and a recovery
     # of its own, which the counts below start after.

@@ -41,8 +41,7 @@ def _run(line: str, env: dict[str, str], tmp_path: Path) -> subprocess.Completed
     command = line.split("   #", 1)[0].replace(CHECKOUT, str(tmp_path / "checkout"))
     command = command.replace(DAG_FOLDER, str(tmp_path / "dags"))
     started = time.monotonic()
-    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, cwd=tmp_path,
-                            timeout=900)  # fmt: skip
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
     print(f"{time.monotonic() - started:6.1f} s  {command}")
     return result
 
@@ -53,8 +52,19 @@ def test_the_install_guide_works_from_a_fresh_venv(tmp_path: Path) -> None:
     assert lines[0].startswith("pip install ") and lines[1] == "airflow db migrate"
     started = time.monotonic()
     # A checkout as a clone has it: no .venv, no build/ of an earlier pip install, no var/.
-    litter = shutil.ignore_patterns(".git", ".venv", ".node", "var", "build", "dist", "*.egg-info", "test-output",
-                                    "__pycache__", ".pytest_cache", ".ruff_cache")  # fmt: skip
+    litter = shutil.ignore_patterns(
+        ".git",
+        ".venv",
+        ".node",
+        "var",
+        "build",
+        "dist",
+        "*.egg-info",
+        "test-output",
+        "__pycache__",
+        ".pytest_cache",
+        ".ruff_cache",
+    )
     shutil.copytree(REPO, tmp_path / "checkout", ignore=litter)
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
     env = _shell(tmp_path, tmp_path / "venv")
@@ -103,8 +113,19 @@ def test_installing_the_provider_keeps_the_users_pyspark(tmp_path: Path) -> None
     4.2.0 without a word, and refuse outright beside one asked for explicitly: ResolutionImpossible)."""
     report = tmp_path / "report.json"
     users = [f"pyspark=={USERS_PYSPARK}", f"pyspark-client=={USERS_PYSPARK}"]
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--dry-run",
-               "--report", str(report), *users, f"{REPO}[openlineage,chart]"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--dry-run",
+        "--report",
+        str(report),
+        *users,
+        f"{REPO}[openlineage,chart]",
+    ]
     planned = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert planned.returncode == 0, planned.stderr[-3000:]
     installs = {

@@ -23,28 +23,111 @@ SCRIPT = Path(__file__).parent / "spark_scripts" / "spark_accepts.py"
 
 #: Forms users write, Spark's corners (signs, fractions, prefixes, overflow, whitespace, case, non-ASCII).
 WRITTEN = [
-    "5 seconds", "500 milliseconds", "1 second", "1 Second", "INTERVAL 1 HOUR", "interval 2 seconds",
-    "1 minute 30 seconds", "2 weeks 1 day", "1 hour 1 minute 1 second 1 millisecond 1 microsecond", "0 seconds",
-    "2s", "500 ms", "5 sec", "3 mins", "1 millis", "1 nanosecond", "soon", "", "   ", "-5 seconds", "- 5 seconds",
-    "+5 seconds", "-0 seconds", "5 secondss", "5 hours,", "5seconds", "1 month", "1 year -12 months",
-    "0 months 5 seconds", "interval", "interval ", "intervalx 5 seconds", "interval5 seconds", ".5 seconds",
-    ". seconds", "5. seconds", "1.5 minutes", "0.000001 seconds", "0.0000001 seconds", "0.0005 seconds",
-    "-0.0005 seconds", "1.0000000001 seconds", "1 minute -59.9995 seconds", "5\tseconds", "5\nseconds",
-    "\u00a05 seconds", "5\u00a0seconds", "\u2003 5 seconds", "\x1c5 seconds", "5 seconds\x1f", "\x855 seconds",
-    "\u0130nterval 1 second", "1 \u212aseconds", "9223372036854775807 microseconds",
-    "9223372036854775808 microseconds", "2147483647 days", "2147483648 days", "106751991 days", "106752 days",
-    "1 second -", "1 second +", "5", "seconds", "1 1 seconds", "1 hour 2",
-]  # fmt: skip
-_TOKENS = ["1", "5", "-2", "+3", "0", ".5", "2.25", "7.", "interval", "second", "seconds", "minute", "hours",
-           "day", "days", "week", "month", "year", "millisecond", "microseconds", "ms", "s", " ", "  ", "\t", "x",
-           "-", ","]  # fmt: skip
+    "5 seconds",
+    "500 milliseconds",
+    "1 second",
+    "1 Second",
+    "INTERVAL 1 HOUR",
+    "interval 2 seconds",
+    "1 minute 30 seconds",
+    "2 weeks 1 day",
+    "1 hour 1 minute 1 second 1 millisecond 1 microsecond",
+    "0 seconds",
+    "2s",
+    "500 ms",
+    "5 sec",
+    "3 mins",
+    "1 millis",
+    "1 nanosecond",
+    "soon",
+    "",
+    "   ",
+    "-5 seconds",
+    "- 5 seconds",
+    "+5 seconds",
+    "-0 seconds",
+    "5 secondss",
+    "5 hours,",
+    "5seconds",
+    "1 month",
+    "1 year -12 months",
+    "0 months 5 seconds",
+    "interval",
+    "interval ",
+    "intervalx 5 seconds",
+    "interval5 seconds",
+    ".5 seconds",
+    ". seconds",
+    "5. seconds",
+    "1.5 minutes",
+    "0.000001 seconds",
+    "0.0000001 seconds",
+    "0.0005 seconds",
+    "-0.0005 seconds",
+    "1.0000000001 seconds",
+    "1 minute -59.9995 seconds",
+    "5\tseconds",
+    "5\nseconds",
+    "\u00a05 seconds",
+    "5\u00a0seconds",
+    "\u2003 5 seconds",
+    "\x1c5 seconds",
+    "5 seconds\x1f",
+    "\x855 seconds",
+    "\u0130nterval 1 second",
+    "1 \u212aseconds",
+    "9223372036854775807 microseconds",
+    "9223372036854775808 microseconds",
+    "2147483647 days",
+    "2147483648 days",
+    "106751991 days",
+    "106752 days",
+    "1 second -",
+    "1 second +",
+    "5",
+    "seconds",
+    "1 1 seconds",
+    "1 hour 2",
+]
+_TOKENS = [
+    "1",
+    "5",
+    "-2",
+    "+3",
+    "0",
+    ".5",
+    "2.25",
+    "7.",
+    "interval",
+    "second",
+    "seconds",
+    "minute",
+    "hours",
+    "day",
+    "days",
+    "week",
+    "month",
+    "year",
+    "millisecond",
+    "microseconds",
+    "ms",
+    "s",
+    " ",
+    "  ",
+    "\t",
+    "x",
+    "-",
+    ",",
+]
 
 
 def _generated(count: int) -> list[str]:
     """Strings put together from interval tokens, mostly near-valid (a fixed seed: the same list each run)."""
     rng = random.Random(44)
-    return ["".join(rng.choice(_TOKENS) + rng.choice(["", " ", " "]) for _ in range(rng.randint(1, 6)))
-            for _ in range(count)]  # fmt: skip
+    return [
+        "".join(rng.choice(_TOKENS) + rng.choice(["", " ", " "]) for _ in range(rng.randint(1, 6)))
+        for _ in range(count)
+    ]
 
 
 def _checker(text: str, positive: bool) -> int | None:
@@ -91,8 +174,12 @@ _RATE_OPTIONS = {
 
 def _sources() -> list[tuple[str, dict[str, str]]]:
     base = {"rate": {}, "rate-micro-batch": {"rowsPerBatch": "5"}}
-    return [(fmt, {**base[fmt], option: value}) for fmt, options in _RATE_OPTIONS.items() for option in options
-            for value in _RATE_VALUES] + [("rate-micro-batch", {})]  # fmt: skip
+    return [
+        (fmt, {**base[fmt], option: value})
+        for fmt, options in _RATE_OPTIONS.items()
+        for option in options
+        for value in _RATE_VALUES
+    ] + [("rate-micro-batch", {})]
 
 
 def _ask_spark(tmp_path: Path, strings: list[str], sources: list[tuple[str, dict[str, str]]], spark: str) -> dict:

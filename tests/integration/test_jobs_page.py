@@ -72,9 +72,16 @@ def _failing_job(folder: Path) -> ControlArea:
 def _busy_job(folder: Path) -> ControlArea:
     """``views``: rate -> noop, left running batch after batch: healthy on the page; its async delegated to the
     tuner (interval pinned at 0), which measured it, decided and acted before the page is looked at."""
-    spec = parse_spec(rate_noop("views", str(folder / "views"), rows=50, trigger={"processing_time": "500 milliseconds"},
-                                async_progress={"enabled": "auto", "checkpoint_interval_ms": 0},
-                                autotune={"measure_batches": 5, "at_most_every": "0 seconds"}))  # fmt: skip
+    spec = parse_spec(
+        rate_noop(
+            "views",
+            str(folder / "views"),
+            rows=50,
+            trigger={"processing_time": "500 milliseconds"},
+            async_progress={"enabled": "auto", "checkpoint_interval_ms": 0},
+            autotune={"measure_batches": 5, "at_most_every": "0 seconds"},
+        )
+    )
     deploy = DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180)
     deploy_job(spec, Holder.this_process("test"), deploy)
     control = ControlArea.for_checkpoint(spec.checkpoint)
@@ -87,7 +94,9 @@ def _real_job(folder: Path) -> ControlArea:
     incoming = folder.parent / f"{folder.name}-incoming"
     incoming.mkdir(parents=True)
     source = {"format": "json", "schema": "v INT", "options": {"path": str(incoming), "maxFilesPerTrigger": 1}}
-    spec = parse_spec(rate_noop("clicks", str(folder / "clicks"), source=source, trigger={"processing_time": "100 milliseconds"}))  # fmt: skip
+    spec = parse_spec(
+        rate_noop("clicks", str(folder / "clicks"), source=source, trigger={"processing_time": "100 milliseconds"})
+    )
     control = ControlArea.for_checkpoint(spec.checkpoint)
     (incoming / "00000.json").write_text('{"v": 0}\n')  # the deploy returns at the first batch
     deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
@@ -203,7 +212,11 @@ def test_the_pages_show_a_real_job_to_a_logged_in_user_only(stack: tuple[Airflow
 
     code, body = _request(airflow, "/async-stream/api/jobs/clicks", token)
     detail = json.loads(body)
-    assert code == 200 and len(detail["series"]) == 2 * BATCHES + 1 and [c["kind"] for c in detail["changes"]] == ["switch"]  # fmt: skip
+    assert (
+        code == 200
+        and len(detail["series"]) == 2 * BATCHES + 1
+        and [c["kind"] for c in detail["changes"]] == ["switch"]
+    )
     assert isinstance(detail["advice"], list) and detail["report"]["batches"] == 2 * BATCHES + 1
     code, body = _request(airflow, "/async-stream/api/jobs/orders", token)
     history = json.loads(body)["history"]
@@ -236,7 +249,9 @@ def _browse(airflow: AirflowStack, token: str, clicks: dict[str, Any]) -> None:
         failing = page.locator("tr[data-job=orders]")
         said = failing.locator("td").nth(1).inner_text()
         assert said.startswith("failed to start") and "nope" in said, said
-        assert "doctor: never_started" in failing.get_attribute("title") and "validate --analyze" in failing.get_attribute("title")  # type: ignore[operator]  # fmt: skip
+        assert "doctor: never_started" in failing.get_attribute(
+            "title"
+        ) and "validate --analyze" in failing.get_attribute("title")  # type: ignore[operator]
         assert page.locator("tr.error[data-job=broken]").inner_text().count("status.json") == 1
         page.fill("#filter", "broken")
         assert page.locator("tbody tr").count() == 1

@@ -88,7 +88,10 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
         "trigger": {"processing_time": "500 milliseconds"},
     }
     driver_job = "async-stream-lineage-job"
-    write_job_dag("lineage_events", spec, f"""
+    write_job_dag(
+        "lineage_events",
+        spec,
+        f"""
         @task
         def watch():
             import json, time, urllib.request
@@ -103,10 +106,12 @@ def test_deploy_and_stop_report_lineage_and_the_running_driver_keeps_reporting(
 
         DeployStreamingJobOperator(task_id="deploy", spec=SPEC) >> watch() >> StopStreamingJobOperator(
             task_id="stop", spec=SPEC)
-    """)  # fmt: skip
+    """,
+    )
     env = _lineage_env(url, AIRFLOW__ASYNC_STREAM__LINEAGE_RUNNING_EVERY_MINUTES="0.02")  # 1.2 s
-    run = subprocess.run([str(BIN / "airflow"), "dags", "test", "lineage_events"], env=env,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [str(BIN / "airflow"), "dags", "test", "lineage_events"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
 
     # The Airflow tasks' events: the job's datasets and configuration, from the spec.
@@ -174,12 +179,20 @@ def test_a_rollouts_job_reports_its_run_with_the_apply_step_as_parent(
         "lineage": {"running_every_minutes": 0.01},  # 0.6 s
     }
     (folder / "rolled-out.yaml").write_text(yaml.safe_dump(spec))
-    write_dag("lineage_rollout", f"""
+    write_dag(
+        "lineage_rollout",
+        f"""
         from airflow_async_stream.factories import rollout_dag
         rollout_dag({str(folder)!r}, dag_id="lineage_rollout", startup_timeout_s=240)
-    """)  # fmt: skip
-    run = subprocess.run([str(BIN / "airflow"), "dags", "test", "lineage_rollout"], env=_lineage_env(url),
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    """,
+    )
+    run = subprocess.run(
+        [str(BIN / "airflow"), "dags", "test", "lineage_rollout"],
+        env=_lineage_env(url),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     driver_job = "async-stream-rolled-out"
     until(lambda: [e for e in _events(received, driver_job) if e["eventType"] == "RUNNING"], 60)
@@ -200,20 +213,27 @@ def test_a_transport_that_hangs_neither_holds_the_query_nor_its_stop(checkpoint_
     hanging.bind(("127.0.0.1", 0))
     hanging.listen(64)  # the kernel accepts connections; nobody ever reads or answers
     transport = {"type": "http", "url": f"http://127.0.0.1:{hanging.getsockname()[1]}", "timeout": 1.0}
-    spec = parse_spec({
-        "name": "hanging-lineage",
-        "checkpoint": checkpoint_dir,
-        "source": {"format": "rate-micro-batch", "options": {"rowsPerBatch": 5}},  # data at every trigger
-        "sink": {"format": "noop"},
-        "trigger": {"processing_time": "500 milliseconds"},
-        "lineage": {"running_every_minutes": 0.005},  # a RUNNING event every 0.3 s, each stuck for seconds
-    })  # fmt: skip
+    spec = parse_spec(
+        {
+            "name": "hanging-lineage",
+            "checkpoint": checkpoint_dir,
+            "source": {"format": "rate-micro-batch", "options": {"rowsPerBatch": 5}},  # data at every trigger
+            "sink": {"format": "noop"},
+            "trigger": {"processing_time": "500 milliseconds"},
+            "lineage": {"running_every_minutes": 0.005},  # a RUNNING event every 0.3 s, each stuck for seconds
+        }
+    )
     link = LineageLink(running=RunningSettings(namespace="t", transport=transport))
     try:
         deployed = deploy_job(spec, Holder("test", "lineage"), DeploySettings(launcher=LocalLauncher(), lineage=link))
         control = ControlArea.for_checkpoint(checkpoint_dir)
-        progress = until(lambda: len(control.read_progress(deployed.deployment_id)) >= 10 and
-                         control.read_progress(deployed.deployment_id), 120)  # fmt: skip
+        progress = until(
+            lambda: (
+                len(control.read_progress(deployed.deployment_id)) >= 10
+                and control.read_progress(deployed.deployment_id)
+            ),
+            120,
+        )
         started = [datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() for p in progress]
         gaps = sorted(b - a for a, b in zip(started[1:-1], started[2:], strict=True))  # after the first batch's warm-up
         assert gaps[len(gaps) // 2] < 0.9, gaps  # the trigger's 0.5 s, not a send's 1 s timeout and retries

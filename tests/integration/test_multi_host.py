@@ -45,11 +45,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryStack]:
     deployment = None
     try:
         deployment = CeleryStack(
-            tmp_path_factory.mktemp("celery") / "airflow-home", postgres, redis,
+            tmp_path_factory.mktemp("celery") / "airflow-home",
+            postgres,
+            redis,
             operators__default_deferrable="True",
             scheduler__scheduler_heartbeat_sec="1",
             dag_processor__refresh_interval="5",
-        )  # fmt: skip
+        )
         deployment.airflow("db", "migrate", timeout=300)
         for component in ("api-server", "scheduler", "dag-processor", "triggerer"):
             deployment.start(component, component)
@@ -127,9 +129,15 @@ def test_deploy_migrate_and_stop_across_two_celery_hosts_never_overlap_drivers(
     states = dict(stack.query("SELECT task_id, state FROM task_instance WHERE dag_id = ?", dag_id))
     assert state == "success", (states, stack.log("worker-b2")[-3000:])
     here = socket.gethostname()
-    expected = {"deploy_on_a": here, "batches": HOST_B, "safe_disable.to_interval_0": HOST_B,
-                "safe_disable.stop_async": here, "safe_disable.gate_sync_restart_safe": HOST_B,
-                "safe_disable.to_synchronous": here, "stop_last": HOST_B}  # fmt: skip
+    expected = {
+        "deploy_on_a": here,
+        "batches": HOST_B,
+        "safe_disable.to_interval_0": HOST_B,
+        "safe_disable.stop_async": here,
+        "safe_disable.gate_sync_restart_safe": HOST_B,
+        "safe_disable.to_synchronous": here,
+        "stop_last": HOST_B,
+    }
     assert {task: hosts[task] for task in expected} == expected, hosts
     # A's async driver, B's at interval 0, A's synchronous one: three drivers, never two at once.
     assert len(watch.groups_seen) == 3 and watch.most_at_once == 1, (watch.groups_seen, watch.most_at_once)
@@ -160,8 +168,9 @@ def test_a_forced_stop_from_one_host_during_the_other_hosts_migration_step_wins(
         stack.await_(lambda: _deferred(stack, dag_id, step), "the migration's wait deferred", 300)
         on_b = control.read_deployment()
         assert on_b.driver.host == HOST_B and on_b.async_progress["checkpoint_interval_ms"] == 0
-        forced = subprocess.run([CLI, "stop", "--force", str(spec["checkpoint"])], capture_output=True, text=True,
-                                timeout=300)  # fmt: skip
+        forced = subprocess.run(
+            [CLI, "stop", "--force", str(spec["checkpoint"])], capture_output=True, text=True, timeout=300
+        )
         state = stack.await_(lambda: _finished(stack, dag_id), "finished DAG run", 300)
 
     assert forced.returncode == 0, forced
@@ -184,8 +193,10 @@ def _deferred(stack: CeleryStack, dag_id: str, task_id: str) -> bool:
     rows = stack.query(
         "SELECT t.triggerer_id FROM task_instance ti JOIN trigger t ON ti.trigger_id = t.id "
         "WHERE ti.dag_id = ? AND ti.task_id = ? AND ti.state = 'deferred' AND t.classpath = ?",
-        dag_id, task_id, TRIGGER,
-    )  # fmt: skip
+        dag_id,
+        task_id,
+        TRIGGER,
+    )
     return bool(rows and rows[0][0] is not None)
 
 

@@ -76,7 +76,9 @@ def test_a_driver_on_s3_writes_once_per_interval_switches_and_stops(
         assert len(control.read_progress()) >= batches - 250  # what waits is at most two intervals of batches
 
         # A switch in place: its account at once; the progress of the batches before it written with it.
-        account = switch_in_place(control, parse_spec(deep_merge(spec.to_mapping(), {"trigger": {"processing_time": "200 milliseconds"}})))  # fmt: skip
+        account = switch_in_place(
+            control, parse_spec(deep_merge(spec.to_mapping(), {"trigger": {"processing_time": "200 milliseconds"}}))
+        )
         assert account.outcome == "switched" and account.pause_s is not None
 
         # A stop: the final status at once, and every event the driver recorded in the progress log (the status

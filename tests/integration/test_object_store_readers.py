@@ -89,12 +89,14 @@ def test_list_and_the_pages_api_find_it_in_a_checkpoint_folder_on_the_store(
 
 def test_the_deferred_sensor_sees_a_commit_another_process_writes_to_the_store(copied: str) -> None:
     control = ControlArea(f"{copied}.async-stream")
-    running = control.read_status().but(state=State.RUNNING, heartbeat_at=now(), host="elsewhere", pid=None,
-                                        deployment_id="20261128T052000Z-bbbbbbbb")  # fmt: skip
+    running = control.read_status().but(
+        state=State.RUNNING, heartbeat_at=now(), host="elsewhere", pid=None, deployment_id="20261128T052000Z-bbbbbbbb"
+    )
     control.write_status(running)  # a new driver of another host runs it
     latest = batch_ids(copied, "commits")[-1]
-    trigger = CommittedBatchesTrigger(copied, latest, 1, deadline=time.time() + 60, started_at=time.time(),
-                                      poll_interval=0.2)  # fmt: skip
+    trigger = CommittedBatchesTrigger(
+        copied, latest, 1, deadline=time.time() + 60, started_at=time.time(), poll_interval=0.2
+    )
 
     async def wait_then_commit() -> dict[str, Any]:
         events = trigger.run()

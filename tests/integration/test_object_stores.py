@@ -48,8 +48,9 @@ def _other_client(area: ControlArea) -> ControlArea:
 def test_records_round_trip_and_a_missing_one_reads_as_none(store: Any) -> None:
     control = _area(store)
     assert control.read_status() is None and control.read_deployment() is None
-    status = Status(job="j", deployment_id="d1", state=State.RUNNING, host="h", pid=1, started_at=now(),
-                    heartbeat_at=now())  # fmt: skip
+    status = Status(
+        job="j", deployment_id="d1", state=State.RUNNING, host="h", pid=1, started_at=now(), heartbeat_at=now()
+    )
     control.write_status(status)
     assert control.read_status() == status
     assert liveness(control.read_status()).live
@@ -170,7 +171,10 @@ def test_a_missing_bucket_is_never_created_and_a_write_there_says_it_is_missing(
     control.ensure()  # s3fs's and adlfs's makedirs would create the bucket or container
     with pytest.raises(ControlAreaError, match=r"typo/ck\.async-stream/progress/.*: its bucket or container does"):
         control.append_progress({"deployment_id": "d1", "batch_id": 0})
-    with pytest.raises(ControlAreaError, match=r"cannot write .*typo/ck\.async-stream/status\.json: its bucket or "
-                                               r"container does not exist"):  # fmt: skip
+    with pytest.raises(
+        ControlAreaError,
+        match=r"cannot write .*typo/ck\.async-stream/status\.json: its bucket or "
+        r"container does not exist",
+    ):
         control.write_json(ControlArea.STATUS, {"state": "running"})
     assert not fsspec.core.url_to_fs(url)[0].exists("typo")

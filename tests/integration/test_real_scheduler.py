@@ -91,8 +91,10 @@ def test_the_migration_survives_a_killed_triggerer(checkpoint_dir: str, stack: A
         rows = stack.query(
             "SELECT t.id, t.triggerer_id FROM task_instance ti JOIN trigger t ON ti.trigger_id = t.id "
             "WHERE ti.dag_id = ? AND ti.task_id = ? AND ti.state = 'deferred' AND t.classpath = ?",
-            DAG_ID, task_id, TRIGGER,
-        )  # fmt: skip
+            DAG_ID,
+            task_id,
+            TRIGGER,
+        )
         return rows[0] if rows and rows[0][1] is not None else None
 
     trigger_id, first_triggerer = stack.await_(lambda: deferred_trigger("async_batches"), "deferred sensor", 150)

@@ -90,7 +90,9 @@ def test_a_report_across_a_switch_to_async_matches_the_log(
     durable = batch_ids(checkpoint_dir, "offsets")[-1]
     after = {e["batch_id"]: e for e in on_async if e["batch_id"] > durable}
     assert data["at_risk"] == {
-        "durable_batch": durable, "batches": len(after), "rows": sum(e["num_input_rows"] for e in after.values())
-    }  # fmt: skip
+        "durable_batch": durable,
+        "batches": len(after),
+        "rows": sum(e["num_input_rows"] for e in after.values()),
+    }
     assert png.read_bytes()[:4] == b"\x89PNG"
     print(f"sync p50 {sync_p50} ms (offset management {nearest_rank(managed, 50)} ms), async p50 {data['p50_ms']} ms")

@@ -23,22 +23,33 @@ def test_a_sink_unreachable_for_a_moment_is_requeried_in_the_driver_a_permanent_
     checkpoint_dir: str, user_code_on_path: Path, tmp_path: Path
 ) -> None:
     flag = tmp_path / "sink-flag"
-    spec = parse_spec({
-        "name": "flaky-sink",
-        "checkpoint": checkpoint_dir,
-        "application": str(user_code_on_path / "flaky_sink_app.py"),
-        "sink": {"format": "flaky", "options": {"flag": str(flag)}},
-        "trigger": {"processing_time": "200 milliseconds"},
-        "restart": {"backoff": "1 second", "max_restarts": 3},
-    })  # fmt: skip
+    spec = parse_spec(
+        {
+            "name": "flaky-sink",
+            "checkpoint": checkpoint_dir,
+            "application": str(user_code_on_path / "flaky_sink_app.py"),
+            "sink": {"format": "flaky", "options": {"flag": str(flag)}},
+            "trigger": {"processing_time": "200 milliseconds"},
+            "restart": {"backoff": "1 second", "max_restarts": 3},
+        }
+    )
     deploy_job(spec, Holder.this_process("test"), DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
     control = ControlArea.for_checkpoint(checkpoint_dir)
     first = control.read_status()
     assert first is not None and first.state == "running"
 
     flag.write_text("refuse")  # the next commit fails once: ConnectionRefusedError
-    status = until(lambda: (s := control.read_status()) and s.query_restarts and s.query_run_id != first.query_run_id and s.batches >= first.batches + 3 and s,  # type: ignore[union-attr]
-                   timeout_s=90, every_s=0.1)  # fmt: skip
+    status = until(
+        lambda: (
+            (s := control.read_status())
+            and s.query_restarts
+            and s.query_run_id != first.query_run_id
+            and s.batches >= first.batches + 3
+            and s
+        ),  # type: ignore[union-attr]
+        timeout_s=90,
+        every_s=0.1,
+    )
     assert not flag.exists()
     assert (status.pid, status.deployment_id, status.state) == (first.pid, first.deployment_id, "running")
     assert status.query_id == first.query_id and len(status.query_restarts) == 1  # the same query, a new run

@@ -58,8 +58,12 @@ def _start_gapped_async_job(checkpoint: str | None = None) -> str:
     else:
         source = (DAGS_FOLDER / "example_start_async_job.py").read_text()
         dag_id = "start_async_job_at_" + Path(checkpoint).name.replace("-", "_")
-        path = write_dag(dag_id, source.replace('f"{ROOT}/clicks-async"', repr(checkpoint)).replace(
-            "def example_start_async_job", f"def {dag_id}").replace("example_start_async_job()", f"{dag_id}()"))  # fmt: skip
+        path = write_dag(
+            dag_id,
+            source.replace('f"{ROOT}/clicks-async"', repr(checkpoint))
+            .replace("def example_start_async_job", f"def {dag_id}")
+            .replace("example_start_async_job()", f"{dag_id}()"),
+        )
         started = run_dag(path, dag_id)
     assert task_states(started) == {"deploy": "success", "three_durable_commits": "success"}
     before = inspect_checkpoint(checkpoint)

@@ -105,8 +105,12 @@ def test_a_timeout_is_an_airflow_sensor_timeout_in_every_mode(
     took = time.monotonic() - started
 
     states = task_states(run)
-    assert states == {"poke": "failed", "reschedule": "failed", "reschedule_soft": "skipped",
-                      "deferred_soft": "skipped"}, states  # fmt: skip
+    assert states == {
+        "poke": "failed",
+        "reschedule": "failed",
+        "reschedule_soft": "skipped",
+        "deferred_soft": "skipped",
+    }, states
     tries = {ti.task_id: ti.try_number for ti in run.get_task_instances()}
     assert tries["poke"] == 1 and tries["reschedule"] == 1, f"a sensor timeout was retried: {tries}"
     # The sensors' own deadline (3 s from the first poke) fired, not Airflow's (60 s), in reschedule mode too.

@@ -103,7 +103,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, statsd: StatsdListener) -> I
         scheduler__scheduler_heartbeat_sec="1",
         dag_processor__refresh_interval="5",
     )
-    (deployment.dags / f"{DAG_ID}.py").write_text(textwrap.dedent(f"""
+    (deployment.dags / f"{DAG_ID}.py").write_text(
+        textwrap.dedent(f"""
         import json
         from datetime import timedelta
 
@@ -127,14 +128,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory, statsd: StatsdListener) -> I
         supervise_dag(checkpoint_folders=[{str(SUPERVISED)!r}], dag_id={DAG_ID!r}, poll_s=1,
                       startup_timeout_s=180, wait_timeout_s=150, on_alert=Note("alert"), on_recovery=Note("recovery"),
                       default_args={{"retries": 1, "retry_delay": timedelta(seconds=1)}})
-        """))  # fmt: skip
+        """)
+    )
     try:
         deployment.airflow("db", "migrate")
         for component in ("api-server", "scheduler", "dag-processor"):
             deployment.start(component, component)
         deployment.start("triggerer-1", "triggerer")
-        deployment.await_(lambda: deployment.query("SELECT 1 FROM serialized_dag WHERE dag_id = ?", DAG_ID),
-                          "the supervisor DAG parsed", 120)  # fmt: skip
+        deployment.await_(
+            lambda: deployment.query("SELECT 1 FROM serialized_dag WHERE dag_id = ?", DAG_ID),
+            "the supervisor DAG parsed",
+            120,
+        )
         yield deployment
     finally:
         deployment.close()
@@ -142,8 +147,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory, statsd: StatsdListener) -> I
 
 def _spec(name: str, **changes: Any) -> dict[str, Any]:
     """rate -> noop at 5 rows a second, a restart after 1 s (2 s at most), ``changes`` merged in."""
-    base = {"source": {"options": {"rowsPerSecond": 5}}, "trigger": {"processing_time": "500 milliseconds"},
-            "restart": {"backoff": "1 second", "max_backoff": "2 seconds"}}  # fmt: skip
+    base = {
+        "source": {"options": {"rowsPerSecond": 5}},
+        "trigger": {"processing_time": "500 milliseconds"},
+        "restart": {"backoff": "1 second", "max_backoff": "2 seconds"},
+    }
     return rate_noop(name, str(SUPERVISED / name), **deep_merge(base, changes))
 
 
@@ -167,8 +175,11 @@ def _runs(stack: AirflowStack) -> list[tuple[str, str]]:
 
 def _settled(stack: AirflowStack) -> list[tuple[str, str]]:
     """Await every supervisor run so far ending; their states."""
-    return stack.await_(lambda: (runs := _runs(stack)) and all(s in ("success", "failed") for _, s in runs) and runs,
-                        "the supervisor's runs ending", 300)  # fmt: skip
+    return stack.await_(
+        lambda: (runs := _runs(stack)) and all(s in ("success", "failed") for _, s in runs) and runs,
+        "the supervisor's runs ending",
+        300,
+    )
 
 
 def _restarted(stack: AirflowStack, control: ControlArea, count: int) -> dict[str, Any]:
@@ -205,7 +216,12 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(
     assert [i.kind for i in read_incidents(control)] == [Kind.CRASH]
     # The watcher's figures, through Airflow's StatsD backend: the job's name is part of each name (no tags).
     metric = "airflow.async_stream.job.kill-me."
-    batch_figures = ("seconds_since_last_batch", "batch_latency_p50_ms", "input_rows_per_second", "processed_rows_per_second")  # fmt: skip
+    batch_figures = (
+        "seconds_since_last_batch",
+        "batch_latency_p50_ms",
+        "input_rows_per_second",
+        "processed_rows_per_second",
+    )
 
     def figures() -> bool:
         up, restarts = statsd.newest(metric + "up"), statsd.newest(metric + "restarts_in_window")
@@ -222,8 +238,11 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(
     stopped = _cli("stop", spec["checkpoint"])
     assert stopped.returncode == 0, stopped
     assert stopped_on_purpose(control).kind == BY_PERSON  # type: ignore[union-attr]
-    stack.await_(lambda: (read_seen(control) or None) and read_seen(control).condition == "quiet:stopped",  # type: ignore[union-attr]
-                 "the watcher seeing the stop", 60)  # fmt: skip
+    stack.await_(
+        lambda: (read_seen(control) or None) and read_seen(control).condition == "quiet:stopped",  # type: ignore[union-attr]
+        "the watcher seeing the stop",
+        60,
+    )
     _settled(stack)
     assert len(read_supervision(control).restarts) == 1 and control.read_status().state == "stopped"  # type: ignore[union-attr]
     assert control.read_status().deployment_id == restart["deployment_id"]  # type: ignore[union-attr]
@@ -283,7 +302,7 @@ def test_a_killed_driver_is_restarted_a_persons_stop_is_not(
 
 
 def test_a_job_that_fails_every_time_is_crash_looping(stack: AirflowStack) -> None:
-    poison = "SELECT CASE WHEN value >= 12 THEN CAST(raise_error('poisoned row') AS BIGINT) ELSE value END AS value FROM source"  # fmt: skip
+    poison = "SELECT CASE WHEN value >= 12 THEN CAST(raise_error('poisoned row') AS BIGINT) ELSE value END AS value FROM source"
     spec = _spec("poisoned", transform={"sql": poison}, restart={"max_restarts": 1})
     control, _ = _deploy(spec)
     stack.await_(lambda: read_supervision(control).crash_looping, "crash_looping declared", 400)
@@ -314,8 +333,12 @@ def test_a_job_that_fails_every_time_is_crash_looping(stack: AirflowStack) -> No
 
 
 def test_a_synchronous_job_crashed_over_async_gaps_is_cured_not_started(stack: AirflowStack) -> None:
-    spec = _spec("gapped", source={"options": {"rowsPerSecond": 20}}, trigger={"processing_time": "200 milliseconds"},
-                 async_progress={"enabled": True, "checkpoint_interval_ms": 2000})  # fmt: skip
+    spec = _spec(
+        "gapped",
+        source={"options": {"rowsPerSecond": 20}},
+        trigger={"processing_time": "200 milliseconds"},
+        async_progress={"enabled": True, "checkpoint_interval_ms": 2000},
+    )
     control, first = _deploy(spec)
     stack.await_(lambda: not inspect_checkpoint(spec["checkpoint"]).sync_restart_safe, "async's gaps", 60)
     stack.await_(lambda: control.read_json(ControlArea.STABLE), "the deployment stable", 60)

@@ -217,8 +217,14 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
     control = ControlArea.for_checkpoint(checkpoint_dir)
     deploy_job(spec, HOLDER, DeploySettings(launcher=LocalLauncher(), startup_timeout_s=180))
 
-    run = _cli("switch", checkpoint_dir, "--set", "spark_conf.spark.sql.shuffle.partitions=7",
-               "--set", "trigger.processing_time=300 milliseconds")  # fmt: skip
+    run = _cli(
+        "switch",
+        checkpoint_dir,
+        "--set",
+        "spark_conf.spark.sql.shuffle.partitions=7",
+        "--set",
+        "trigger.processing_time=300 milliseconds",
+    )
 
     assert run.returncode == 0, run.stdout + run.stderr
     record = control.read_switch_account()
@@ -242,8 +248,9 @@ def test_an_application_switches_its_trigger_and_a_session_setting_from_the_comm
 
     # A new query Spark refuses to start (foreachBatch has no continuous mode): the previous one runs again.
     before = control.read_status()
-    failed = _cli("switch", checkpoint_dir, "--set", "trigger.processing_time=null",
-                  "--set", "trigger.continuous=1 second")  # fmt: skip
+    failed = _cli(
+        "switch", checkpoint_dir, "--set", "trigger.processing_time=null", "--set", "trigger.continuous=1 second"
+    )
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "could not start the new query and runs its previous configuration again" in failed.stderr
     record = control.read_switch_account()

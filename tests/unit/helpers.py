@@ -52,14 +52,27 @@ def fake_deployment(tmp_path: Path) -> ControlArea:
     )
     control.write_json(
         "status.json",
-        {"job": "good-job", "deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
-         "write_interval_s": FRESH_FOR_S / 3, "pid": os.getpid(), "host": socket.gethostname(), "batches": 3,
-         "last_batch_id": 7},
-    )  # fmt: skip
+        {
+            "job": "good-job",
+            "deployment_id": "d1",
+            "state": "running",
+            "heartbeat_at": time.time(),
+            "write_interval_s": FRESH_FOR_S / 3,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "batches": 3,
+            "last_batch_id": 7,
+        },
+    )
     control.append_progress(
-        {"deployment_id": "d1", "batch_id": 7, "num_input_rows": 42, "offset_management_ms": 5,
-         "duration_ms": {"triggerExecution": 80}},
-    )  # fmt: skip
+        {
+            "deployment_id": "d1",
+            "batch_id": 7,
+            "num_input_rows": 42,
+            "offset_management_ms": 5,
+            "duration_ms": {"triggerExecution": 80},
+        },
+    )
     return control
 
 

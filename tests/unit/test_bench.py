@@ -35,8 +35,11 @@ def test_a_batch_run_again_counts_once_with_its_latest_event() -> None:
 
 def test_a_side_that_ran_short_is_an_error_not_a_smaller_sample() -> None:
     progress = [_event(b) for b in range(8)] + [_event(8, ran=False)]
-    with pytest.raises(BenchError, match=r"provider async0, round 2: 3 of the 5 batches after 5 warm-up ones ran "
-                                         r"\(missing \[8, 9\]\)"):  # fmt: skip
+    with pytest.raises(
+        BenchError,
+        match=r"provider async0, round 2: 3 of the 5 batches after 5 warm-up ones ran "
+        r"\(missing \[8, 9\]\)",
+    ):
         batches_after_warmup(progress, warmup=5, batches=5, who="provider async0, round 2")
 
 
@@ -133,8 +136,13 @@ def test_a_switch_pause_runs_from_the_old_querys_last_batch_to_the_new_ones_firs
         _batch("b", 2, 2.6),
         _batch("b", 3, 3.0),
     ]
-    switch = {"kind": "to_interval_0", "before_run": "a", "after_run": "b", "stopped_at": T0 + 2.2,
-              "started_at": T0 + 2.25}  # fmt: skip
+    switch = {
+        "kind": "to_interval_0",
+        "before_run": "a",
+        "after_run": "b",
+        "stopped_at": T0 + 2.2,
+        "started_at": T0 + 2.25,
+    }
     found = pauses(progress, [switch], "plain")
     assert found["to_interval_0"] == [
         {"pause_s": 0.5, "to_stopped_s": 0.1, "to_started_s": 0.05, "to_first_batch_s": 0.35}

@@ -88,8 +88,12 @@ def test_a_rollout_dag_import_error_lists_every_problem_of_its_folder(tmp_path: 
     path = tmp_path / "rollout_dag.py"
     path.write_text(f"from airflow_async_stream.factories import rollout_dag\nrollout_dag({str(folder)!r})\n")
     [error] = _import_errors(path).values()
-    for needle in ("b.json: name: 'a' is also the job of a.json", "c.json: trigger.once:",
-                   "_fleet.yaml: indexx: unknown key", "_fleet.yaml: index: required"):  # fmt: skip
+    for needle in (
+        "b.json: name: 'a' is also the job of a.json",
+        "c.json: trigger.once:",
+        "_fleet.yaml: indexx: unknown key",
+        "_fleet.yaml: index: required",
+    ):
         assert needle in error, (needle, error)
 
 
@@ -123,17 +127,29 @@ def test_intervals_real_time_mode_and_option_values_spark_refuses_break_the_dag_
         """
     )
     interval = tmp_path / "interval_dag.py"
-    interval.write_text(dag_file.format("interval", '"source": {"format": "rate"}, "sink": {"format": "noop"}, '
-                                        '"trigger": {"processing_time": "2s"}'))  # fmt: skip
+    interval.write_text(
+        dag_file.format(
+            "interval", '"source": {"format": "rate"}, "sink": {"format": "noop"}, "trigger": {"processing_time": "2s"}'
+        )
+    )
     real_time = tmp_path / "real_time_dag.py"
-    real_time.write_text(dag_file.format("real_time", '"source": {"format": "rate", "options": {"rowsPerSecond": -3}}, '
-                                         '"sink": {"format": "noop"}, "trigger": {"real_time": "5 seconds"}, '
-                                         '"async_progress": {"enabled": True}'))  # fmt: skip
+    real_time.write_text(
+        dag_file.format(
+            "real_time",
+            '"source": {"format": "rate", "options": {"rowsPerSecond": -3}}, '
+            '"sink": {"format": "noop"}, "trigger": {"real_time": "5 seconds"}, '
+            '"async_progress": {"enabled": True}',
+        )
+    )
     errors = _import_errors(interval)
     assert "trigger.processing_time: '2s' has a number glued" in errors[str(interval)]
     assert "Spark wants '2 seconds'" in errors[str(interval)]
     error = _import_errors(real_time)[str(real_time)]
-    for field in ("source.options.rowsPerSecond: must be above 0", "trigger.real_time: Spark 4.2.0 refuses async",
-                  "source.format: source 'rate' has no real-time reads", "sink.output_mode: real-time mode needs",
-                  "sink.format: sink 'noop' is not in real-time mode's allow-list"):  # fmt: skip
+    for field in (
+        "source.options.rowsPerSecond: must be above 0",
+        "trigger.real_time: Spark 4.2.0 refuses async",
+        "source.format: source 'rate' has no real-time reads",
+        "sink.output_mode: real-time mode needs",
+        "sink.format: sink 'noop' is not in real-time mode's allow-list",
+    ):
         assert field in error, (field, error)

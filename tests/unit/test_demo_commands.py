@@ -61,8 +61,14 @@ def test_a_second_run_measures_its_own_pauses_only(tmp_path: Path) -> None:
     runs = [("d1", 1, 0.0), ("d1", 2, 1.0), ("d2", 3, 773.0), ("d2", 4, 774.0), ("d2", 5, 775.9)]  # second run at 772
     for deployment, batch, at in runs:
         start = datetime.fromtimestamp(1_800_000_000 + at, UTC).isoformat()
-        control.append_progress({"deployment_id": deployment, "batch_id": batch, "timestamp": start,
-                                 "duration_ms": {"triggerExecution": 500, "addBatch": 400}})  # fmt: skip
+        control.append_progress(
+            {
+                "deployment_id": deployment,
+                "batch_id": batch,
+                "timestamp": start,
+                "duration_ms": {"triggerExecution": 500, "addBatch": 400},
+            }
+        )
     text = demo.longest_idle_text(str(tmp_path / "ck"), since=1_800_000_000 + 772)
     assert text.startswith("longest idle time between consecutive micro-batches: 1.40 s (after batch 4, before batch 5")
     assert demo.longest_idle_text(str(tmp_path / "ck"), since=1_800_000_000).startswith(

@@ -105,10 +105,14 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _graph() -> dict[str, set[str]]:
-    files = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
-             for p in PACKAGE.rglob("*.py")}  # fmt: skip
-    return {name: {m for m in _imports(path) if m in files and not files[m].name == "__init__.py"}
-            for name, path in files.items() if path.name != "__init__.py"}  # fmt: skip
+    files = {
+        ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p for p in PACKAGE.rglob("*.py")
+    }
+    return {
+        name: {m for m in _imports(path) if m in files and not files[m].name == "__init__.py"}
+        for name, path in files.items()
+        if path.name != "__init__.py"
+    }
 
 
 def test_no_module_imports_a_module_that_imports_it_back() -> None:

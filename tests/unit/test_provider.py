@@ -54,8 +54,12 @@ def test_the_settings_are_in_airflows_config_with_their_defaults() -> None:
     from pathlib import Path
 
     airflow = str(Path(sys.executable).parent / "airflow")
-    shown = subprocess.run([airflow, "config", "list", "--section", "async_stream", "--include-descriptions"],
-                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    shown = subprocess.run(
+        [airflow, "config", "list", "--section", "async_stream", "--include-descriptions"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "[async_stream]" in shown and "# fleet_indexes = \n" in shown and "# checkpoint_folders = \n" in shown
     assert "Fleet indexes (the `index:` of a desired folder's _fleet.yaml)" in shown
     assert "# lineage_running_every_minutes = \n" in shown

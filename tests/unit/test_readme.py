@@ -199,8 +199,11 @@ def test_the_switch_and_fleet_figures_are_the_results() -> None:
     results = json.loads((REPO / "bench" / "results" / "results.json").read_text())
     section = TEXT.split("**In-place switches beside their floor**", 1)[1].split("**Migration cost.**", 1)[0]
     sources = {"`rate` (the main job's)": "rate", "`rate-micro-batch`": "rate_micro_batch"}
-    kinds = {"to interval 0": "to_interval_0", "gated, to synchronous": "to_synchronous",
-             "back to async 3000 ms": "to_async_3000"}  # fmt: skip
+    kinds = {
+        "to interval 0": "to_interval_0",
+        "gated, to synchronous": "to_synchronous",
+        "back to async 3000 ms": "to_async_3000",
+    }
     rows = re.findall(r"^\| (`[^|]+) \| ([^|]+) \| [^|]+ \| [^|]+ \| \*\*([\d.]+)\*\* \|$", section, re.M)
     assert len(rows) == 6
     for source, kind, ratio in rows:

@@ -88,10 +88,14 @@ ours, theirs = Seen(), Seen()
 spark.streams.addListener(listener.ProgressListener(ours))  # type: ignore[arg-type]
 spark.streams.addListener(Stock(theirs))
 query = (
-    spark.readStream.format("rate-micro-batch").option("rowsPerBatch", "10").load()
-    .writeStream.format("noop").option("checkpointLocation", sys.argv[1])
-    .trigger(processingTime="100 milliseconds").start()
-)  # fmt: skip
+    spark.readStream.format("rate-micro-batch")
+    .option("rowsPerBatch", "10")
+    .load()
+    .writeStream.format("noop")
+    .option("checkpointLocation", sys.argv[1])
+    .trigger(processingTime="100 milliseconds")
+    .start()
+)
 deadline = time.monotonic() + 180
 while min(len(calls["ours"]), len(calls["pyspark"])) < 20 and time.monotonic() < deadline:
     query.awaitTermination(0.2)  # the listener bus delivers on its own thread: nothing to wait on but time

@@ -21,9 +21,13 @@ from pyspark.sql import SparkSession
 checkpoint, mode = sys.argv[1], sys.argv[2]
 spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
 writer = (
-    spark.readStream.format("rate").option("rowsPerSecond", "1000").load()
-    .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
-)  # fmt: skip
+    spark.readStream.format("rate")
+    .option("rowsPerSecond", "1000")
+    .load()
+    .writeStream.format("noop")
+    .option("checkpointLocation", checkpoint)
+    .trigger(processingTime="100 milliseconds")
+)
 
 
 def offsets() -> list[int]:

@@ -37,9 +37,13 @@ def ids(checkpoint: str, log: str) -> list[int]:
 
 def start(checkpoint: str, **options: str):  # noqa: ANN201
     writer = (
-        spark.readStream.format("rate").option("rowsPerSecond", "500").load()
-        .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
-    )  # fmt: skip
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", "500")
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="100 milliseconds")
+    )
     return writer.options(**options).start()
 
 

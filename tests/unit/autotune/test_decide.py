@@ -18,8 +18,14 @@ BOUNDS = {"measure_batches": 10, "at_most_every": "1 hour", "min_saving": 0.2, "
 
 
 def spec(async_progress: dict[str, Any] | None = None, **changes: Any) -> Any:
-    return parse_spec(rate_noop(trigger={"processing_time": "100 milliseconds"}, autotune=BOUNDS,
-                                async_progress=async_progress or AUTO, **changes))  # fmt: skip
+    return parse_spec(
+        rate_noop(
+            trigger={"processing_time": "100 milliseconds"},
+            autotune=BOUNDS,
+            async_progress=async_progress or AUTO,
+            **changes,
+        )
+    )
 
 
 def look(events: list[dict[str, Any]], conf: dict[str, Any], tuning: Tuning | None = None, **changes: Any) -> TunerView:
@@ -81,14 +87,27 @@ def test_async_on_without_a_baseline_is_sampled_through_the_migration() -> None:
 def on_trial(base_latency: float = 200) -> Tuning:
     base, _ = measure(sync_batches(base_latency, 120), deployment_id="d1", wanted=configuration(False), batches=10)
     assert base is not None
-    trial = Trial(kind="on", at=T0 + 100, deployment_id="d1", before=configuration(False),
-                  configuration=configuration(True, 0), baseline=base.to_json())  # fmt: skip
+    trial = Trial(
+        kind="on",
+        at=T0 + 100,
+        deployment_id="d1",
+        before=configuration(False),
+        configuration=configuration(True, 0),
+        baseline=base.to_json(),
+    )
     return Tuning(trial=trial, last_trial_at=T0 + 99)
 
 
 def async_batches(latency: float, n: int = 12, interval: int = 0, every_s: float = 1.0) -> list[dict[str, Any]]:
-    return batch_events([latency] * n, [3] * n, start=T0 + 101, every_s=every_s, first_batch=100, run="r2",
-                        conf=configuration(True, interval))  # fmt: skip
+    return batch_events(
+        [latency] * n,
+        [3] * n,
+        start=T0 + 101,
+        every_s=every_s,
+        first_batch=100,
+        run="r2",
+        conf=configuration(True, interval),
+    )
 
 
 def test_a_trial_that_saves_enough_is_kept_where_the_interval_is_pinned() -> None:
@@ -109,14 +128,16 @@ def probing(p50_before: float) -> Tuning:
     before, _ = measure(async_batches(p50_before), deployment_id="d1", wanted=configuration(True, 0), batches=10)
     tuning = on_trial()
     assert tuning.trial is not None and before is not None
-    trial = tuning.trial.but(kind="probe", at=T0 + 200, configuration=configuration(True, 5000),
-                             previous=before.to_json(), changes=2)  # fmt: skip
+    trial = tuning.trial.but(
+        kind="probe", at=T0 + 200, configuration=configuration(True, 5000), previous=before.to_json(), changes=2
+    )
     return tuning.but(trial=trial)
 
 
 def probe_batches(latency: float) -> list[dict[str, Any]]:
-    return batch_events([latency] * 12, [3] * 12, start=T0 + 201, first_batch=200, run="r3",
-                        conf=configuration(True, 5000))  # fmt: skip
+    return batch_events(
+        [latency] * 12, [3] * 12, start=T0 + 201, first_batch=200, run="r3", conf=configuration(True, 5000)
+    )
 
 
 def test_a_probe_that_saves_a_further_tenth_is_kept_else_the_shorter_interval_comes_back() -> None:
@@ -164,13 +185,15 @@ def test_a_job_stopped_during_a_trial_ends_it_without_a_change() -> None:
 def test_a_job_async_for_longer_than_the_batches_read_is_judged_by_its_recorded_baseline() -> None:
     base, _ = measure(sync_batches(200, 120), deployment_id="d1", wanted=configuration(False), batches=10)
     assert base is not None
-    kept = Tuning().with_decision({"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d1",
-                                   "before": base.to_json()})  # fmt: skip
+    kept = Tuning().with_decision(
+        {"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d1", "before": base.to_json()}
+    )
     pinned = {"enabled": "auto", "checkpoint_interval_ms": 0}
     step = decide(look(async_batches(80), configuration(True, 0), kept, async_progress=pinned))
     assert step.act == TunerAct.NOTHING and "async kept at 0 ms: it saves 60%" in step.reason, step.reason
-    other = Tuning().with_decision({"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d0",
-                                    "before": base.to_json()})  # fmt: skip
+    other = Tuning().with_decision(
+        {"at": T0, "act": "keep", "reason": "kept", "deployment_id": "d0", "before": base.to_json()}
+    )
     assert decide(look(async_batches(80), configuration(True, 0), other, async_progress=pinned)).act == TunerAct.SAMPLE
 
 

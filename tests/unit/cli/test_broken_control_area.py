@@ -51,8 +51,9 @@ def test_stop_ends_a_provable_driver_when_the_fence_is_a_folder(
     control, driver = running
     _break(control, ControlArea.FENCE)
 
-    done = cli("stop", control.url.removesuffix(".async-stream"), "--graceful-timeout", "5",
-                *(["--force"] if force else []))  # fmt: skip
+    done = cli(
+        "stop", control.url.removesuffix(".async-stream"), "--graceful-timeout", "5", *(["--force"] if force else [])
+    )
 
     assert done.returncode == 0, done
     assert done.stdout.startswith("stopped by signal (its control area cannot carry a stop: "), done
@@ -66,8 +67,10 @@ def test_stop_says_so_when_no_driver_of_this_host_proves_itself(tmp_path: Path) 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
     _break(control, ControlArea.FENCE)
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--control-area", control.url],
-                               start_new_session=True)  # fmt: skip  # names the area, but no deployment
+    # names the area, but no deployment
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "--control-area", control.url], start_new_session=True
+    )
     try:
         done = cli("stop", str(tmp_path / "ck"))
         assert done.returncode == 1 and "Traceback" not in done.stderr, done
@@ -111,8 +114,13 @@ def test_a_driver_that_cannot_write_its_status_is_not_called_crashed(tmp_path: P
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--deployment-id", "d-7"])
     try:
         until(lambda: "d-7" in (command_line(process.pid) or []), 30, what="the process's command line")
-        stale = Status(deployment_id="d-7", state="running", pid=process.pid, host=socket.gethostname(),
-                       heartbeat_at=time.time() - 600)  # fmt: skip
+        stale = Status(
+            deployment_id="d-7",
+            state="running",
+            pid=process.pid,
+            host=socket.gethostname(),
+            heartbeat_at=time.time() - 600,
+        )
         judged = liveness(stale)
         assert judged.live and f"its driver process {process.pid} runs on this host" in judged.reason, judged
         # The same pid named by another deployment's record is not that driver: gone, as before.

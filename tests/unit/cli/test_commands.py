@@ -109,8 +109,16 @@ def test_status_by_checkpoint_for_people_and_machines(tmp_path: Path) -> None:
 
 def test_status_says_a_rehearsal_is_no_switch(tmp_path: Path) -> None:
     control = fake_deployment(tmp_path)
-    control.write_json("switch.json", {"request_id": "r1", "deployment_id": "d1", "phase": "done",
-                                                "outcome": "rehearsed", "reason": "Spark builds and analyzes the new query"})  # fmt: skip
+    control.write_json(
+        "switch.json",
+        {
+            "request_id": "r1",
+            "deployment_id": "d1",
+            "phase": "done",
+            "outcome": "rehearsed",
+            "reason": "Spark builds and analyzes the new query",
+        },
+    )
     human = cli("status", str(tmp_path / "ck"))
     assert "last rehearsal" in human.stdout and "rehearsed: Spark builds and analyzes the new query" in human.stdout
     assert "switched in place" not in human.stdout
@@ -326,8 +334,9 @@ def test_status_of_a_spec_never_deployed_names_its_job_and_checkpoint(tmp_path: 
 def test_status_json_of_a_stopped_job_says_stopped_everywhere(tmp_path: Path) -> None:
     """`deployment.state` said "running" after the stop: the record is written at the deploy only."""
     control = fake_deployment(tmp_path)
-    control.write_json("deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1",
-                                           "state": "running"})  # fmt: skip
+    control.write_json(
+        "deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1", "state": "running"}
+    )
     control.write_json("status.json", {**control.read_json("status.json"), "state": "stopped"})
     data = json.loads(cli("status", "--json", str(tmp_path / "ck")).stdout)
     assert data["status"]["state"] == data["deployment"]["state"] == "stopped"
@@ -394,9 +403,18 @@ def _killed_on_another_host(tmp_path: Path, exit_recorded: bool) -> ControlArea:
     """A driver launched on worker-b that died without a final status (SIGKILL, or its host lost)."""
     control = fake_deployment(tmp_path)
     driver = {"kind": "local-process", "host": "worker-b", "launcher_pid": 4242, "exit_record": True}
-    control.write_json("deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1", "driver": driver})  # type: ignore[dict-item]  # fmt: skip
-    control.write_json("status.json", {**control.read_json("status.json"), "host": "worker-b", "pid": 4243,  # type: ignore[dict-item]
-                                       "heartbeat_at": time.time() - (1 if exit_recorded else 2 * FRESH_FOR_S)})  # fmt: skip
+    control.write_json(
+        "deployment.json", {**control.read_json("deployment.json"), "deployment_id": "d1", "driver": driver}
+    )  # type: ignore[dict-item]
+    control.write_json(
+        "status.json",
+        {
+            **control.read_json("status.json"),
+            "host": "worker-b",
+            "pid": 4243,  # type: ignore[dict-item]
+            "heartbeat_at": time.time() - (1 if exit_recorded else 2 * FRESH_FOR_S),
+        },
+    )
     if exit_recorded:
         control.write_json("driver-exit.json", {"deployment_id": "d1", "host": "worker-b", "exited_at": time.time()})
     return control
@@ -407,7 +425,9 @@ def test_a_stop_of_a_driver_killed_on_another_host_records_it_failed_once(tmp_pa
     result = cli("stop", str(tmp_path / "ck"))
     assert (result.returncode, result.stdout.strip()) == (1, "was not running: state failed"), result
     assert control.read_status().state == "failed"  # type: ignore[union-attr]  # never "running" again
-    assert [i["kind"] for i in json.loads(cli("incidents", "--json", str(tmp_path / "ck")).stdout)["incidents"]] == ["crash"]  # fmt: skip
+    assert [i["kind"] for i in json.loads(cli("incidents", "--json", str(tmp_path / "ck")).stdout)["incidents"]] == [
+        "crash"
+    ]
 
 
 def test_a_stop_after_a_lost_host_names_driver_gone(tmp_path: Path) -> None:

@@ -31,8 +31,15 @@ def _job(root: Path, name: str, *, ended_s_ago: float, offsets: list[int], commi
     for record in ("status.json", "deployment.json"):
         control.write_json(record, {**control.read_json(record), "job": name})
     started = datetime.fromtimestamp(time.time() - ended_s_ago - 0.08, UTC).isoformat()
-    control.append_progress({"deployment_id": "d1", "batch_id": 9, "timestamp": started, "num_input_rows": 1,
-                             "duration_ms": {"triggerExecution": 80, "addBatch": 60}})  # fmt: skip
+    control.append_progress(
+        {
+            "deployment_id": "d1",
+            "batch_id": 9,
+            "timestamp": started,
+            "num_input_rows": 1,
+            "duration_ms": {"triggerExecution": 80, "addBatch": 60},
+        }
+    )
     make_checkpoint(root / name, offsets, commits)
     return control
 

@@ -70,8 +70,9 @@ def test_two_jobs_of_one_name_are_an_error_naming_both_never_the_first(tmp_path:
     first = _job(tmp_path / "a", "clicks", "clicks")
     _job(tmp_path / "b", "clicks", "clicks")
     FleetIndex(str(tmp_path / "index")).record_active("clicks", first.url, "run-1")
-    both = _other_host(tmp_path, "stop", "clicks", fleet_indexes=str(tmp_path / "index"),
-                       checkpoint_folders=str(tmp_path / "b"))  # fmt: skip
+    both = _other_host(
+        tmp_path, "stop", "clicks", fleet_indexes=str(tmp_path / "index"), checkpoint_folders=str(tmp_path / "b")
+    )
     assert both.returncode == 2, both
     assert "2 jobs are named 'clicks' in the [async_stream] sources: give one's checkpoint instead: " in both.stderr
     assert str(tmp_path / "a" / "clicks") in both.stderr and str(tmp_path / "b" / "clicks") in both.stderr

@@ -34,8 +34,9 @@ def job_with_a_switch(tmp_path: Path, start: float = 1_800_000_000.0) -> str:
     control.ensure()
     control.write_bytes("spec.json", json.dumps({"name": "clicks", "sink": {"format": "kafka"}}).encode())
     events = batch_events([200.0] * 30, [120.0] * 30, start=start, conf=configuration(False))
-    events += batch_events([80.0] * 20, [1.0] * 20, start=start + 30, first_batch=30, run="r2",
-                           conf=configuration(True, 3000))  # fmt: skip
+    events += batch_events(
+        [80.0] * 20, [1.0] * 20, start=start + 30, first_batch=30, run="r2", conf=configuration(True, 3000)
+    )
     for event in events:
         control.append_progress(event)
     return str(checkpoint)
@@ -51,8 +52,10 @@ def test_the_text_report_shows_figures_changes_and_advice(tmp_path: Path, capsys
     assert "switch: sync, trigger 100 milliseconds -> async 3000 ms, trigger 100 milliseconds" in out
     assert "advice: none" in out  # share high, eligible, interval long enough: keep it on
     notes = [line.strip() for line in out.splitlines() if "left out of p50/p90/p99" in line]
-    assert notes == ["1 startup batch (a query start's first, up to 200 ms) left out of p50/p90/p99",
-                     "1 startup batch (a query start's first, up to 80 ms) left out of p50/p90/p99"]  # fmt: skip
+    assert notes == [
+        "1 startup batch (a query start's first, up to 200 ms) left out of p50/p90/p99",
+        "1 startup batch (a query start's first, up to 80 ms) left out of p50/p90/p99",
+    ]
 
 
 def test_json_carries_the_promised_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,10 +76,18 @@ def test_the_report_shows_what_the_tuner_settled_on_against_its_baseline(
     after, _ = measure(events, deployment_id="d1", wanted=configuration(True, 3000), batches=10)
     assert before is not None and after is not None
     windows = {"before": before.to_json(), "after": after.to_json()}
-    tuning = Tuning().with_decision({"at": after.started, "act": "try", "reason": "turn async progress tracking on",
-                                     "switches": 1, "before": before.to_json()})  # fmt: skip
-    tuning = tuning.with_decision({"at": after.ended, "act": "keep", "reason": "kept async at 3000 ms", "switches": 0,
-                                   "saving": 0.6} | windows)  # fmt: skip
+    tuning = Tuning().with_decision(
+        {
+            "at": after.started,
+            "act": "try",
+            "reason": "turn async progress tracking on",
+            "switches": 1,
+            "before": before.to_json(),
+        }
+    )
+    tuning = tuning.with_decision(
+        {"at": after.ended, "act": "keep", "reason": "kept async at 3000 ms", "switches": 0, "saving": 0.6} | windows
+    )
     control.write_json(AUTOTUNE, tuning.to_json())
     code, out, _ = report(capsys, checkpoint)
     assert code == 0

@@ -82,10 +82,20 @@ def test_plan_text_gives_each_analyzed_change_its_verdict(capsys: pytest.Capture
     from airflow_async_stream.rollout.item import PlanItem
 
     ok = {"ok": True, "seconds": 0.42, "problems": [], "not_checked": [], "file": "a.yaml"}
-    wrong = {"ok": False, "seconds": 0.3, "problems": [{"field": "transform.sql", "reason": "no column x"}],
-             "not_checked": [], "file": "b.yaml"}  # fmt: skip
-    _print_plan([PlanItem("a", "deploy", "new", analysis=ok), PlanItem("b", "deploy", "new", analysis=wrong),
-                 PlanItem("c", "unchanged", "as desired")])  # fmt: skip
+    wrong = {
+        "ok": False,
+        "seconds": 0.3,
+        "problems": [{"field": "transform.sql", "reason": "no column x"}],
+        "not_checked": [],
+        "file": "b.yaml",
+    }
+    _print_plan(
+        [
+            PlanItem("a", "deploy", "new", analysis=ok),
+            PlanItem("b", "deploy", "new", analysis=wrong),
+            PlanItem("c", "unchanged", "as desired"),
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].strip() == "analysis: ok (0.42 s)"
     assert lines[3].strip() == "analysis: transform.sql: no column x"
@@ -100,8 +110,11 @@ def test_validate_checkpoint_refuses_what_a_deploy_refuses_and_writes_nothing(tm
     gapped_checkpoint(tmp_path / "ck-gaps")
     specs = tmp_path / "specs"
     write_spec(specs, "sync.yaml", rate_noop("sync-job", checkpoint=str(tmp_path / "ck-gaps")))
-    write_spec(specs, "async.yaml", rate_noop("async-job", checkpoint=str(tmp_path / "ck-gaps"),
-                                              async_progress={"enabled": True}))  # fmt: skip
+    write_spec(
+        specs,
+        "async.yaml",
+        rate_noop("async-job", checkpoint=str(tmp_path / "ck-gaps"), async_progress={"enabled": True}),
+    )
     write_spec(specs, "fresh.yaml", rate_noop("fresh-job", checkpoint=str(tmp_path / "ck-none")))
     assert cli("validate", str(specs)).returncode == 0  # the spec alone is right
     before = snapshot(tmp_path / "ck-gaps")
@@ -109,8 +122,9 @@ def test_validate_checkpoint_refuses_what_a_deploy_refuses_and_writes_nothing(tm
     assert snapshot(tmp_path / "ck-gaps") == before
     assert result.returncode == 2, result
     lines = result.stdout.splitlines()
-    assert lines[0].startswith(f"{specs / 'sync.yaml'}: checkpoint: a synchronous deploy is refused: offsets/6 is "
-                               "missing")  # fmt: skip
+    assert lines[0].startswith(
+        f"{specs / 'sync.yaml'}: checkpoint: a synchronous deploy is refused: offsets/6 is missing"
+    )
     assert "safe-disable migration" in lines[0]
     assert f"{specs / 'async.yaml'}: ok (async-job, async progress on)" in lines
     assert f"{specs / 'fresh.yaml'}: ok (fresh-job, async progress off)" in lines

@@ -86,8 +86,15 @@ def job(tmp_path: Path, case: Case) -> tuple[ControlArea, JobSpec]:
     ran = deployed(control, rate_noop("job", str(root), async_progress=case.ran))
     control.write_json("deployment.json", {"deployment_id": "d1", "job": "job", "start_batch": 0})
     control.write_json("stable.json", {"deployment_id": "d1", "spec": json.loads(control.read_bytes("spec.json"))})
-    status: dict[str, Any] = {"deployment_id": "d1", "state": "running" if case.live else "failed", "batches": 3,
-                              "heartbeat_at": time.time(), "write_interval_s": FRESH_FOR_S / 3, "pid": os.getpid(), "host": socket.gethostname()}  # fmt: skip
+    status: dict[str, Any] = {
+        "deployment_id": "d1",
+        "state": "running" if case.live else "failed",
+        "batches": 3,
+        "heartbeat_at": time.time(),
+        "write_interval_s": FRESH_FOR_S / 3,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+    }
     if case.live:
         status["configuration"] = {"async_progress": ran.to_mapping()["async_progress"], "trigger": {}}
     control.write_json("status.json", status)
@@ -113,8 +120,9 @@ def rollback(control: ControlArea, wanted: JobSpec, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(actions.Step, "deploy_and_confirm", taking(START))
     monkeypatch.setattr(apply, "run_safe_disable", taking(MIGRATION))
     failed = parse_spec({**wanted.to_mapping(), "trigger": {"processing_time": "2 seconds"}}).to_mapping()
-    item = PlanItem("job", "update", "changed", checkpoint=wanted.checkpoint, control_url=control.url,
-                    desired_spec=failed)  # fmt: skip
+    item = PlanItem(
+        "job", "update", "changed", checkpoint=wanted.checkpoint, control_url=control.url, desired_spec=failed
+    )
     step = Step(item, control, ApplySettings("/fleet", DeploySettings()), Holder.this_process("test"), _quiet())
     return _taken(lambda: apply._roll_back(step, Before(control, "job"), "the update did not commit batches"))
 
@@ -172,8 +180,11 @@ def test_every_actor_takes_the_path_the_decision_gives(
     control, wanted = job(tmp_path, case)
     decision = decide(observe(control), wanted.to_mapping())
     assert (decision.need is Need.SAFE_DISABLE) == (case.path == MIGRATION), decision
-    paths = {"deploy guard": guard(control, wanted), "planner": planner(control, wanted),
-             "supervisor": supervisor(control, wanted, monkeypatch)}  # fmt: skip
+    paths = {
+        "deploy guard": guard(control, wanted),
+        "planner": planner(control, wanted),
+        "supervisor": supervisor(control, wanted, monkeypatch),
+    }
     if not case.wanted["enabled"]:  # the migration and a rollback by it lead to a synchronous spec
         paths["migration"] = migration(control, wanted, monkeypatch)
     if case.live:  # the CLI and the tuner change a running job only

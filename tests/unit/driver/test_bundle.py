@@ -106,8 +106,12 @@ def _entry_with(tmp_path: Path, manifest: dict[str, str] | None) -> subprocess.C
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
         [sys.executable, "-I", str(folder / "driver.py"), "--control-area", "x"],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
 
 
 def test_a_driver_python_the_bundle_was_not_built_for_is_told_which_it_needs(tmp_path: Path) -> None:
@@ -155,8 +159,11 @@ def test_a_driver_python_on_this_host_that_cannot_import_the_bundle_is_refused_b
     monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
     where = LocalLauncher().driver_python(spec)
     assert where == (old, "spark_conf.spark.pyspark.python")
-    with pytest.raises(DeployError, match=rf"^spark_conf.spark.pyspark.python: {old} is cpython 3.9 on linux-x86_64, "
-                                          rf"but the runtime shipped with the job fits cpython {sys.version_info.major}.{sys.version_info.minor}"):  # fmt: skip
+    with pytest.raises(
+        DeployError,
+        match=rf"^spark_conf.spark.pyspark.python: {old} is cpython 3.9 on linux-x86_64, "
+        rf"but the runtime shipped with the job fits cpython {sys.version_info.major}.{sys.version_info.minor}",
+    ):
         refuse_driver_python(*where)
     with pytest.raises(DeployError, match=r"^here: /no/such/python does not run here"):
         refuse_driver_python("/no/such/python", "here")

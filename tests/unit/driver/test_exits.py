@@ -57,10 +57,18 @@ def _driver_on_other_host(control: ControlArea, processes: list[Any], tmp_path: 
     """A fake driver launched on the other host as a launch does it: its output through the log pump, which
     records its exit. It obeys a stop, then lingers until the test creates the returned file."""
     deployment_id, release = f"d-{uuid.uuid4().hex[:6]}", tmp_path / "let-it-exit"
-    driver = f"{sys.executable} -m tests.fake_driver --control-area {control.url} --deployment-id {deployment_id} --obey --linger-until {release} --record-deployment --exit-record"  # fmt: skip
-    pump = f"{sys.executable} -m airflow_async_stream.driver.log {tmp_path / 'driver.log'} --max-bytes 100000 --files 2 --exit-record {control.url} --deployment {deployment_id}"  # fmt: skip
-    command = ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c",
-               f"hostname {OTHER_HOST} && {driver} 2>&1 | {pump}"]  # fmt: skip
+    driver = f"{sys.executable} -m tests.fake_driver --control-area {control.url} --deployment-id {deployment_id} --obey --linger-until {release} --record-deployment --exit-record"
+    pump = f"{sys.executable} -m airflow_async_stream.driver.log {tmp_path / 'driver.log'} --max-bytes 100000 --files 2 --exit-record {control.url} --deployment {deployment_id}"
+    command = [
+        "unshare",
+        "--uts",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        f"hostname {OTHER_HOST} && {driver} 2>&1 | {pump}",
+    ]
     processes.append(subprocess.Popen(command, cwd=ROOT, start_new_session=True))
     until(
         lambda: (control.read_json(ControlArea.STATUS) or {}).get("deployment_id") == deployment_id, 30, what="a status"
@@ -120,14 +128,22 @@ def test_an_exit_not_confirmed_in_time_is_said_naming_the_host_and_a_deploy_refu
     with pytest.raises(StopTimeoutError, match=re.escape(f"stopped its query, but {said} 2 s after the stop request")):
         outcome.raise_unless_stopped("job", 2)
 
-    spec = parse_spec({"name": "job", "checkpoint": control.url.removesuffix(".async-stream"),
-                       "source": {"format": "rate"}, "sink": {"format": "noop"}})  # fmt: skip
+    spec = parse_spec(
+        {
+            "name": "job",
+            "checkpoint": control.url.removesuffix(".async-stream"),
+            "source": {"format": "rate"},
+            "sink": {"format": "noop"},
+        }
+    )
     settings = DeploySettings(
         launcher=LocalLauncher(base=["/bin/false"], extra={"spark_version": "4.2.0"}), stop_kill_after_s=0.5
     )
     with pytest.raises(JobAlreadyRunningError) as refused:
         deploy_job(spec, Holder.this_process("test"), settings)
-    assert f"but {said} 0 s later; not deploying beside it (on {OTHER_HOST}, `airflow-async-stream stop job`" in str(refused.value)  # fmt: skip
+    assert f"but {said} 0 s later; not deploying beside it (on {OTHER_HOST}, `airflow-async-stream stop job`" in str(
+        refused.value
+    )
     assert (control.read_json(ControlArea.DEPLOYMENT) or {}).get("deployment_id") == deployment_id, "it launched"
 
     release.touch()  # the driver exits; its pump says so; the same wait now passes
@@ -163,11 +179,19 @@ def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longe
 ) -> None:
     """No host can confirm the exit of a driver whose host is gone for good: ``stop --driver-gone HOST`` says so,
     naming that host (a typo, or a driver still reporting, is refused)."""
-    driver = {"kind": "local-process", "host": OTHER_HOST, "launcher_pid": 4242, "launcher_started": 1,
-              "pid_namespace": "pid:[1]", "exit_record": True}  # fmt: skip
+    driver = {
+        "kind": "local-process",
+        "host": OTHER_HOST,
+        "launcher_pid": 4242,
+        "launcher_started": 1,
+        "pid_namespace": "pid:[1]",
+        "exit_record": True,
+    }
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d-a", "driver": driver})
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d-a", "state": "running", "heartbeat_at": time.time(),
-                                            "host": OTHER_HOST, "pid": 4242})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {"deployment_id": "d-a", "state": "running", "heartbeat_at": time.time(), "host": OTHER_HOST, "pid": 4242},
+    )
     stop = ("stop", control.url, "--driver-gone")
     live = cli(*stop, OTHER_HOST)
     assert live.returncode == 1 and "its driver still reports (" in live.stderr, live
@@ -177,7 +201,10 @@ def test_a_host_gone_for_good_is_said_by_hand_and_only_of_a_driver_that_no_longe
     assert wait_for_driver_exit(control, 0.2) is not None and control.read_exit("d-a") is None
     said = cli(*stop, OTHER_HOST)
     assert said.returncode == 0, said
-    assert said.stdout == f"recorded: the driver of deployment d-a on {OTHER_HOST} has exited; a deploy from any host goes on\n"  # fmt: skip
+    assert (
+        said.stdout
+        == f"recorded: the driver of deployment d-a on {OTHER_HOST} has exited; a deploy from any host goes on\n"
+    )
     assert control.read_exit("d-a").seen.endswith(f"host {OTHER_HOST} is gone, its driver with it")  # type: ignore[union-attr]
     assert wait_for_driver_exit(control, 0.2) is None
 

@@ -37,9 +37,15 @@ def _sleeper(processes: list[Any], *argv: str, own_group: bool = True) -> subpro
 
 def _forge(control: ControlArea, pid: int, deployment_id: str = "d-forged", heartbeat_at: float | None = None) -> None:
     """A deployment record naming ``pid`` with its copied identity, and a live-looking status."""
-    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": deployment_id, "state": "submitted",
-                                                 "confirmed_at": now(), "driver": {"kind": "local-process",
-                                                                                   **identify(pid).to_json()}})  # fmt: skip
+    control.write_json(
+        ControlArea.DEPLOYMENT,
+        {
+            "deployment_id": deployment_id,
+            "state": "submitted",
+            "confirmed_at": now(),
+            "driver": {"kind": "local-process", **identify(pid).to_json()},
+        },
+    )
     status = {"deployment_id": deployment_id, "state": "running", "heartbeat_at": heartbeat_at or now()}
     control.write_json(ControlArea.STATUS, status)
 

@@ -52,10 +52,19 @@ def test_the_command_is_an_argument_list_with_the_job_after_the_connection() -> 
     command = launcher.command(submission)
 
     assert command == [
-        "/opt/spark/bin/spark-submit", "--master", "spark://m:7077", "--queue", "q",
-        "--conf", "a.b=c d", "--name", "async-stream-orders",
-        str(runtime_bundle().entry), "--deployment-id", "d-1; rm -rf /",
-    ]  # fmt: skip
+        "/opt/spark/bin/spark-submit",
+        "--master",
+        "spark://m:7077",
+        "--queue",
+        "q",
+        "--conf",
+        "a.b=c d",
+        "--name",
+        "async-stream-orders",
+        str(runtime_bundle().entry),
+        "--deployment-id",
+        "d-1; rm -rf /",
+    ]
 
 
 def test_without_airflow_the_embedded_spark_is_the_target() -> None:

@@ -30,8 +30,17 @@ OTHER_HOST = "other-host"
 
 def _on_other_host(*command: str) -> list[str]:
     """A command run under its own hostname and pid space, over the same files (a second host)."""
-    return ["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c",
-            f'hostname {OTHER_HOST} && exec "$0" "$@"', *command]  # fmt: skip
+    return [
+        "unshare",
+        "--uts",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        f'hostname {OTHER_HOST} && exec "$0" "$@"',
+        *command,
+    ]
 
 
 def _fake_driver(

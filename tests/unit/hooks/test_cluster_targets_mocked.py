@@ -100,20 +100,31 @@ def test_yarn_cluster_mode_mocked_submit_returns_at_once_and_kill_uses_yarn(
     assert driver == Driver(kind="yarn-application", application_id="application_1700000000000_0042", log=log)
     [submitted] = _calls(bin_dir, "spark-submit")
     assert submitted == [
-        "--master", "yarn",
-        "--conf", "spark.yarn.submit.waitAppCompletion=false",
-        "--conf", "spark.yarn.tags=async-stream-deployment-d1",
-        "--archives", f"{runtime_bundle().archive}#async-stream-runtime",  # the runtime, beside the driver
-        "--name", "async-stream-clicks",
-        "--queue", "streaming",
-        "--deploy-mode", "cluster",
-        str(runtime_bundle().entry), "--x", "1",
-    ]  # fmt: skip
+        "--master",
+        "yarn",
+        "--conf",
+        "spark.yarn.submit.waitAppCompletion=false",
+        "--conf",
+        "spark.yarn.tags=async-stream-deployment-d1",
+        "--archives",
+        f"{runtime_bundle().archive}#async-stream-runtime",  # the runtime, beside the driver
+        "--name",
+        "async-stream-clicks",
+        "--queue",
+        "streaming",
+        "--deploy-mode",
+        "cluster",
+        str(runtime_bundle().entry),
+        "--x",
+        "1",
+    ]
     assert b"Submitted application application_1700000000000_0042" in control.read_bytes(ControlArea.DRIVER_LOG)
 
     assert launcher.kill(driver, Target("/ck.async-stream", "d1")) == "killed on the cluster"  # tagged: killed
-    assert _calls(bin_dir, "yarn") == [["application", "-status", "application_1700000000000_0042"],
-                                       ["application", "-kill", "application_1700000000000_0042"]]  # fmt: skip
+    assert _calls(bin_dir, "yarn") == [
+        ["application", "-status", "application_1700000000000_0042"],
+        ["application", "-kill", "application_1700000000000_0042"],
+    ]
 
     _stub(
         bin_dir, "yarn", "Application Report : \n\tApplication-Id : application_1700000000000_0042\n\tState : RUNNING"
@@ -170,9 +181,14 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
             deleted.append((name, namespace))
 
         def read_namespaced_pod(self, name: str, namespace: str) -> Any:
-            labels = {"spark-role": "driver", "async-stream-deployment": "d1" if name.endswith("9f1c2b-driver") else "d0"}  # fmt: skip
-            return types.SimpleNamespace(status=types.SimpleNamespace(phase="Running" if not deleted else "Failed"),
-                                         metadata=types.SimpleNamespace(labels=labels))  # fmt: skip
+            labels = {
+                "spark-role": "driver",
+                "async-stream-deployment": "d1" if name.endswith("9f1c2b-driver") else "d0",
+            }
+            return types.SimpleNamespace(
+                status=types.SimpleNamespace(phase="Running" if not deleted else "Failed"),
+                metadata=types.SimpleNamespace(labels=labels),
+            )
 
     fake_kube_client = types.SimpleNamespace(get_kube_client=FakeCoreV1, ApiException=RuntimeError)
     fake_kubernetes = types.ModuleType("kubernetes")
@@ -198,15 +214,22 @@ def test_kubernetes_cluster_mode_mocked_submit_and_kill_through_the_kube_client(
     assert driver == pod.but(log=control.path(ControlArea.DRIVER_LOG))
     [submitted] = _calls(bin_dir, "spark-submit")
     assert submitted == [
-        "--master", "k8s://https://k8s.example:6443",
-        "--conf", "spark.kubernetes.submission.waitAppCompletion=false",
-        "--conf", "spark.kubernetes.driver.label.async-stream-deployment=d1",
-        "--conf", "spark.kubernetes.namespace=streaming",
-        "--archives", f"{runtime_bundle().archive}#async-stream-runtime",
-        "--name", "async-stream-clicks",
-        "--deploy-mode", "cluster",
+        "--master",
+        "k8s://https://k8s.example:6443",
+        "--conf",
+        "spark.kubernetes.submission.waitAppCompletion=false",
+        "--conf",
+        "spark.kubernetes.driver.label.async-stream-deployment=d1",
+        "--conf",
+        "spark.kubernetes.namespace=streaming",
+        "--archives",
+        f"{runtime_bundle().archive}#async-stream-runtime",
+        "--name",
+        "async-stream-clicks",
+        "--deploy-mode",
+        "cluster",
         str(runtime_bundle().entry),
-    ]  # fmt: skip
+    ]
     assert launcher.state(driver) == "Running"
     other = pod.but(pod="async-stream-payments-77aa01-driver")  # a forged record naming another job's pod
     with pytest.raises(NotSignalledError, match="label async-stream-deployment is 'd0', not 'd1'"):
@@ -280,8 +303,10 @@ def test_the_cli_stop_kills_a_stuck_yarn_driver_through_the_connection_mocked(
     result = cli(*stop, env=env)
 
     assert result.stdout.splitlines()[-1] == "stopped: state failed", result
-    assert _calls(bin_dir, "yarn") == [["application", "-status", "application_1_0007"],
-                                       ["application", "-kill", "application_1_0007"]]  # fmt: skip
+    assert _calls(bin_dir, "yarn") == [
+        ["application", "-status", "application_1_0007"],
+        ["application", "-kill", "application_1_0007"],
+    ]
     assert "killed on the cluster" in (control.read_status().error or "")
 
 
@@ -298,7 +323,10 @@ def test_yarn_mocked_a_forged_record_naming_an_untagged_application_is_not_kille
         _stub(bin_dir, "yarn", f"Application Report : \n\tApplication-Tags : {tags}\n\tState : RUNNING")
         with pytest.raises(NotSignalledError) as refused:
             launcher.kill(someone_elses, Target("/ck.async-stream", "d1"))
-        assert "application_1700000000000_0099 is not provably the driver: it is not tagged async-stream-deployment-d1" in str(refused.value)  # fmt: skip
+        assert (
+            "application_1700000000000_0099 is not provably the driver: it is not tagged async-stream-deployment-d1"
+            in str(refused.value)
+        )
     _stub(bin_dir, "yarn", "Exception in thread main: connection refused")  # no answer: no kill either
     with pytest.raises(NotSignalledError, match="tags of YARN application .* cannot be read"):
         launcher.kill(someone_elses, Target("/ck.async-stream", "d1"))
@@ -314,14 +342,20 @@ def test_yarn_mocked_tags_are_read_through_the_resourcemanagers_rest_api(
 
     def get(url: str, **kwargs: Any) -> Any:
         asked.append(url)
-        return types.SimpleNamespace(json=lambda: {"app": {"applicationTags": "async-stream-deployment-20261129t150422z-ab12"}})  # fmt: skip
+        return types.SimpleNamespace(
+            json=lambda: {"app": {"applicationTags": "async-stream-deployment-20261129t150422z-ab12"}}
+        )
 
     monkeypatch.setattr(requests, "get", get)
     bin_dir = tmp_path / "bin"
     _stub(bin_dir, "yarn", "Killed application application_9_0001")  # the kill itself: the yarn CLI
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    _connection(monkeypatch, "spark_yarn", "yarn",
-                **{"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": "rm:8088"})  # fmt: skip
+    _connection(
+        monkeypatch,
+        "spark_yarn",
+        "yarn",
+        **{"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": "rm:8088"},
+    )
     launcher = launcher_for("spark_yarn")
     app = Driver(kind="yarn-application", application_id="application_9_0001")
     with pytest.raises(NotSignalledError):

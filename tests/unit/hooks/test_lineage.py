@@ -32,13 +32,20 @@ def as_sent(lineage: Any) -> dict[str, Any]:
     def sent(value: Any) -> Any:
         return json.loads(Serde.to_json(value))
 
-    return {"inputs": [sent(d) for d in lineage.inputs], "outputs": [sent(d) for d in lineage.outputs],
-            "job_facets": {key: sent(facet) for key, facet in lineage.job_facets.items()}}  # fmt: skip
+    return {
+        "inputs": [sent(d) for d in lineage.inputs],
+        "outputs": [sent(d) for d in lineage.outputs],
+        "job_facets": {key: sent(facet) for key, facet in lineage.job_facets.items()},
+    }
 
 
 def test_deploy_names_kafka_topics_from_its_connection_and_never_its_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_PROD", json.dumps(
-        {"conn_type": "kafka", "host": "broker.prod", "port": 9094, "login": "app", "password": "s3cret-pw-77"}))  # fmt: skip
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KAFKA_PROD",
+        json.dumps(
+            {"conn_type": "kafka", "host": "broker.prod", "port": 9094, "login": "app", "password": "s3cret-pw-77"}
+        ),
+    )
     deploy = DeployStreamingJobOperator(task_id="deploy", spec=KAFKA_JOB)
     sent = as_sent(deploy.get_openlineage_facets_on_start())
     assert sent["inputs"] == [{"namespace": "kafka://broker.prod:9094", "name": "clicks", "facets": {}}]

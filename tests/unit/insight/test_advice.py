@@ -17,9 +17,14 @@ def sync_then_async(sync_om: float, interval_ms: int, every_s: float = 1.0, asyn
     """30 synchronous batches of 200 ms with ``sync_om`` of offset management, then 20 async ones."""
     sync = batch_events([200.0] * 30, [sync_om] * 30, conf=configuration(False), every_s=every_s)
     return sync + batch_events(
-        [async_latency] * 20, [1.0] * 20, start=1_800_000_100.0, first_batch=30, run="r2",
-        conf=configuration(True, interval_ms), every_s=every_s,
-    )  # fmt: skip
+        [async_latency] * 20,
+        [1.0] * 20,
+        start=1_800_000_100.0,
+        first_batch=30,
+        run="r2",
+        conf=configuration(True, interval_ms),
+        every_s=every_s,
+    )
 
 
 def test_a_high_share_on_a_stateless_kafka_job_advises_turning_it_on_with_the_saving() -> None:
@@ -145,14 +150,18 @@ def test_turning_it_off_offers_the_switch_in_place_beside_the_migration() -> Non
 def test_after_it_was_turned_off_the_advice_to_turn_it_on_says_so() -> None:
     """Right after a migration turned async off, the advice was to turn it on again without a word of why it was off."""
     events = batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False))
-    events += batch_events([80.0] * 20, [1.0] * 20, start=1_800_000_020.0, first_batch=20, run="r2",
-                           conf=configuration(True, 0))  # fmt: skip
-    events += batch_events([200.0] * 20, [120.0] * 20, start=1_800_000_040.0, first_batch=40, run="r3",
-                           conf=configuration(False))  # fmt: skip
+    events += batch_events(
+        [80.0] * 20, [1.0] * 20, start=1_800_000_020.0, first_batch=20, run="r2", conf=configuration(True, 0)
+    )
+    events += batch_events(
+        [200.0] * 20, [120.0] * 20, start=1_800_000_040.0, first_batch=40, run="r3", conf=configuration(False)
+    )
     (advice,) = advise(build_report(events), KAFKA)
     assert advice["kind"] == "turn_on" and advice["figures"]["turned_off_at_batch"] == 40
-    assert advice["summary"].startswith("it was turned off at batch 40 (switch): if that was for exactly-once "
-                                        "delivery end to end, keep it off; else turn async progress tracking on")  # fmt: skip
+    assert advice["summary"].startswith(
+        "it was turned off at batch 40 (switch): if that was for exactly-once "
+        "delivery end to end, keep it off; else turn async progress tracking on"
+    )
     (fresh,) = advise(build_report(events[:20]), KAFKA)  # never async: nothing to say of why it is off
     assert (
         fresh["summary"].startswith("turn async progress tracking on") and "turned_off_at_batch" not in fresh["figures"]

@@ -24,9 +24,19 @@ def _job(tmp_path: Path, **status: Any) -> tuple[ControlArea, str]:
     control.ensure()
     control.write_json("deployment.json", {"deployment_id": "d-1", "job": "j", "checkpoint": checkpoint})
     control.write_json("spec.json", {"name": "j", "health": {"batch_stalled_after": "30 seconds"}})
-    record = {"deployment_id": "d-1", "state": "running", "query_id": "q", "host": OTHER_HOST, "pid": 1,
-              "started_at": time.time() - 100, "heartbeat_at": time.time(), "batches": 3, "first_batch_id": 0,
-              "last_batch_id": 2, "last_progress_at": time.time() - 1}  # fmt: skip
+    record = {
+        "deployment_id": "d-1",
+        "state": "running",
+        "query_id": "q",
+        "host": OTHER_HOST,
+        "pid": 1,
+        "started_at": time.time() - 100,
+        "heartbeat_at": time.time(),
+        "batches": 3,
+        "first_batch_id": 0,
+        "last_batch_id": 2,
+        "last_progress_at": time.time() - 1,
+    }
     control.write_json("status.json", {**record, **status})
     return control, checkpoint
 
@@ -56,8 +66,14 @@ def test_an_exit_record_from_another_host_is_a_crash_at_once(tmp_path: Path) -> 
 
 
 def test_a_driver_that_never_ran_a_batch_failed_to_start(tmp_path: Path) -> None:
-    control, checkpoint = _job(tmp_path, state="failed", batches=0, first_batch_id=None, last_batch_id=None,
-                               error="AnalysisException: [UNRESOLVED_COLUMN] nope")  # fmt: skip
+    control, checkpoint = _job(
+        tmp_path,
+        state="failed",
+        batches=0,
+        first_batch_id=None,
+        last_batch_id=None,
+        error="AnalysisException: [UNRESOLVED_COLUMN] nope",
+    )
     looked = check_up(control, checkpoint)
     assert looked.health.verdict == Verdict.FAILED_TO_START and "UNRESOLVED_COLUMN" in looked.health.reason
     assert [i.kind for i in read_incidents(control)] == [Kind.FAILED_START]
@@ -87,8 +103,15 @@ def test_a_stall_is_recorded_once_and_its_recovery_once(tmp_path: Path) -> None:
     for _ in range(2):
         looked = check_up(control, checkpoint)
         assert looked.health.verdict == Verdict.STALLED and "batch 3 has run for" in looked.health.reason
-    control.write_json("status.json", {**control.read_json("status.json"), "batch_active_since": None,  # type: ignore[dict-item]
-                                       "last_batch_id": 3, "last_progress_at": time.time()})  # fmt: skip
+    control.write_json(
+        "status.json",
+        {
+            **control.read_json("status.json"),
+            "batch_active_since": None,  # type: ignore[dict-item]
+            "last_batch_id": 3,
+            "last_progress_at": time.time(),
+        },
+    )
     for _ in range(2):
         assert check_up(control, checkpoint).health.verdict == Verdict.HEALTHY
     found = read_incidents(control)

@@ -23,9 +23,17 @@ LIVE = Liveness(True, "state is running, heartbeat 1 s ago")
 
 
 def running(**changes: Any) -> Status:
-    fields: dict[str, Any] = {"deployment_id": "d-1", "state": State.RUNNING, "query_id": "q", "started_at": AT - 600,
-              "heartbeat_at": AT - 1, "batches": 40, "first_batch_id": 10, "last_batch_id": 49,
-              "last_progress_at": AT - 2}  # fmt: skip
+    fields: dict[str, Any] = {
+        "deployment_id": "d-1",
+        "state": State.RUNNING,
+        "query_id": "q",
+        "started_at": AT - 600,
+        "heartbeat_at": AT - 1,
+        "batches": 40,
+        "first_batch_id": 10,
+        "last_batch_id": 49,
+        "last_progress_at": AT - 2,
+    }
     return Status(**{**fields, **changes})
 
 
@@ -82,7 +90,11 @@ def test_a_driver_gone_after_batches_crashed_and_before_any_failed_to_start() ->
 
 def test_final_states_say_why() -> None:
     failed = verdict(running(state=State.FAILED, error="StreamingQueryException: boom\n== Plan ==", finished_at=AT - 5))
-    assert (failed.verdict, failed.since, failed.reason) == (Verdict.CRASHED, AT - 5, "its query failed: StreamingQueryException: boom")  # fmt: skip
+    assert (failed.verdict, failed.since, failed.reason) == (
+        Verdict.CRASHED,
+        AT - 5,
+        "its query failed: StreamingQueryException: boom",
+    )
     early = running(state=State.FAILED, batches=0, first_batch_id=None, error="AnalysisException: no column x")
     assert verdict(early).verdict == Verdict.FAILED_TO_START and "no column x" in verdict(early).reason
     stopped = verdict(running(state=State.STOPPED, stop_reason="rollout", finished_at=AT - 9))

@@ -27,15 +27,23 @@ def test_the_migration_counts_its_changes_and_sums_their_pauses(tmp_path: Path) 
     report = build_report(_migrated())
     found = last_migration(control, RUNS, report)
     # 9.1 s: batch 9 ended; 10.5 s: interval 0 began (1.4 s); 14.59 s: batch 14 ended; 16 s: synchronous (1.41 s)
-    assert found == {"dag_id": "example_safe_disable", "run_id": "r7", "at": START + 9.5, "changes": 2,
-                     "pause_s": 2.81, "failed_step": None}  # fmt: skip
+    assert found == {
+        "dag_id": "example_safe_disable",
+        "run_id": "r7",
+        "at": START + 9.5,
+        "changes": 2,
+        "pause_s": 2.81,
+        "failed_step": None,
+    }
 
 
 def test_a_migration_older_than_the_batches_read_has_no_figures_and_a_failed_step_is_named(tmp_path: Path) -> None:
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
-    control.write_json(ControlArea.MIGRATION, {"dag_id": "example_safe_disable", "run_id": "r7",
-                       "failed_step": "gate_sync_restart", "reason": "unsafe"})  # fmt: skip
+    control.write_json(
+        ControlArea.MIGRATION,
+        {"dag_id": "example_safe_disable", "run_id": "r7", "failed_step": "gate_sync_restart", "reason": "unsafe"},
+    )
     report = build_report(_migrated()[12:])  # the batches read begin after the migration began
     found = last_migration(control, RUNS, report)
     assert (found["changes"], found["pause_s"], found["failed_step"]) == (None, None, "gate_sync_restart")
@@ -56,8 +64,10 @@ def test_a_migration_counts_only_its_own_changes_not_later_switches(tmp_path: Pa
 
 
 def test_the_tuner_s_decisions_are_in_the_history_in_words_newest_first() -> None:
-    decisions = [{"at": 10.0, "act": "try", "reason": "turn async progress tracking on at 0 ms"},
-                 {"at": 20.0, "act": "revert", "reason": "turn async off", "error": "the gate said no"}]  # fmt: skip
+    decisions = [
+        {"at": 10.0, "act": "try", "reason": "turn async progress tracking on at 0 ms"},
+        {"at": 20.0, "act": "revert", "reason": "turn async off", "error": "the gate said no"},
+    ]
     incident = {"at": 15.0, "kind": "stall", "error": "no batch"}
     found = history([], [incident], decisions)
     assert [(e["kind"], e["text"]) for e in found] == [

@@ -26,17 +26,52 @@ def _job(tmp_path: Path, events: list[dict], name: str = "clicks") -> Found:
     control.ensure()
     spec = rate_noop(name, checkpoint, sink={"format": "kafka"})
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
-    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d1", "job": name, "checkpoint": checkpoint,
-                       "async_progress": SYNC["async_progress"], "trigger": SYNC["trigger"],
-                       "airflow": {"dag_id": "deploy_clicks", "run_id": "manual__1"}})  # fmt: skip
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "running", "job": name,
-                       "heartbeat_at": time.time(), "pid": os.getpid(), "host": socket.gethostname(),
-                       "configuration": ASYNC, "switches": 1})  # fmt: skip
-    control.write_json(ControlArea.HOLD, {"holder": "DAG run safe_disable/r9", "purpose": "safe-disable clicks",
-                       "dag_id": "safe_disable", "run_id": "r9", "acquired_at": time.time(),
-                       "expires_at": time.time() + 600})  # fmt: skip
-    control.write_json(ControlArea.SWITCH_ACCOUNT, {"request_id": "q1", "deployment_id": "d1", "phase": "done",
-                       "outcome": "switched", "pause_s": 0.42, "started_at": time.time()})  # fmt: skip
+    control.write_json(
+        ControlArea.DEPLOYMENT,
+        {
+            "deployment_id": "d1",
+            "job": name,
+            "checkpoint": checkpoint,
+            "async_progress": SYNC["async_progress"],
+            "trigger": SYNC["trigger"],
+            "airflow": {"dag_id": "deploy_clicks", "run_id": "manual__1"},
+        },
+    )
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d1",
+            "state": "running",
+            "job": name,
+            "heartbeat_at": time.time(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "configuration": ASYNC,
+            "switches": 1,
+        },
+    )
+    control.write_json(
+        ControlArea.HOLD,
+        {
+            "holder": "DAG run safe_disable/r9",
+            "purpose": "safe-disable clicks",
+            "dag_id": "safe_disable",
+            "run_id": "r9",
+            "acquired_at": time.time(),
+            "expires_at": time.time() + 600,
+        },
+    )
+    control.write_json(
+        ControlArea.SWITCH_ACCOUNT,
+        {
+            "request_id": "q1",
+            "deployment_id": "d1",
+            "phase": "done",
+            "outcome": "switched",
+            "pause_s": 0.42,
+            "started_at": time.time(),
+        },
+    )
     control.write_json(ControlArea.DAG_RUNS, {"stop": {"dag_id": "stop_clicks", "run_id": "s1", "at": time.time()}})
     for event in events:
         control.append_progress(event)
@@ -94,15 +129,30 @@ def test_a_row_reads_only_the_newest_part_of_a_long_log(tmp_path: Path) -> None:
     row = job_row(found)
     assert row["p50_ms"] == 100.0
     assert row["last_change"] is None  # the new deployment is further back than the row reads
-    ControlArea(found.control_area).write_json(ControlArea.SWITCH_ACCOUNT, {"request_id": "q2", "deployment_id": "d2",
-        "outcome": "switched", "before": SYNC, "after": ASYNC, "first_batch_after": 2950, "pause_s": 0.31,
-        "started_at": 1_800_002_950.0})  # fmt: skip
+    ControlArea(found.control_area).write_json(
+        ControlArea.SWITCH_ACCOUNT,
+        {
+            "request_id": "q2",
+            "deployment_id": "d2",
+            "outcome": "switched",
+            "before": SYNC,
+            "after": ASYNC,
+            "first_batch_after": 2950,
+            "pause_s": 0.31,
+            "started_at": 1_800_002_950.0,
+        },
+    )
     change = job_row(found)["last_change"]  # a switch in place the driver accounted for: that one
     assert (change["kind"], change["batch_id"], change["pause_s"]) == ("switch", 2950, 0.31)
     detail = job_detail(found)
     assert detail["report"]["batches"] == 3000 and len(detail["series"]) == 2000
-    assert detail["series"][-1] == {"batch_id": 2999, "start": 1_800_002_999.0, "latency_ms": 100.0,
-                                    "offset_management_ms": 10.0, "async": False}  # fmt: skip
+    assert detail["series"][-1] == {
+        "batch_id": 2999,
+        "start": 1_800_002_999.0,
+        "latency_ms": 100.0,
+        "offset_management_ms": 10.0,
+        "async": False,
+    }
 
 
 def test_the_detail_adds_the_reports_advice_and_changes(tmp_path: Path) -> None:
@@ -145,7 +195,9 @@ def test_rows_keep_their_order_local_ones_read_in_turn_remote_ones_in_threads(
 
     monkeypatch.setattr(overview, "job_row", row)
     names = ["a", "s3", "b", "gs", "c"]
-    found = [Found(n, "", f"{n}://bucket/{n}.async-stream" if len(n) == 2 else f"/ck/{n}.async-stream", "x") for n in names]  # fmt: skip
+    found = [
+        Found(n, "", f"{n}://bucket/{n}.async-stream" if len(n) == 2 else f"/ck/{n}.async-stream", "x") for n in names
+    ]
     assert [r["name"] for r in overview.job_rows(found)] == names
     assert {n for n, thread in read_by.items() if thread.startswith("job-row")} == {"s3", "gs"}
 
@@ -161,8 +213,10 @@ def test_a_read_of_a_fleet_that_just_went_down_shows_it_and_writes_nothing(tmp_p
     for n in range(3):
         control = ControlArea.for_checkpoint(str(tmp_path / f"ck{n}"))
         control.ensure()
-        control.write_json("status.json", {"deployment_id": f"d{n}", "state": "running", "heartbeat_at": 1000.0,
-                                           "batches": 5, "first_batch_id": 0})  # fmt: skip
+        control.write_json(
+            "status.json",
+            {"deployment_id": f"d{n}", "state": "running", "heartbeat_at": 1000.0, "batches": 5, "first_batch_id": 0},
+        )
         found.append(Found(f"job{n}", str(tmp_path / f"ck{n}"), control.url, "x"))
     before = snapshot(tmp_path)
     rows = overview.job_rows(found)

@@ -29,8 +29,18 @@ def test_every_reader_shows_a_dead_driver_and_writes_nothing(
     control.write_json("deployment.json", {"deployment_id": "d1", "job": "clicks", "checkpoint": checkpoint})
     for event in batch_events([100.0] * 5, [40.0] * 5, start=900.0):
         control.append_progress(event)
-    control.write_json("status.json", {"deployment_id": "d1", "job": "clicks", "state": "running", "batches": 5,
-                                       "heartbeat_at": 1000.0, "host": socket.gethostname(), "pid": os.getpid()})  # fmt: skip
+    control.write_json(
+        "status.json",
+        {
+            "deployment_id": "d1",
+            "job": "clicks",
+            "state": "running",
+            "batches": 5,
+            "heartbeat_at": 1000.0,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        },
+    )
     monkeypatch.setenv("AIRFLOW__ASYNC_STREAM__CHECKPOINT_FOLDERS", str(folder))
     before = snapshot(tmp_path)
     said = {}

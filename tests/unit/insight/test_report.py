@@ -39,7 +39,9 @@ def test_a_switch_sync_to_async_splits_the_figures_and_the_share_comes_from_sync
     assert data["p90_ms"] == nearest_rank(steady, 90)
     assert data["p99_ms"] == nearest_rank(steady, 99)
     assert [(g["startup_batches"], g["startup_ms"]) for g in data["groups"]] == [
-        (1, sync_latency[0]), (1, async_latency[0])]  # fmt: skip
+        (1, sync_latency[0]),
+        (1, async_latency[0]),
+    ]
     share = nearest_rank(sync_om, 50) / nearest_rank(sync_latency, 50)
     assert data["offset_management_share"] == round(share, 3)
     assert data["offset_management_ms"] == nearest_rank(sync_om, 50)

@@ -12,7 +12,7 @@ TRANSIENT = {
     "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment": "org.apache.kafka.common.errors.TimeoutException",
     "java.net.UnknownHostException: broker-3.internal": "java.net.UnknownHostException",
     "com.amazonaws.services.s3.model.AmazonS3Exception: Please reduce your request rate. (Service: Amazon S3; Status Code: 503; Error Code: SlowDown)": "SlowDown",
-}  # fmt: skip
+}
 PERMANENT = [
     "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column ... cannot be resolved",
     "java.lang.IllegalStateException: batch 7 doesn't exist",

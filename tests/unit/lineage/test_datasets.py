@@ -45,8 +45,10 @@ def test_kafka_servers_of_a_connection_come_from_the_caller() -> None:
 
 
 def test_a_topic_pattern_names_no_dataset() -> None:
-    job = spec({"format": "kafka", "options": {"kafka.bootstrap.servers": "b:1", "subscribePattern": "t.*"}},
-               {"format": "noop"})  # fmt: skip
+    job = spec(
+        {"format": "kafka", "options": {"kafka.bootstrap.servers": "b:1", "subscribePattern": "t.*"}},
+        {"format": "noop"},
+    )
     assert job_datasets(job) == ([], [])
 
 
@@ -92,8 +94,9 @@ def test_paths_are_named_as_openlineage_names_them(path: str, expected: naming.D
     ],
 )
 def test_kafka_topics_are_named_as_openlineage_names_them(servers: str, host: str, port: str) -> None:
-    job = spec({"format": "kafka", "options": {"kafka.bootstrap.servers": servers, "subscribe": "clicks"}},
-               {"format": "noop"})  # fmt: skip
+    job = spec(
+        {"format": "kafka", "options": {"kafka.bootstrap.servers": servers, "subscribe": "clicks"}}, {"format": "noop"}
+    )
     expected = naming.Kafka(bootstrap_server_host=host, port=port, topic="clicks")
     assert job_datasets(job)[0] == [Dataset(expected.get_namespace(), expected.get_name())]
 

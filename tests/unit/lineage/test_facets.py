@@ -21,19 +21,36 @@ from airflow_async_stream.spec.load import parse_spec
 ROOT = Path(__file__).resolve().parents[3]
 OPENLINEAGE = json.loads((ROOT / "tests/unit/fixtures/openlineage_2_0_2_facets.json").read_text())
 
-SPEC = parse_spec({
-    "name": "clicks", "checkpoint": "/data/ck/clicks", "async_progress": {"enabled": True},
-    "source": {"format": "kafka", "options": {"subscribe": "clicks"}, "connection": "kafka_prod"},
-    "sink": {"format": "kafka", "options": {"topic": "enriched"}, "connection": "kafka_prod"},
-    "trigger": {"processing_time": "2 seconds"},
-})  # fmt: skip
-PROGRESS = {"batches": 3, "rows": 30, "latency_ms_p50": 12.0, "latency_ms_max": 40.0, "last_batch_id": 7,
-            "since": "2026-11-28T03:00:00+00:00", "until": "2026-11-28T03:05:00+00:00"}  # fmt: skip
+SPEC = parse_spec(
+    {
+        "name": "clicks",
+        "checkpoint": "/data/ck/clicks",
+        "async_progress": {"enabled": True},
+        "source": {"format": "kafka", "options": {"subscribe": "clicks"}, "connection": "kafka_prod"},
+        "sink": {"format": "kafka", "options": {"topic": "enriched"}, "connection": "kafka_prod"},
+        "trigger": {"processing_time": "2 seconds"},
+    }
+)
+PROGRESS = {
+    "batches": 3,
+    "rows": 30,
+    "latency_ms_p50": 12.0,
+    "latency_ms_max": 40.0,
+    "last_batch_id": 7,
+    "since": "2026-11-28T03:00:00+00:00",
+    "until": "2026-11-28T03:05:00+00:00",
+}
 
 
 def sent_facets() -> tuple[dict[str, Any], dict[str, Any]]:
-    event = events.run_event("RUNNING", namespace="ns", job_name="async-stream-clicks", run_id=events.new_run_id(),
-                             configuration=configuration(SPEC), progress=PROGRESS)  # fmt: skip
+    event = events.run_event(
+        "RUNNING",
+        namespace="ns",
+        job_name="async-stream-clicks",
+        run_id=events.new_run_id(),
+        configuration=configuration(SPEC),
+        progress=PROGRESS,
+    )
     sent = json.loads(Serde.to_json(event))
     return sent["job"]["facets"], sent["run"]["facets"]
 
@@ -48,10 +65,13 @@ def schema_file(url: str) -> tuple[dict[str, Any], str]:
     return schema, pointer.rsplit("/", 1)[-1]
 
 
-@pytest.mark.parametrize(("key", "cls", "side"), [
-    (events.JOB_FACET, events.AsyncStreamConfigurationJobFacet, 0),
-    (events.PROGRESS_FACET, events.AsyncStreamProgressRunFacet, 1),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "cls", "side"),
+    [
+        (events.JOB_FACET, events.AsyncStreamConfigurationJobFacet, 0),
+        (events.PROGRESS_FACET, events.AsyncStreamProgressRunFacet, 1),
+    ],
+)
 def test_each_facet_validates_against_the_schema_its_url_names(key: str, cls: type, side: int) -> None:
     prefix, _, name = key.partition("_")
     assert (prefix, re.fullmatch(r"[a-z][A-Za-z]*", name) is not None) == ("asyncStream", True)

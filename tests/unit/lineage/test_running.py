@@ -20,8 +20,13 @@ from tests.helpers import rate_noop, until
 from tests.lineage_receiver import lineage_receiver
 
 SPEC = parse_spec(rate_noop("clicks", async_progress={"enabled": True}))
-PARENT = {"namespace": "airflow", "job_name": "d.deploy", "run_id": "01937a2b-0000-7000-8000-0000000000aa",
-          "root_job_name": "d", "root_run_id": "01937a2b-0000-7000-8000-0000000000bb"}  # fmt: skip
+PARENT = {
+    "namespace": "airflow",
+    "job_name": "d.deploy",
+    "run_id": "01937a2b-0000-7000-8000-0000000000aa",
+    "root_job_name": "d",
+    "root_run_id": "01937a2b-0000-7000-8000-0000000000bb",
+}
 
 
 def batch(batch_id: int, rows: int = 10, latency_ms: int = 40) -> dict[str, Any]:

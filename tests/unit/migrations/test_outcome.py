@@ -13,8 +13,14 @@ from airflow_async_stream.state.records import State, Status, now
 
 
 def _batch(control: ControlArea, deployment: str, batch: int, start: str) -> None:
-    control.append_progress({"deployment_id": deployment, "batch_id": batch, "timestamp": start,
-                             "duration_ms": {"triggerExecution": 500, "addBatch": 400}})  # fmt: skip
+    control.append_progress(
+        {
+            "deployment_id": deployment,
+            "batch_id": batch,
+            "timestamp": start,
+            "duration_ms": {"triggerExecution": 500, "addBatch": 400},
+        }
+    )
 
 
 def _control(tmp_path: Path) -> ControlArea:
@@ -27,8 +33,9 @@ def _control(tmp_path: Path) -> ControlArea:
 
 def test_a_job_that_ran_when_the_migration_took_it_paused_between_its_batches(tmp_path: Path) -> None:
     control = _control(tmp_path)
-    running = Status(deployment_id="d1", state=State.RUNNING, heartbeat_at=now(), pid=os.getpid(),
-                     host=socket.gethostname())  # fmt: skip
+    running = Status(
+        deployment_id="d1", state=State.RUNNING, heartbeat_at=now(), pid=os.getpid(), host=socket.gethostname()
+    )
     assert ran_when_taken(control, running, None)
     assert restart_pause(control, running, "d2", ran=True) == (58.1, "")
     migration = Holder("DAG run m/r1", "safe-disable")
@@ -60,5 +67,9 @@ def test_a_switch_read_back_from_xcom_describes_itself_as_it_did(tmp_path: Path)
     ):
         assert Stage.from_json(switch.to_json()) == switch
         assert "None" not in switch.describe()
-    assert Stage.from_json({"to": "synchronous", "how": "restart", "why": "w", "deployment_id": "d",
-                             "start_batch": 1}).pause_s is None  # a step that measured none  # fmt: skip
+    assert (
+        Stage.from_json(
+            {"to": "synchronous", "how": "restart", "why": "w", "deployment_id": "d", "start_batch": 1}
+        ).pause_s
+        is None
+    )  # a step that measured none

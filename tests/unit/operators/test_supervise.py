@@ -28,8 +28,17 @@ def _crashed(tmp_path: Path) -> ControlArea:
     control = ControlArea.for_checkpoint(spec["checkpoint"])
     deployed(control, spec)
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d1", "deployed_at": time.time() - 60})
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "failed", "batches": 3, "error": "boom",
-                                            "finished_at": time.time(), "heartbeat_at": time.time()})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d1",
+            "state": "failed",
+            "batches": 3,
+            "error": "boom",
+            "finished_at": time.time(),
+            "heartbeat_at": time.time(),
+        },
+    )
     return control
 
 
@@ -77,7 +86,9 @@ def test_a_crash_loop_fails_the_run_once_with_one_line_and_a_recovery_is_pushed_
     control = _crashed(tmp_path)
     spec = {**json.loads(control.read_bytes(ControlArea.SPEC)), "restart": {"max_restarts": 1}}
     deployed(control, spec, "d1")
-    ledger.write(control, ledger.SUPERVISION, {"restarts": [{"at": time.time() - 30, "answered": "d0", "deployment_id": "d1"}]})  # fmt: skip
+    ledger.write(
+        control, ledger.SUPERVISION, {"restarts": [{"at": time.time() - 30, "answered": "d0", "deployment_id": "d1"}]}
+    )
     task = SuperviseJobsOperator(task_id="supervise", checkpoint_folders=[str(tmp_path)])
     pushed: dict[str, object] = {}
 
@@ -97,8 +108,17 @@ def test_a_crash_loop_fails_the_run_once_with_one_line_and_a_recovery_is_pushed_
     assert outcome["alert"] == "crash_looping" and outcome["said"] is None and pushed["recovered"] == []
 
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d2", "deployed_at": time.time() - 5})
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d2", "state": "running", "batches": 3, "last_batch_id": 7,
-                                            "heartbeat_at": time.time(), "last_progress_at": time.time()})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d2",
+            "state": "running",
+            "batches": 3,
+            "last_batch_id": 7,
+            "heartbeat_at": time.time(),
+            "last_progress_at": time.time(),
+        },
+    )
     run("r3")
     assert pushed["recovered"] == ["job: recovered: healthy as deployment d2 (was crash_looping)"]
     run("r4")
@@ -110,8 +130,7 @@ def _broken_fleet(tmp_path: Path) -> tuple[ControlArea, ControlArea, ControlArea
     take a hold to restart it), one whose status.json is a folder."""
     stopped, fenced, unreadable = (_crashed(tmp_path / name) for name in ("a", "b", "c"))
     stopped.write_json(ControlArea.STOPPED, Stopped(at=time.time(), by="ann@h", deployment_id="d1").to_json())
-    deployed(fenced, {**json.loads(fenced.read_bytes(ControlArea.SPEC)),
-                                                      "restart": {"backoff": "1 second"}}, 'd1')  # fmt: skip
+    deployed(fenced, {**json.loads(fenced.read_bytes(ControlArea.SPEC)), "restart": {"backoff": "1 second"}}, "d1")
     Path(fenced.path(ControlArea.FENCE)).mkdir()
     Path(unreadable.path(ControlArea.STATUS)).unlink()
     Path(unreadable.path(ControlArea.STATUS)).mkdir()

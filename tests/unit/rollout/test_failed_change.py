@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture
 def old_driver(tmp_path: Path) -> Iterator[tuple[ControlArea, dict, subprocess.Popen[bytes]]]:
     """A job that runs: its spec, stable spec and a live driver obeying stop requests."""
-    spec = parse_spec({"name": "job", "checkpoint": str(tmp_path / "ck"), "source": {"format": "rate"},
-                       "sink": {"format": "noop"}}).to_mapping()  # fmt: skip
+    spec = parse_spec(
+        {"name": "job", "checkpoint": str(tmp_path / "ck"), "source": {"format": "rate"}, "sink": {"format": "noop"}}
+    ).to_mapping()
     control = ControlArea.for_checkpoint(spec["checkpoint"])
     control.ensure()
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
@@ -54,8 +55,15 @@ def test_a_deploy_refused_before_the_old_driver_stopped_leaves_the_job_running_a
     # A change that needs a new driver, naming a connection that does not exist: the deploy fails at the
     # connection lookup, before it stops anything.
     wanted = parse_spec(deep_merge(spec, {"source": {"secret_options": {"token": "no_such_conn_x"}}})).to_mapping()
-    item = PlanItem("job", "update", "changed: source.secret_options", control_url=control.url,
-                    checkpoint=spec["checkpoint"], desired_spec=wanted, how=How.RESTART)  # fmt: skip
+    item = PlanItem(
+        "job",
+        "update",
+        "changed: source.secret_options",
+        control_url=control.url,
+        checkpoint=spec["checkpoint"],
+        desired_spec=wanted,
+        how=How.RESTART,
+    )
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     settings = ApplySettings(
@@ -103,8 +111,15 @@ def test_a_rollout_item_whose_driver_failed_names_the_doctor(tmp_path: Path, mon
     monkeypatch.setitem(apply.ACTIONS, "update", failed)
     checkpoint = str(tmp_path / "ck")
     control = ControlArea.for_checkpoint(checkpoint)
-    item = PlanItem("job", "update", "changed", control_url=control.url, checkpoint=checkpoint,
-                    desired_spec=parse_spec(rate_noop("job", checkpoint)).to_mapping(), how=How.RESTART)  # fmt: skip
+    item = PlanItem(
+        "job",
+        "update",
+        "changed",
+        control_url=control.url,
+        checkpoint=checkpoint,
+        desired_spec=parse_spec(rate_noop("job", checkpoint)).to_mapping(),
+        how=How.RESTART,
+    )
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     with pytest.raises(RolloutError, match=re.escape(f"run `airflow-async-stream doctor {checkpoint}`")):

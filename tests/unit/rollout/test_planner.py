@@ -389,9 +389,16 @@ def test_a_change_that_failed_is_not_retried_until_its_spec_changes(
     assert (fresh.action, fresh.held_back, fresh.failed_before) == ("update", False, None)
 
     # The rollout that tried it recorded the failure (apply.py writes failed_spec with the outcome).
-    failure = {"job": "job", "action": "update", "outcome": "failed", "error": "the new query did not start",
-               "failed_spec": spec_digest(fresh.desired_spec), "run_id": "scheduled__2026-11-24T10:00",
-               "finished_at": 1795514405.0, "not_taken": True}  # fmt: skip
+    failure = {
+        "job": "job",
+        "action": "update",
+        "outcome": "failed",
+        "error": "the new query did not start",
+        "failed_spec": spec_digest(fresh.desired_spec),
+        "run_id": "scheduled__2026-11-24T10:00",
+        "finished_at": 1795514405.0,
+        "not_taken": True,
+    }
     ControlArea.for_checkpoint(spec["checkpoint"]).write_json("rollout.json", failure)
 
     [held] = plan_folder(folder)
@@ -427,8 +434,14 @@ def test_a_held_back_item_is_not_applied_and_its_failure_record_stays(tmp_path: 
     control = ControlArea(str(tmp_path / "ck.async-stream"))
     control.ensure()
     control.write_json("rollout.json", {"outcome": "failed", "run_id": "r1", "failed_spec": "abc"})
-    item = PlanItem("job", "update", "changed: trigger — failed at r1 ...", control_url=control.url,
-                    desired_spec=FLEET_JOB, held_back=True)  # fmt: skip
+    item = PlanItem(
+        "job",
+        "update",
+        "changed: trigger — failed at r1 ...",
+        control_url=control.url,
+        desired_spec=FLEET_JOB,
+        held_back=True,
+    )
     settings = ApplySettings(folder=str(tmp_path / "desired"), deploy=DeploySettings(launcher=LocalLauncher()))
     with pytest.raises(RolloutError, match="job: update not retried: changed: trigger — failed at r1"):
         apply_item(item, Holder.this_process("test"), settings)
@@ -481,8 +494,9 @@ def test_a_plan_that_turns_async_on_or_changes_the_interval_carries_the_jobs_adv
     monkeypatch.setenv("AIRFLOW_ASYNC_STREAM_HOME", str(tmp_path / "home"))
     folder = tmp_path / "desired"
     fleet_file(folder, tmp_path / "index")
-    spec = parse_spec(deep_merge(FLEET_JOB, {"checkpoint": str(tmp_path / "ck" / "job"),
-                                             "async_progress": {"enabled": False}})).to_mapping()  # fmt: skip
+    spec = parse_spec(
+        deep_merge(FLEET_JOB, {"checkpoint": str(tmp_path / "ck" / "job"), "async_progress": {"enabled": False}})
+    ).to_mapping()
     deployed(spec["checkpoint"], spec, folder)
     control = ControlArea.for_checkpoint(spec["checkpoint"])
     for event in batch_events([200.0] * 20, [120.0] * 20, conf=configuration(False, trigger="1 second")):
@@ -528,8 +542,11 @@ def test_a_job_with_async_on_moves_to_real_time_mode_in_two_changes(tmp_path: Pa
 
 
 def test_a_synchronous_job_enters_real_time_mode_by_a_restart_never_in_place() -> None:
-    item = plan_job("job", desired(**REAL_TIME, async_progress={"enabled": False}),
-                    seen(observed(**KAFKA, async_progress={"enabled": False}), switchable=True))  # fmt: skip
+    item = plan_job(
+        "job",
+        desired(**REAL_TIME, async_progress={"enabled": False}),
+        seen(observed(**KAFKA, async_progress={"enabled": False}), switchable=True),
+    )
     assert item.action == "update" and item.how == "restart"
     assert "only by a restart" in item.how_reason
 
@@ -567,8 +584,17 @@ def test_a_job_whose_driver_exit_is_recorded_is_observed_not_live_at_once(tmp_pa
 
     control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
     control.ensure()
-    control.write_json("status.json", {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
-                                       "host": "worker-b", "pid": 7, "configuration": {}})  # fmt: skip
+    control.write_json(
+        "status.json",
+        {
+            "deployment_id": "d1",
+            "state": "running",
+            "heartbeat_at": time.time(),
+            "host": "worker-b",
+            "pid": 7,
+            "configuration": {},
+        },
+    )
     assert read_job("job", control).live
     control.write_json("driver-exit.json", {"deployment_id": "d1", "host": "worker-b", "exited_at": time.time()})
     observed = read_job("job", control)

@@ -33,8 +33,14 @@ def test_a_switched_query_is_recorded_reading_its_ids_at_most_once(tmp_path: Pat
     control.ensure()
     governor = Governor(control, "dep-1", "job")
     spec = parse_spec(rate_noop("job", checkpoint=str(tmp_path / "ck")))
-    record = SwitchAccount(request_id="r1", deployment_id="dep-1", phase=SwitchPhase.STARTED, before={},
-                           requested_at=1.0, query_run_id="run-2")  # fmt: skip
+    record = SwitchAccount(
+        request_id="r1",
+        deployment_id="dep-1",
+        phase=SwitchPhase.STARTED,
+        before={},
+        requested_at=1.0,
+        query_run_id="run-2",
+    )
     query = CountingQuery()
     governor.switched(query, spec, None, record)  # type: ignore[arg-type]
     assert query.reads == {"id": 1, "runId": 0}  # the run id came with the account

@@ -211,8 +211,13 @@ def test_the_sensor_defers_to_the_trigger_with_the_first_pokes_baseline_and_dead
     assert classpath == "airflow_async_stream.triggers.committed_batches.CommittedBatchesTrigger"
     started = kwargs.pop("started_at")
     assert before <= started <= time.time()
-    assert kwargs == {"checkpoint": ck, "baseline": 9, "min_batches": 2, "deadline": started + 120,
-                      "poll_interval": 0.5}  # fmt: skip
+    assert kwargs == {
+        "checkpoint": ck,
+        "baseline": 9,
+        "min_batches": 2,
+        "deadline": started + 120,
+        "poll_interval": 0.5,
+    }
 
 
 def test_deferrable_follows_airflows_default_deferrable_setting() -> None:
@@ -240,13 +245,15 @@ def test_the_sensors_timeout_is_an_airflow_sensor_timeout_with_the_reason(tmp_pa
 
     ck = checkpoint(tmp_path, [3], state="running", idle_at=time.time(), last_progress_at=time.time() - 5)
     for deferrable in (False, True):
-        sensor = CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3, wait_timeout_s=0,
-                                        deferrable=deferrable)  # fmt: skip
+        sensor = CommittedBatchesSensor(
+            task_id="s", checkpoint=ck, baseline_batch=3, wait_timeout_s=0, deferrable=deferrable
+        )
         with pytest.raises(AirflowSensorTimeout, match="the source produced no data") as raised:
             sensor.execute({})
         assert isinstance(raised.value, CommittedBatchesTimeoutError)  # still the provider's own error
-        soft = CommittedBatchesSensor(task_id="s", checkpoint=ck, baseline_batch=3, wait_timeout_s=0,
-                                      deferrable=deferrable, soft_fail=True)  # fmt: skip
+        soft = CommittedBatchesSensor(
+            task_id="s", checkpoint=ck, baseline_batch=3, wait_timeout_s=0, deferrable=deferrable, soft_fail=True
+        )
         with pytest.raises(AirflowSkipException):
             soft.execute({})
     with pytest.raises(AirflowSensorTimeout, match="no data"):

@@ -46,10 +46,19 @@ CASES = {
     "deep.json": ("[" * 100_000 + "]" * 100_000, r"\(file\): is not valid JSON: maximum recursion depth"),
     "digits.yaml": ("name: x\nbatches: " + "9" * 5000, r"\(file\): is not valid YAML: Exceeds the limit"),
     "digits.json": ('{"name": "x", "n": ' + "9" * 5000 + "}", r"\(file\): is not valid JSON: Exceeds the limit"),
-    "wide.yaml": ("name: x\nasync_progress:\n  checkpoint_interval_ms: " + "9" * 30, r"async_progress\.checkpoint_interval_ms: is a number past 64 bits \(30 digits\)"),
-    "nan.yaml": ("name: x\nhealth:\n  batch_stalled_after: .nan\n", r"health\.batch_stalled_after: must be a finite number"),
-    "big.yaml": ("# " + "x" * MAX_BYTES + "\nname: x\n", rf"\(file\): is 1,000,0\d\d bytes; a spec is at most {MAX_BYTES:,}"),
-}  # fmt: skip
+    "wide.yaml": (
+        "name: x\nasync_progress:\n  checkpoint_interval_ms: " + "9" * 30,
+        r"async_progress\.checkpoint_interval_ms: is a number past 64 bits \(30 digits\)",
+    ),
+    "nan.yaml": (
+        "name: x\nhealth:\n  batch_stalled_after: .nan\n",
+        r"health\.batch_stalled_after: must be a finite number",
+    ),
+    "big.yaml": (
+        "# " + "x" * MAX_BYTES + "\nname: x\n",
+        rf"\(file\): is 1,000,0\d\d bytes; a spec is at most {MAX_BYTES:,}",
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

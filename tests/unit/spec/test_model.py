@@ -149,8 +149,11 @@ def test_one_local_checkpoint_has_one_spelling(spelling: str) -> None:
 def test_unknown_keys_are_refused_with_the_nearest_field(data: dict[str, Any], field: str, nearest: str | None) -> None:
     reason = problems(data)[field]
     assert reason.startswith("unknown key")
-    assert reason == (f"unknown key: did you mean `{nearest}`?" if nearest else
-                      "unknown key (check the spelling; unknown keys are refused)")  # fmt: skip
+    assert reason == (
+        f"unknown key: did you mean `{nearest}`?"
+        if nearest
+        else "unknown key (check the spelling; unknown keys are refused)"
+    )
 
 
 @pytest.mark.parametrize("name", ["../etc", "Upper", "a b", "", "x" * 64, "-lead", "a;rm -rf /"])

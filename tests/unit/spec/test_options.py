@@ -35,10 +35,16 @@ def kafka(**options: Any) -> dict[str, Any]:
         ({"format": "rate", "options": {"rampUpTime": "5 seconds"}}, "rampUpTime", "a Spark time such as '10s'"),
         ({"format": "rate-micro-batch", "options": {"rowsPerBatch": 0}}, "rowsPerBatch", "must be above 0"),
         ({"format": "rate-micro-batch"}, "rowsPerBatch", "is required"),
-        ({"format": "rate-micro-batch", "options": {"rowsPerBatch": 5, "startTimestamp": -1}}, "startTimestamp",
-         "must be 0 or more"),
-        ({"format": "rate-micro-batch", "options": {"rowsPerBatch": 5, "advanceMillisPerBatch": "x"}},
-         "advanceMillisPerBatch", "must be a whole number"),
+        (
+            {"format": "rate-micro-batch", "options": {"rowsPerBatch": 5, "startTimestamp": -1}},
+            "startTimestamp",
+            "must be 0 or more",
+        ),
+        (
+            {"format": "rate-micro-batch", "options": {"rowsPerBatch": 5, "advanceMillisPerBatch": "x"}},
+            "advanceMillisPerBatch",
+            "must be a whole number",
+        ),
         (kafka(startingOffsets="newest"), "startingOffsets", "must be latest, earliest, or JSON"),
         (kafka(startingOffsets='{"clicks": {"0": "23"}}'), "startingOffsets", "must be latest, earliest, or JSON"),
         (kafka(maxOffsetsPerTrigger="10k"), "maxOffsetsPerTrigger", "must be a whole number"),
@@ -48,7 +54,7 @@ def kafka(**options: Any) -> dict[str, Any]:
         (kafka(endingOffsets="latest"), "endingOffsets", "not valid in streaming queries"),
         (kafka(**{"kafka.auto.offset.reset": "earliest"}), "kafka.auto.offset.reset", "is not supported"),
     ],
-)  # fmt: skip
+)
 def test_source_options_spark_refuses_are_refused_naming_the_option(
     source: dict[str, Any], field: str, needle: str
 ) -> None:
@@ -66,12 +72,18 @@ def test_source_options_spark_refuses_are_refused_naming_the_option(
         {"format": "rate", "options": {"rampUpTime": 0}},
         {"format": "rate-micro-batch", "options": {"rowsPerBatch": 10, "advanceMillisPerBatch": 0}},
         kafka(startingOffsets=" Earliest "),
-        kafka(startingOffsets='{"clicks": {"0": 23, "1": -1}, "other": {"0": -2}}', maxOffsetsPerTrigger=5000,
-              minOffsetsPerTrigger=10, failOnDataLoss="FALSE", includeHeaders=True, startingTimestamp=" 1700000 "),
+        kafka(
+            startingOffsets='{"clicks": {"0": 23, "1": -1}, "other": {"0": -2}}',
+            maxOffsetsPerTrigger=5000,
+            minOffsetsPerTrigger=10,
+            failOnDataLoss="FALSE",
+            includeHeaders=True,
+            startingTimestamp=" 1700000 ",
+        ),
         {"format": "kafka", "options": {"subscribePattern": "clicks-.*", "kafka.bootstrap.servers": "b:9092"}},
         {"format": "parquet", "options": {"path": "/in"}, "schema": "id INT"},
     ],
-)  # fmt: skip
+)
 def test_options_spark_accepts_pass(source: dict[str, Any]) -> None:
     assert parse_spec({**rate_noop("opts"), "source": source}).source.format == source["format"]
 

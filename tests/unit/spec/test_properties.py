@@ -14,13 +14,38 @@ from airflow_async_stream.spec.load import load_spec, parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from tests.helpers import rate_noop
 
-FIELDS = ["name", "checkpoint", "source", "transform", "sink", "trigger", "async_progress", "spark_conf",
-          "stateful", "application", "options", "format", "sql", "entrypoint", "once", "available_now",
-          "continuous", "processing_time", "enabled", "checkpoint_interval_ms", "output_mode", "schema"]  # fmt: skip
+FIELDS = [
+    "name",
+    "checkpoint",
+    "source",
+    "transform",
+    "sink",
+    "trigger",
+    "async_progress",
+    "spark_conf",
+    "stateful",
+    "application",
+    "options",
+    "format",
+    "sql",
+    "entrypoint",
+    "once",
+    "available_now",
+    "continuous",
+    "processing_time",
+    "enabled",
+    "checkpoint_interval_ms",
+    "output_mode",
+    "schema",
+]
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=30),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
     st.sampled_from(["rate", "noop", "kafka", "parquet", "/ck/x", "s3://b/x", "1 second", "../x", "a;rm -rf /"]),
-)  # fmt: skip
+)
 values = st.recursive(
     scalars,
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(FIELDS), inner, max_size=5)),

@@ -42,8 +42,11 @@ def test_a_job_spark_runs_in_real_time_mode_is_accepted() -> None:
 @pytest.mark.parametrize(
     ("changes", "field", "needle"),
     [
-        ({"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}}, "trigger.real_time",
-         "ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED"),
+        (
+            {"async_progress": {"enabled": True, "checkpoint_interval_ms": 0}},
+            "trigger.real_time",
+            "ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED",
+        ),
         ({"sink": {"format": "kafka", "output_mode": "append"}}, "sink.output_mode", "OUTPUT_MODE_NOT_SUPPORTED"),
         ({"sink": {"format": "kafka"}}, "sink.output_mode", "not append (the default)"),
         ({"sink": {"format": "kafka", "output_mode": "complete"}}, "sink.output_mode", "needs output mode update"),
@@ -53,25 +56,38 @@ def test_a_job_spark_runs_in_real_time_mode_is_accepted() -> None:
         ({"trigger": {"real_time": "4 seconds"}}, "trigger.real_time", "4000 ms is below the minimum batch duration"),
         ({"trigger": {"real_time": "0 seconds"}}, "trigger.real_time", "must be above 0 ms"),
         ({"stateful": True}, "stateful", "only stateless queries"),
-        ({"transform": {"sql": "SELECT key, count(*) FROM source GROUP BY key"}}, "transform.sql",
-         "GROUP BY (aggregation), an aggregate function"),
-        ({"transform": {"sql": "SELECT key FROM source UNION ALL SELECT key FROM source"}}, "transform.sql",
-         "IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED"),
-        ({"spark_conf": {"spark.sql.streaming.realTimeMode.minBatchDuration": "5 s"}},
-         "spark_conf.spark.sql.streaming.realTimeMode.minBatchDuration", "is not a Spark time"),
+        (
+            {"transform": {"sql": "SELECT key, count(*) FROM source GROUP BY key"}},
+            "transform.sql",
+            "GROUP BY (aggregation), an aggregate function",
+        ),
+        (
+            {"transform": {"sql": "SELECT key FROM source UNION ALL SELECT key FROM source"}},
+            "transform.sql",
+            "IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED",
+        ),
+        (
+            {"spark_conf": {"spark.sql.streaming.realTimeMode.minBatchDuration": "5 s"}},
+            "spark_conf.spark.sql.streaming.realTimeMode.minBatchDuration",
+            "is not a Spark time",
+        ),
     ],
-)  # fmt: skip
-def test_each_combination_spark_refuses_is_refused_naming_the_field(changes: dict[str, Any], field: str,
-                                                                    needle: str) -> None:  # fmt: skip
+)
+def test_each_combination_spark_refuses_is_refused_naming_the_field(
+    changes: dict[str, Any], field: str, needle: str
+) -> None:
     found = problems(real_time(**changes))
     assert needle in found[field], found
 
 
 def test_the_specs_own_spark_settings_move_the_minimum_and_lift_the_allow_list() -> None:
-    conf = {"spark.sql.streaming.realTimeMode.minBatchDuration": "1s",
-            "spark.sql.streaming.realTimeMode.allowlistCheck": False}  # fmt: skip
-    spec = parse_spec(real_time(trigger={"real_time": "1 second"}, sink={"format": "noop", "output_mode": "update"},
-                                spark_conf=conf))  # fmt: skip
+    conf = {
+        "spark.sql.streaming.realTimeMode.minBatchDuration": "1s",
+        "spark.sql.streaming.realTimeMode.allowlistCheck": False,
+    }
+    spec = parse_spec(
+        real_time(trigger={"real_time": "1 second"}, sink={"format": "noop", "output_mode": "update"}, spark_conf=conf)
+    )
     assert spec.trigger.interval_ms() == 1000
     as_text = {**conf, "spark.sql.streaming.realTimeMode.allowlistCheck": " FALSE "}  # Spark trims, any case
     assert parse_spec(real_time(sink={"format": "noop", "output_mode": "update"}, spark_conf=as_text))
@@ -85,7 +101,9 @@ def test_a_users_own_application_is_checked_for_what_the_spec_says() -> None:
     app = {k: v for k, v in app.items() if v is not None}
     assert parse_spec(app).trigger.kind == "real_time"
     assert set(problems({**app, "trigger": {"real_time": "1 second"}, "stateful": True})) == {
-        "trigger.real_time", "stateful"}  # fmt: skip
+        "trigger.real_time",
+        "stateful",
+    }
 
 
 @pytest.mark.parametrize(
@@ -98,12 +116,14 @@ def test_a_users_own_application_is_checked_for_what_the_spec_says() -> None:
         ("SELECT 'group by', `count(` FROM source -- ORDER BY key\n WHERE key <> \"limit\" /* distinct */", []),
         ("SELECT DISTINCT key FROM source", ["DISTINCT (aggregation)"]),
         ("SELECT key FROM source ORDER BY key LIMIT 5", ["ORDER/SORT BY (sort)", "LIMIT"]),
-        ("SELECT key, row_number() OVER (PARTITION BY key ORDER BY ts) FROM source",
-         ["ORDER/SORT BY (sort)", "a window function (OVER)"]),
+        (
+            "SELECT key, row_number() OVER (PARTITION BY key ORDER BY ts) FROM source",
+            ["ORDER/SORT BY (sort)", "a window function (OVER)"],
+        ),
         ("SELECT * FROM source DISTRIBUTE BY key", ["CLUSTER/DISTRIBUTE BY (shuffle)"]),
         ("SELECT max(value) FROM source", ["an aggregate function"]),
     ],
-)  # fmt: skip
+)
 def test_sql_operators_outside_the_allow_list_are_found_but_never_in_strings_names_or_comments(
     sql: str, refused: list[str]
 ) -> None:
@@ -118,8 +138,13 @@ def test_every_spark_error_the_rules_cite_is_one_of_the_pinned_releases() -> Non
     with _jar("spark-common-utils") as jar:
         conditions = json.loads(jar.read("error/error-conditions.json"))
     real_time_errors = set(conditions["STREAMING_REAL_TIME_MODE"]["subClass"])
-    assert {"ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED", "OUTPUT_MODE_NOT_SUPPORTED", "INPUT_STREAM_NOT_SUPPORTED",
-            "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST", "IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED"} <= real_time_errors  # fmt: skip
+    assert {
+        "ASYNC_PROGRESS_TRACKING_NOT_SUPPORTED",
+        "OUTPUT_MODE_NOT_SUPPORTED",
+        "INPUT_STREAM_NOT_SUPPORTED",
+        "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST",
+        "IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED",
+    } <= real_time_errors
     assert "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL" in conditions
     assert "UNRECOGNIZED_NUMBER" in conditions["INVALID_INTERVAL_FORMAT"]["subClass"]
 
@@ -127,9 +152,23 @@ def test_every_spark_error_the_rules_cite_is_one_of_the_pinned_releases() -> Non
 def test_the_allow_lists_encoded_are_the_pinned_releases() -> None:
     with _jar("spark-sql") as jar:
         allowlist = jar.read("org/apache/spark/sql/execution/streaming/runtime/RealTimeModeAllowlist$.class")
-    for allowed in (b"ConsoleTable$", b"KafkaSourceProvider$KafkaTable", b"ProjectExec", b"FilterExec",
-                    b"UnionExec", b"GenerateExec", b"BroadcastHashJoinExec"):  # fmt: skip
+    for allowed in (
+        b"ConsoleTable$",
+        b"KafkaSourceProvider$KafkaTable",
+        b"ProjectExec",
+        b"FilterExec",
+        b"UnionExec",
+        b"GenerateExec",
+        b"BroadcastHashJoinExec",
+    ):
         assert allowed in allowlist, allowed
-    for refused in (b"NoopTable", b"sources.MemorySink", b"HashAggregateExec", b"SortExec", b"ShuffleExchangeExec",
-                    b"WindowExec", b"LimitExec"):  # fmt: skip
+    for refused in (
+        b"NoopTable",
+        b"sources.MemorySink",
+        b"HashAggregateExec",
+        b"SortExec",
+        b"ShuffleExchangeExec",
+        b"WindowExec",
+        b"LimitExec",
+    ):
         assert refused not in allowlist, refused

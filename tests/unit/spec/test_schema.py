@@ -48,32 +48,41 @@ triggers = fields(
     continuous=maybe(st.just("1 second")),
     real_time=maybe(st.just("5 seconds")),
 )
-option_names = st.sampled_from(["rowsPerSecond", "x.password", "Secret.Key", "checkpointLocation",
-                                "asyncProgressTrackingEnabled", "numPartitions", "spark.access_key"])  # fmt: skip
+option_names = st.sampled_from(
+    [
+        "rowsPerSecond",
+        "x.password",
+        "Secret.Key",
+        "checkpointLocation",
+        "asyncProgressTrackingEnabled",
+        "numPartitions",
+        "spark.access_key",
+    ]
+)
 sources = st.one_of(
     fields(
         format=st.just("rate"),
         options=maybe(st.dictionaries(option_names, st.just("1"), max_size=2)),
         connection=maybe(st.just("kafka_default")),
-    ),  # fmt: skip
+    ),
     fields(
         format=st.sampled_from(["kafka", "Kafka"]),
         options=st.just({"subscribe": "t"}),
         connection=maybe(st.just("kafka_default")),
-    ),  # fmt: skip
+    ),
 )
 sinks = st.one_of(
     fields(
         format=st.sampled_from(["noop", "console", "memory", "NoOp"]),
         options=maybe(st.dictionaries(option_names, st.just("1"), max_size=2)),
         connection=maybe(st.just("kafka_default")),
-    ),  # fmt: skip
+    ),
     fields(
         format=st.just("kafka"),
         options=st.just({"topic": "t"}),
         connection=maybe(st.just("kafka_default")),
         secret_options=maybe(st.dictionaries(option_names, st.just("conn"), max_size=1)),
-    ),  # fmt: skip
+    ),
     fields(format=st.sampled_from(["parquet", "json"]), options=st.just({"path": "/data/out"})),
 )
 transforms = fields(sql=maybe(st.just("SELECT * FROM source")), entrypoint=maybe(st.just("jobs.clicks:build")))

@@ -37,8 +37,16 @@ def test_auto_holds_the_value_in_effect_and_names_the_delegated_field() -> None:
 def test_a_tuned_spec_reads_back_as_written() -> None:
     both = parse_spec(rate_noop(async_progress={"checkpoint_interval_ms": "auto", "enabled": "auto"}))
     assert both.async_progress.auto == ["enabled", "checkpoint_interval_ms"]  # one order, however written
-    tuned = parse_spec(both.to_mapping() | {"async_progress": {"enabled": True, "checkpoint_interval_ms": 300,
-                                                               "auto": ["checkpoint_interval_ms", "enabled"]}})  # fmt: skip
+    tuned = parse_spec(
+        both.to_mapping()
+        | {
+            "async_progress": {
+                "enabled": True,
+                "checkpoint_interval_ms": 300,
+                "auto": ["checkpoint_interval_ms", "enabled"],
+            }
+        }
+    )
     assert parse_spec(tuned.to_mapping()) == tuned
     assert tuned.writer_options()["asyncProgressTrackingCheckpointIntervalMs"] == "300"
     assert tuned.to_mapping()["async_progress"]["auto"] == ["enabled", "checkpoint_interval_ms"]
@@ -106,8 +114,15 @@ def test_the_schema_judges_tuning_as_the_loader_does(data: dict[str, Any], valid
 
 
 def test_a_rollout_carries_the_tuned_value_of_a_delegated_field_only() -> None:
-    running = parse_spec(rate_noop(async_progress={"enabled": True, "checkpoint_interval_ms": 300,
-                                                   "auto": ["enabled", "checkpoint_interval_ms"]})).to_mapping()  # fmt: skip
+    running = parse_spec(
+        rate_noop(
+            async_progress={
+                "enabled": True,
+                "checkpoint_interval_ms": 300,
+                "auto": ["enabled", "checkpoint_interval_ms"],
+            }
+        )
+    ).to_mapping()
     delegated = parse_spec(rate_noop(async_progress={"enabled": "auto", "checkpoint_interval_ms": "auto"}))
     assert carry_tuned(delegated.to_mapping(), running) == running
     half = parse_spec(rate_noop(async_progress={"enabled": "auto", "checkpoint_interval_ms": 2000})).to_mapping()
@@ -118,6 +133,11 @@ def test_a_rollout_carries_the_tuned_value_of_a_delegated_field_only() -> None:
 
 def test_delegating_or_bounding_is_no_change_the_query_feels_beyond_a_switch() -> None:
     before = parse_spec(rate_noop(async_progress={"enabled": True})).to_mapping()
-    after = parse_spec(rate_noop(async_progress={"enabled": True, "auto": ["enabled"]},
-                                 autotune={"min_saving": 0.3}, delivery="at_least_once")).to_mapping()  # fmt: skip
+    after = parse_spec(
+        rate_noop(
+            async_progress={"enabled": True, "auto": ["enabled"]},
+            autotune={"min_saving": 0.3},
+            delivery="at_least_once",
+        )
+    ).to_mapping()
     assert decide(Observation("/ck", before, None, None, live=True, switchable=True), after).need is Need.SWITCH

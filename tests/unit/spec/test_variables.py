@@ -39,8 +39,10 @@ def test_the_reported_attack_a_workers_secret_key_never_reaches_plan_or_validate
         done = cli(*command)
         assert done.returncode == 2, done
         assert SECRET not in done.stdout + done.stderr
-        assert "transform.sql: names the environment variable AWS_SECRET_ACCESS_KEY, which [async_stream] " \
-            "spec_variables does not allow (it allows: ASYNC_STREAM_*)" in done.stdout + done.stderr  # fmt: skip
+        assert (
+            "transform.sql: names the environment variable AWS_SECRET_ACCESS_KEY, which [async_stream] "
+            "spec_variables does not allow (it allows: ASYNC_STREAM_*)" in done.stdout + done.stderr
+        )
 
 
 def test_a_default_does_not_make_a_variable_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

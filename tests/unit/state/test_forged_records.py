@@ -25,15 +25,24 @@ from airflow_async_stream.state.incidents import read_incidents
 AT = time.time()
 RECORDS: dict[str, dict[str, Any]] = {
     ControlArea.STATUS: {"deployment_id": "d1", "state": "stopped", "heartbeat_at": AT, "job": "j", "batches": 2},
-    ControlArea.DEPLOYMENT: {"deployment_id": "d1", "state": "submitted", "deployed_at": AT,
-                             "driver": {"kind": "local-process", "host": "h", "launcher_pid": 12, "launcher_started": 5}},
+    ControlArea.DEPLOYMENT: {
+        "deployment_id": "d1",
+        "state": "submitted",
+        "deployed_at": AT,
+        "driver": {"kind": "local-process", "host": "h", "launcher_pid": 12, "launcher_started": 5},
+    },
     ControlArea.HOLD: {"holder": "run 1", "purpose": "deploy", "acquired_at": AT, "expires_at": AT + 60, "token": 1},
-    ControlArea.SWITCH_REQUEST: {"request_id": "r1", "deployment_id": "d1", "spec": {"name": "j"}, "hold_token": 1,
-                                 "graceful_timeout_s": 5},
+    ControlArea.SWITCH_REQUEST: {
+        "request_id": "r1",
+        "deployment_id": "d1",
+        "spec": {"name": "j"},
+        "hold_token": 1,
+        "graceful_timeout_s": 5,
+    },
     ControlArea.SWITCH_ACCOUNT: {"request_id": "r1", "deployment_id": "d1", "phase": "done", "pause_s": 0.5},
     ControlArea.STOP_REQUEST: {"deployment_id": "d1", "reason": "r", "graceful_timeout_s": 5.0},
     ControlArea.DRIVER_EXIT: {"deployment_id": "d1", "host": "h", "exited_at": AT},
-}  # fmt: skip
+}
 READERS: dict[str, Callable[[ControlArea], Any]] = {
     ControlArea.STATUS: ControlArea.read_status,
     ControlArea.DEPLOYMENT: ControlArea.read_deployment,
@@ -138,8 +147,11 @@ def test_a_progress_event_of_wrong_types_is_skipped_as_a_torn_line_is(
 
 
 @settings(max_examples=200, deadline=None)
-@given(field=st.sampled_from(["at", "kind", "deployment_id", "since", "error", "batch_id", "duration_ms", "sources"]),
-       value=JSON, raw=st.sampled_from(["", "9" * 5000, "[" * 5000]))  # fmt: skip
+@given(
+    field=st.sampled_from(["at", "kind", "deployment_id", "since", "error", "batch_id", "duration_ms", "sources"]),
+    value=JSON,
+    raw=st.sampled_from(["", "9" * 5000, "[" * 5000]),
+)
 def test_a_line_of_the_incidents_or_the_progress_log_never_breaks_its_reader(field: str, value: Any, raw: str) -> None:
     """Such a line is skipped as a torn one is; the others are read."""
     good = {"at": AT, "kind": "crash", "deployment_id": "d1", "since": AT}

@@ -14,7 +14,11 @@ from airflow_async_stream.state.incidents import Incident, Kind, read_incidents,
 
 @pytest.fixture(params=["local", "memory"])
 def control(request: pytest.FixtureRequest, tmp_path: Path) -> ControlArea:
-    url = str(tmp_path / "ck.async-stream") if request.param == "local" else f"memory://inc-{uuid.uuid4().hex}/ck.async-stream"  # fmt: skip
+    url = (
+        str(tmp_path / "ck.async-stream")
+        if request.param == "local"
+        else f"memory://inc-{uuid.uuid4().hex}/ck.async-stream"
+    )
     area = ControlArea(url)
     area.ensure()
     return area

@@ -56,15 +56,28 @@ def _evil(spec: JobSpec, tmp_path: Path) -> dict[str, Any]:
     """The spec with the attacker's code and a Java option: what the report's stable.json held."""
     marker = tmp_path / "evil-ran"
     (tmp_path / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
-    return {"name": spec.name, "checkpoint": spec.checkpoint, "application": str(tmp_path / "evil.py"),
-            "spark_conf": {"spark.driver.extraJavaOptions": "-javaagent:/tmp/evil.jar"}}  # fmt: skip
+    return {
+        "name": spec.name,
+        "checkpoint": spec.checkpoint,
+        "application": str(tmp_path / "evil.py"),
+        "spark_conf": {"spark.driver.extraJavaOptions": "-javaagent:/tmp/evil.jar"},
+    }
 
 
 def _crashed(control: ControlArea) -> None:
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d3", "deployed_at": time.time() - 100})
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d3", "state": "failed", "batches": 4, "last_batch_id": 9,
-                                            "error": "SIGKILL", "finished_at": time.time() - 50,
-                                            "heartbeat_at": time.time() - 50})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d3",
+            "state": "failed",
+            "batches": 4,
+            "last_batch_id": 9,
+            "error": "SIGKILL",
+            "finished_at": time.time() - 50,
+            "heartbeat_at": time.time() - 50,
+        },
+    )
 
 
 def _untrusted(control: ControlArea) -> list[Any]:
@@ -83,8 +96,11 @@ def test_a_kept_spec_comes_back_as_kept_from_the_drivers_own_form(tmp_path: Path
 def test_kept_specs_are_capped_per_job(tmp_path: Path) -> None:
     control, spec = _deployed(tmp_path)
     for ms in range(issued.KEPT + 5):
-        issued.keep(parse_spec(deep_merge(spec.to_mapping(), {"async_progress": {"checkpoint_interval_ms": ms}})),
-                    f"d{ms}", "switch")  # fmt: skip
+        issued.keep(
+            parse_spec(deep_merge(spec.to_mapping(), {"async_progress": {"checkpoint_interval_ms": ms}})),
+            f"d{ms}",
+            "switch",
+        )
     kept = list(issued.kept_folder("job").iterdir())
     assert len(kept) == issued.KEPT
     newest = parse_spec(deep_merge(spec.to_mapping(), {"async_progress": {"checkpoint_interval_ms": issued.KEPT + 4}}))
@@ -118,8 +134,11 @@ def test_a_stable_spec_naming_another_jobs_checkpoint_takes_nothing_over(tmp_pat
     _crashed(control)
     control.write_json(ControlArea.STABLE, {"deployment_id": "d3", "spec": other_spec.to_mapping()})  # a real spec
 
-    outcome = supervise_job(control, Holder.this_process("supervisor"), SuperviseSettings(
-        deploy=DeploySettings(launcher=fake_launcher(), startup_timeout_s=20)))  # fmt: skip
+    outcome = supervise_job(
+        control,
+        Holder.this_process("supervisor"),
+        SuperviseSettings(deploy=DeploySettings(launcher=fake_launcher(), startup_timeout_s=20)),
+    )
 
     assert (outcome.act, outcome.alert) == ("nothing", "untrusted_spec")
     assert f"names checkpoint {other_spec.checkpoint!r}, which is not this job's" in outcome.reason
@@ -178,13 +197,23 @@ def test_a_rollback_never_runs_a_forged_stable_spec(running_job: tuple[ControlAr
     control, spec = running_job
     control.write_json(ControlArea.STABLE, {"deployment_id": "d3", "spec": _evil(spec, tmp_path)})
     wanted = deep_merge(spec.to_mapping(), {"source": {"options": {"rowsPerSecond": 7}}})
-    item = PlanItem("job", "update", "changed: source.options", control_url=control.url, checkpoint=spec.checkpoint,
-                    desired_spec=wanted, how=How.RESTART)  # fmt: skip
+    item = PlanItem(
+        "job",
+        "update",
+        "changed: source.options",
+        control_url=control.url,
+        checkpoint=spec.checkpoint,
+        desired_spec=wanted,
+        how=How.RESTART,
+    )
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "_fleet.yaml").write_text(f"index: {tmp_path / 'index'}\n")
     # The new (fake) driver commits no batch: the change fails after the old driver stopped, and rolls back.
-    settings = ApplySettings(folder=str(tmp_path / "desired"), wait_timeout_s=1,
-                             deploy=DeploySettings(launcher=fake_launcher(), startup_timeout_s=20))  # fmt: skip
+    settings = ApplySettings(
+        folder=str(tmp_path / "desired"),
+        wait_timeout_s=1,
+        deploy=DeploySettings(launcher=fake_launcher(), startup_timeout_s=20),
+    )
 
     with pytest.raises(RolloutError, match="not rolled back: .* differs from the last one") as failed:
         apply_item(item, Holder.this_process("rollout test"), settings)

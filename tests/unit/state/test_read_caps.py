@@ -35,8 +35,10 @@ def test_incidents_are_read_from_their_newest_end(control: ControlArea) -> None:
 
 def test_an_incidents_texts_are_cut_where_it_is_recorded(control: ControlArea) -> None:
     huge = "y" * (5 << 20)
-    record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d1", since=1.0, error=huge, diagnosis=huge,
-                                      cure=huge, action=huge))  # fmt: skip
+    record_incident(
+        control,
+        Incident(kind=Kind.CRASH, deployment_id="d1", since=1.0, error=huge, diagnosis=huge, cure=huge, action=huge),
+    )
     assert Path(control.path(ControlArea.INCIDENTS)).stat().st_size < 10_000
     [incident] = read_incidents(control)
     assert incident.diagnosis is not None and incident.diagnosis.endswith(f"... ({5 << 20:,} chars)")

@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[3]
 def live(tmp_path: Path) -> Iterator[ControlArea]:
     """A fake driver of this host that obeys a stop, with its deployment record."""
     control = ControlArea.for_checkpoint(str(tmp_path / "ck"))
-    process = subprocess.Popen(fake_driver(control.url, "d1", "--obey", "--record-deployment"), cwd=ROOT,
-                               start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        fake_driver(control.url, "d1", "--obey", "--record-deployment"), cwd=ROOT, start_new_session=True
+    )
     until(lambda: (control.read_json(ControlArea.STATUS) or {}).get("state") == "running", 30)
     yield control
     if process.poll() is None:
@@ -45,8 +46,10 @@ def test_the_stop_command_records_a_persons_stop(live: ControlArea, tmp_path: Pa
     stopped = stopped_on_purpose(live)
     assert stopped is not None
     assert (stopped.kind, stopped.by, stopped.deployment_id) == (
-        BY_PERSON, f"{getpass.getuser()}@{socket.gethostname()}", "d1"
-    )  # fmt: skip
+        BY_PERSON,
+        f"{getpass.getuser()}@{socket.gethostname()}",
+        "d1",
+    )
     assert stopped.reason == "stop from the command line" and abs(stopped.at - time.time()) < 60
     assert stopped.describe().startswith(f"stopped by a person ({stopped.by}) at ")
     shown = cli("status", str(tmp_path / "ck")).stdout

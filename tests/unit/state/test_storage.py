@@ -31,8 +31,9 @@ except StorageError as exc:
     [("s3fs", "s3a://bucket/ck.async-stream", "s3"), ("adlfs", "abfss://c@acct.dfs.core.windows.net/ck", "azure")],
 )
 def test_a_missing_client_library_is_named_with_its_extra(module: str, url: str, extra: str) -> None:
-    said = subprocess.run([sys.executable, "-c", _WITHOUT.format(module=module, url=url)], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
+    said = subprocess.run(
+        [sys.executable, "-c", _WITHOUT.format(module=module, url=url)], capture_output=True, text=True, check=True
+    ).stdout
     assert (
         said.strip()
         == f'{url}: {url.split(":")[0]}:// storage needs its client library here: pip install "airflow-async-stream[{extra}]"'

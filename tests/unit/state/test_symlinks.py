@@ -81,26 +81,43 @@ def test_the_progress_log_is_never_appended_through_a_symlink(control: ControlAr
 
 def test_a_forged_local_log_path_is_not_read(control: ControlArea, victim: Path) -> None:
     victim.write_text("SECRET=hunter2\n")
-    control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d", "job": "job", "driver": {
-        "kind": "local-process", "host": "h", "log": str(victim), "log_on_host": True}})  # fmt: skip
+    control.write_json(
+        ControlArea.DEPLOYMENT,
+        {
+            "deployment_id": "d",
+            "job": "job",
+            "driver": {"kind": "local-process", "host": "h", "log": str(victim), "log_on_host": True},
+        },
+    )
     assert "hunter2" not in log_tail(control)
 
 
 def test_a_stop_reason_never_writes_a_line_of_its_own_into_the_driver_log(control: ControlArea) -> None:
     from airflow_async_stream.runtime.driver import _log_our_lines
 
-    done = subprocess.run([sys.executable, "-c", (
-        "from airflow_async_stream.runtime.driver import _log_our_lines\n"
-        "_log_our_lines().info('stop requested (%s)', 'x\\nimport os; os.system(1)\\r\\x1b[2J')\n"
-    )], capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "from airflow_async_stream.runtime.driver import _log_our_lines\n"
+                "_log_our_lines().info('stop requested (%s)', 'x\\nimport os; os.system(1)\\r\\x1b[2J')\n"
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert _log_our_lines is not None
     [line] = done.stderr.splitlines()
     assert line.endswith(r"stop requested (x\nimport os; os.system(1)\r\x1b[2J)"), line
 
 
 def test_a_records_control_characters_reach_no_terminal(control: ControlArea) -> None:
-    record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d", since=1.0,
-                                      error="boom\x1b[2J\x1b]0;owned\x07", diagnosis="a\rb"))  # fmt: skip
+    record_incident(
+        control,
+        Incident(kind=Kind.CRASH, deployment_id="d", since=1.0, error="boom\x1b[2J\x1b]0;owned\x07", diagnosis="a\rb"),
+    )
     shown = cli("incidents", control.url)
     assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\r" not in shown.stdout, shown
     assert r"boom\x1b[2J\x1b]0;owned\x07" in shown.stdout and r"a\rb" in shown.stdout, shown.stdout
@@ -113,11 +130,13 @@ def test_a_newline_in_a_record_starts_no_line_of_its_own(control: ControlArea) -
 
     forged = "maintenance\nverdict  healthy"
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d1", "deployed_at": 1.0, "job": "j\nk"})
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "stopped", "stop_reason": forged,
-                                            "finished_at": 2.0})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS, {"deployment_id": "d1", "state": "stopped", "stop_reason": forged, "finished_at": 2.0}
+    )
     ledger.write(control, ledger.STOPPED, {"at": 2.0, "by": "ann@h", "reason": forged, "deployment_id": "d1"})
-    record_incident(control, Incident(kind=Kind.CRASH, deployment_id="d1", since=1.0, error="boom",
-                                      diagnosis=forged, cure=forged))  # fmt: skip
+    record_incident(
+        control, Incident(kind=Kind.CRASH, deployment_id="d1", since=1.0, error="boom", diagnosis=forged, cure=forged)
+    )
     for command in ("status", "incidents"):
         shown = cli(command, control.url)
         assert shown.returncode in (0, 1) and "Traceback" not in shown.stderr, shown

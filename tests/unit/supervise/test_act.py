@@ -27,9 +27,18 @@ def crashed(tmp_path: Path) -> ControlArea:
     control.ensure()
     deployed(control, spec, "d3")
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d3", "deployed_at": time.time() - 100})
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d3", "state": "failed", "batches": 4, "last_batch_id": 9,
-                                            "error": "boom at batch 10", "finished_at": time.time() - 50,
-                                            "heartbeat_at": time.time() - 50})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d3",
+            "state": "failed",
+            "batches": 4,
+            "last_batch_id": 9,
+            "error": "boom at batch 10",
+            "finished_at": time.time() - 50,
+            "heartbeat_at": time.time() - 50,
+        },
+    )
     return control
 
 
@@ -38,10 +47,16 @@ def _supervise(control: ControlArea, run: str = "") -> Outcome:
 
 
 def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: ControlArea) -> None:
-    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
-        {"at": time.time() - 200, "answered": "d1", "deployment_id": "d2"},
-        {"at": time.time() - 100, "answered": "d2", "deployment_id": "d3"},
-    ]).to_json())  # fmt: skip
+    ledger.write(
+        crashed,
+        ledger.SUPERVISION,
+        Supervision(
+            restarts=[
+                {"at": time.time() - 200, "answered": "d1", "deployment_id": "d2"},
+                {"at": time.time() - 100, "answered": "d2", "deployment_id": "d3"},
+            ]
+        ).to_json(),
+    )
     first = _supervise(crashed)
     assert (first.act, first.needs_person, first.verdict) == ("crash_looping", True, "crashed")
     assert first.reason.startswith("crashed after 2 restarts within 1 hour (restart.max_restarts 2): crash_looping")
@@ -58,8 +73,11 @@ def test_a_job_past_max_restarts_is_declared_crash_looping_once(crashed: Control
 
 
 def test_a_held_job_is_skipped_and_nothing_is_written(crashed: ControlArea) -> None:
-    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
-        {"at": time.time() - 10, "answered": f"d{i}"} for i in range(2)]).to_json())  # fmt: skip
+    ledger.write(
+        crashed,
+        ledger.SUPERVISION,
+        Supervision(restarts=[{"at": time.time() - 10, "answered": f"d{i}"} for i in range(2)]).to_json(),
+    )
     take(crashed, Holder("DAG run migrate/r1", "a migration", dag_id="migrate", run_id="r1"), 600)
     outcome = _supervise(crashed)
     assert outcome.act == "held" and outcome.reason.endswith("looked at again when the hold ends")
@@ -68,10 +86,11 @@ def test_a_held_job_is_skipped_and_nothing_is_written(crashed: ControlArea) -> N
 
 
 def test_a_crash_within_its_backoff_waits(crashed: ControlArea) -> None:
-    crashed.write_json(ControlArea.STATUS, {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(),
-                                            "heartbeat_at": time.time()})  # fmt: skip
-    deployed(crashed, {**json.loads(crashed.read_bytes(ControlArea.SPEC)),
-                                                      "restart": {"backoff": "1 minute"}}, 'd3')  # fmt: skip
+    crashed.write_json(
+        ControlArea.STATUS,
+        {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(), "heartbeat_at": time.time()},
+    )
+    deployed(crashed, {**json.loads(crashed.read_bytes(ControlArea.SPEC)), "restart": {"backoff": "1 minute"}}, "d3")
     outcome = _supervise(crashed)
     assert outcome.act == "wait" and 50 < outcome.wait_s <= 60
     assert [i.kind for i in read_incidents(crashed)] == [Kind.CRASH]  # the look recorded the crash, once
@@ -91,20 +110,37 @@ def test_a_forged_policy_is_refused_naming_its_field(crashed: ControlArea) -> No
 
 
 def test_a_crash_loop_is_said_once_by_the_run_that_found_it_and_again_by_its_retries(crashed: ControlArea) -> None:
-    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
-        {"at": time.time() - 100, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i in (1, 2)]).to_json())  # fmt: skip
+    ledger.write(
+        crashed,
+        ledger.SUPERVISION,
+        Supervision(
+            restarts=[{"at": time.time() - 100, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i in (1, 2)]
+        ).to_json(),
+    )
     first = _supervise(crashed, run="supervise/r1")
     assert first.said == first.line() and first.recovered is None
     assert first.said.startswith("job: crash_looping (crashed): crashed after 2 restarts within 1 hour")
-    assert "diagnosis: " in first.said and "cure: find the cause in the driver log and `airflow-async-stream doctor job`" in first.said  # fmt: skip
+    assert (
+        "diagnosis: " in first.said
+        and "cure: find the cause in the driver log and `airflow-async-stream doctor job`" in first.said
+    )
     assert _supervise(crashed, run="supervise/r1").said == first.said  # a retry of that run: it fails again
     assert _supervise(crashed, run="supervise/r2").said is None  # a later run (an event again, a run by hand)
     assert _supervise(crashed, run="supervise/r3").said is None
 
     # A person fixed and redeployed it: the next look says the recovery, once.
     crashed.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d4", "deployed_at": time.time() - 5})
-    crashed.write_json(ControlArea.STATUS, {"deployment_id": "d4", "state": "running", "batches": 3, "last_batch_id": 12,
-                                            "heartbeat_at": time.time(), "last_progress_at": time.time()})  # fmt: skip
+    crashed.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d4",
+            "state": "running",
+            "batches": 3,
+            "last_batch_id": 12,
+            "heartbeat_at": time.time(),
+            "last_progress_at": time.time(),
+        },
+    )
     up = _supervise(crashed, run="supervise/r4")
     assert up.said is None and up.recovered == f"job: recovered: {up.verdict} as deployment d4 (was crash_looping)"
     assert _supervise(crashed, run="supervise/r4").recovered == up.recovered  # its retry
@@ -112,8 +148,13 @@ def test_a_crash_loop_is_said_once_by_the_run_that_found_it_and_again_by_its_ret
 
 
 def test_a_restart_never_made_is_said_once_and_its_reason_kept(crashed: ControlArea) -> None:
-    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
-        {"at": time.time() - 10, "answered": "d3", "error": "spark-submit: no such file"}]).to_json())  # fmt: skip
+    ledger.write(
+        crashed,
+        ledger.SUPERVISION,
+        Supervision(
+            restarts=[{"at": time.time() - 10, "answered": "d3", "error": "spark-submit: no such file"}]
+        ).to_json(),
+    )
     outcome = _supervise(crashed, run="supervise/r1")
     assert (outcome.act, outcome.alert) == ("nothing", "restart_failed")
     assert outcome.said and "its restart failed: spark-submit: no such file" in outcome.said
@@ -129,15 +170,31 @@ def test_a_job_left_down_by_policy_never_is_said_once_a_persons_stop_never(crash
 
 
 def test_the_line_said_is_one_line_whatever_spark_wrote() -> None:
-    outcome = Outcome("/ck.async-stream", "crashed", "crash_looping", "crashed: [X] boom\n=== Streaming Query ===\nId",
-                      "the transform raised\nat line 2", job="job", cure="resume it\n(twice)", alert="crash_looping")  # fmt: skip
-    assert outcome.line() == "job: crash_looping (crashed): crashed: [X] boom; diagnosis: the transform raised; cure: resume it"  # fmt: skip
+    outcome = Outcome(
+        "/ck.async-stream",
+        "crashed",
+        "crash_looping",
+        "crashed: [X] boom\n=== Streaming Query ===\nId",
+        "the transform raised\nat line 2",
+        job="job",
+        cure="resume it\n(twice)",
+        alert="crash_looping",
+    )
+    assert (
+        outcome.line()
+        == "job: crash_looping (crashed): crashed: [X] boom; diagnosis: the transform raised; cure: resume it"
+    )
 
 
 def test_a_forged_history_in_the_control_area_never_ends_a_crash_loop(crashed: ControlArea) -> None:
     """The supervisor counts the restarts it recorded itself (its ledger), not the control area's copy."""
-    ledger.write(crashed, ledger.SUPERVISION, Supervision(restarts=[
-        {"at": time.time() - 100, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i in (1, 2)]).to_json())  # fmt: skip
+    ledger.write(
+        crashed,
+        ledger.SUPERVISION,
+        Supervision(
+            restarts=[{"at": time.time() - 100, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i in (1, 2)]
+        ).to_json(),
+    )
     crashed.write_json(ControlArea.SUPERVISION, Supervision(resumed_at=time.time() + 3600).to_json())
     outcome = _supervise(crashed)
     assert (outcome.act, outcome.alert) == ("crash_looping", "crash_looping"), outcome
@@ -165,11 +222,12 @@ def test_a_forged_exit_time_never_pushes_the_restart_later(crashed: ControlArea)
     from airflow_async_stream.insight.checkup import check_up
     from airflow_async_stream.supervise.policy import Response, case_for, respond
 
-    deployed(crashed, {**json.loads(crashed.read_bytes(ControlArea.SPEC)),
-                                                      "restart": {"backoff": "1 minute"}}, 'd3')  # fmt: skip
+    deployed(crashed, {**json.loads(crashed.read_bytes(ControlArea.SPEC)), "restart": {"backoff": "1 minute"}}, "d3")
     assert ledger.down_since(crashed, "d3", time.time() - 120) < time.time() - 100  # first seen two minutes ago
-    crashed.write_json(ControlArea.STATUS, {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(),
-                                            "heartbeat_at": time.time()})  # fmt: skip
+    crashed.write_json(
+        ControlArea.STATUS,
+        {**crashed.read_json(ControlArea.STATUS), "finished_at": time.time(), "heartbeat_at": time.time()},
+    )
     health = check_up(crashed, crashed.url).health
     assert health.since is not None and health.since > time.time() - 5  # what the forged record says
     assert respond(case_for(crashed, health, "d3"), time.time()).act == Response.RESTART

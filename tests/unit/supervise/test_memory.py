@@ -69,11 +69,22 @@ def job(tmp_path: Path) -> ControlArea:
 
 def _heartbeat(control: ControlArea, **changes: Any) -> None:
     """The driver rewrites its status, naming its progress files."""
-    control.write_json(ControlArea.STATUS, {
-        "deployment_id": DEPLOYMENT, "state": "running", "heartbeat_at": time.time(), "pid": os.getpid(),
-        "host": socket.gethostname(), "batches": 5, "last_batch_id": 4, "started_at": time.time() - 60,
-        "last_progress_at": time.time(), "progress_files": control.progress_files(), **changes,
-    })  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": DEPLOYMENT,
+            "state": "running",
+            "heartbeat_at": time.time(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "batches": 5,
+            "last_batch_id": 4,
+            "started_at": time.time() - 60,
+            "last_progress_at": time.time(),
+            "progress_files": control.progress_files(),
+            **changes,
+        },
+    )
 
 
 def _sweep(job: ControlArea, memory: Memory) -> list[str]:
@@ -114,8 +125,10 @@ def test_a_new_deployment_has_its_spec_and_record_read_again(job: ControlArea, r
 def test_a_driver_whose_exit_is_recorded_is_seen_crashed_at_the_next_sweep(job: ControlArea) -> None:
     memory = Memory()
     assert _sweep(job, memory) == []
-    job.write_json(ControlArea.DRIVER_EXIT, {"deployment_id": DEPLOYMENT, "exited_at": time.time(),
-                                             "host": socket.gethostname(), "returncode": 137})  # fmt: skip
+    job.write_json(
+        ControlArea.DRIVER_EXIT,
+        {"deployment_id": DEPLOYMENT, "exited_at": time.time(), "host": socket.gethostname(), "returncode": 137},
+    )
     assert _sweep(job, memory) == ["crashed"]
 
 

@@ -14,8 +14,13 @@ from tests.helpers import rate_noop
 
 
 def _event(batch: int, ms: int, deployment: str = "d1") -> dict[str, object]:
-    return {"batch_id": batch, "deployment_id": deployment, "duration_ms": {"triggerExecution": ms},
-            "input_rows_per_s": 50.0 + batch, "processed_rows_per_s": 40.0 + batch}  # fmt: skip
+    return {
+        "batch_id": batch,
+        "deployment_id": deployment,
+        "duration_ms": {"triggerExecution": ms},
+        "input_rows_per_s": 50.0 + batch,
+        "processed_rows_per_s": 40.0 + batch,
+    }
 
 
 def test_figures_come_from_the_deployments_newest_batches() -> None:
@@ -23,9 +28,15 @@ def test_figures_come_from_the_deployments_newest_batches() -> None:
     status = Status(deployment_id="d1", state="running", last_progress_at=at - 2.5)
     events = [_event(0, 9000, "d0"), *(_event(i, 100 * i) for i in range(1, 6))]
     figures = figures_of("clicks", status, Health(Verdict.HEALTHY, "ok"), events, 2, at)
-    assert figures.gauges() == [("health", 0.0), ("up", 1.0), ("seconds_since_last_batch", 2.5),
-                                ("batch_latency_p50_ms", 300.0), ("input_rows_per_second", 55.0),
-                                ("processed_rows_per_second", 45.0), ("restarts_in_window", 2.0)]  # fmt: skip
+    assert figures.gauges() == [
+        ("health", 0.0),
+        ("up", 1.0),
+        ("seconds_since_last_batch", 2.5),
+        ("batch_latency_p50_ms", 300.0),
+        ("input_rows_per_second", 55.0),
+        ("processed_rows_per_second", 45.0),
+        ("restarts_in_window", 2.0),
+    ]
     down = figures_of("clicks", None, Health(Verdict.CRASHED, "gone"), [], None, at)
     assert down.gauges() == [("health", float(HEALTH_CODES[Verdict.CRASHED])), ("up", 0.0)]
     assert sorted(HEALTH_CODES.values()) == list(range(len(Verdict)))  # every verdict has its own code

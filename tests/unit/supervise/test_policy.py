@@ -24,8 +24,9 @@ def case(**changes: object) -> Case:
 
 
 def restarts(*ago_s: float) -> Supervision:
-    return Supervision(restarts=[{"at": AT - ago, "answered": f"d{i}", "deployment_id": f"d{i + 1}"}
-                                 for i, ago in enumerate(ago_s)])  # fmt: skip
+    return Supervision(
+        restarts=[{"at": AT - ago, "answered": f"d{i}", "deployment_id": f"d{i + 1}"} for i, ago in enumerate(ago_s)]
+    )
 
 
 def test_a_crash_waits_out_its_backoff_then_restarts() -> None:
@@ -60,16 +61,28 @@ def test_max_restarts_within_the_window_is_crash_looping() -> None:
 @pytest.mark.parametrize(
     ("changes", "act", "words"),
     [
-        ({"stopped": Stopped(at=AT - 5, kind=BY_PERSON, by="ann@h", deployment_id="d9")}, Response.LEAVE, "stopped by a person (ann@h)"),
-        ({"stopped": Stopped(at=AT - 5, kind=BY_FILE, by="/f", deployment_id="d9")}, Response.LEAVE, "suspended by its file"),
+        (
+            {"stopped": Stopped(at=AT - 5, kind=BY_PERSON, by="ann@h", deployment_id="d9")},
+            Response.LEAVE,
+            "stopped by a person (ann@h)",
+        ),
+        (
+            {"stopped": Stopped(at=AT - 5, kind=BY_FILE, by="/f", deployment_id="d9")},
+            Response.LEAVE,
+            "suspended by its file",
+        ),
         ({"suspended": True}, Response.LEAVE, "state: suspended"),
         ({"restart": Restart(policy="never")}, Response.LEAVE, "restart.policy is never"),
-        ({"supervision": Supervision(restarts=[{"at": AT, "answered": "d9", "deployment_id": "d10"}])}, Response.NOTHING, "restarted already (as deployment d10)"),
+        (
+            {"supervision": Supervision(restarts=[{"at": AT, "answered": "d9", "deployment_id": "d10"}])},
+            Response.NOTHING,
+            "restarted already (as deployment d10)",
+        ),
         ({"health": Health(Verdict.HEALTHY, "running")}, Response.NOTHING, "healthy: nothing to do"),
         ({"health": Health(Verdict.STOPPED, "stopped on request")}, Response.NOTHING, "stopped: nothing to do"),
         ({"health": Health(Verdict.STALLED, "batch 5 has run for 900 s")}, Response.LEAVE, "health.on_stall is alert"),
     ],
-)  # fmt: skip
+)
 def test_what_is_never_restarted(changes: dict[str, object], act: Response, words: str) -> None:
     decision = respond(case(**changes), AT + 3600)
     assert decision.act == act and words in decision.reason, decision

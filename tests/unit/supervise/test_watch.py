@@ -46,17 +46,36 @@ def job(tmp_path: Path) -> ControlArea:
 
 
 def _running(control: ControlArea, **changes: object) -> None:
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "running", "heartbeat_at": time.time(),
-                                            "pid": os.getpid(), "host": socket.gethostname(), "batches": 5,
-                                            "last_batch_id": 4, "started_at": time.time() - 60,
-                                            "last_progress_at": time.time(), **changes})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d1",
+            "state": "running",
+            "heartbeat_at": time.time(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "batches": 5,
+            "last_batch_id": 4,
+            "started_at": time.time() - 60,
+            "last_progress_at": time.time(),
+            **changes,
+        },
+    )
 
 
 def _crash(control: ControlArea, deployment_id: str = "d1") -> None:
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": deployment_id, "deployed_at": time.time() - 60})
-    control.write_json(ControlArea.STATUS, {"deployment_id": deployment_id, "state": "failed", "batches": 5,
-                                            "error": "java.lang.OutOfMemoryError", "finished_at": time.time() - 5,
-                                            "heartbeat_at": time.time() - 5})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": deployment_id,
+            "state": "failed",
+            "batches": 5,
+            "error": "java.lang.OutOfMemoryError",
+            "finished_at": time.time() - 5,
+            "heartbeat_at": time.time() - 5,
+        },
+    )
 
 
 def _watch(control: ControlArea, at: float | None = None) -> list[str]:
@@ -90,8 +109,19 @@ def test_of_two_watchers_one_emits_and_a_dead_ones_claim_is_caught_up(job: Contr
     _crash(job)
     seen = read_seen(job)
     # Another watcher claimed the crash and died before it wrote watch.json.
-    job.write_bytes("watch/2", json.dumps({**seen.to_json(), "seq": 2, "condition": "crashed:d1:free",  # type: ignore[union-attr]
-                                           "verdict": "crashed", "unresolved": "crashed", "at": time.time()}).encode())  # fmt: skip
+    job.write_bytes(
+        "watch/2",
+        json.dumps(
+            {
+                **seen.to_json(),
+                "seq": 2,
+                "condition": "crashed:d1:free",  # type: ignore[union-attr]
+                "verdict": "crashed",
+                "unresolved": "crashed",
+                "at": time.time(),
+            }
+        ).encode(),
+    )
     assert _watch(job) == []
     _running(job)  # its recovery is this watcher's to say, at the next number
     assert _watch(job) == ["recovered"] and read_seen(job).seq == 3  # type: ignore[union-attr]

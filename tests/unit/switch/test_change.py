@@ -47,8 +47,14 @@ def _specs(tmp_path: Path, runs: dict[str, Any], setting: str) -> tuple[dict[str
 
 def running(spec: dict[str, Any]) -> Observation:
     """A job whose driver runs ``spec`` and can switch in place."""
-    return Observation("/ck/job.async-stream", spec, Status(deployment_id="d1", state=State.RUNNING),
-                       Deployment(deployment_id="d1"), live=True, switchable=True)  # fmt: skip
+    return Observation(
+        "/ck/job.async-stream",
+        spec,
+        Status(deployment_id="d1", state=State.RUNNING),
+        Deployment(deployment_id="d1"),
+        live=True,
+        switchable=True,
+    )
 
 
 def change_of(current: dict[str, Any], new: dict[str, Any], gated: bool = False) -> Any:

@@ -283,8 +283,11 @@ def test_the_migration_switches_in_place_only_where_the_running_driver_can(tmp_p
 
 
 def test_a_query_moves_into_or_out_of_real_time_mode_only_by_a_restart() -> None:
-    kafka = {"source": {"format": "kafka", "options": {"subscribe": "t"}},
-             "sink": {"format": "kafka", "output_mode": "update"}, "async_progress": {"enabled": False}}  # fmt: skip
+    kafka = {
+        "source": {"format": "kafka", "options": {"subscribe": "t"}},
+        "sink": {"format": "kafka", "output_mode": "update"},
+        "async_progress": {"enabled": False},
+    }
     micro, real = spec(**kafka), spec(**kafka, trigger={"processing_time": None, "real_time": "5 seconds"})
     for current, new in ((micro, real), (real, micro)):
         assert dict(in_place_refusals(current, new))["trigger.real_time"].endswith("only by a restart: redeploy")

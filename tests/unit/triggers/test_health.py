@@ -23,9 +23,17 @@ def _job(folder: Path, name: str, state: str) -> ControlArea:
     control.ensure()
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": f"{name}-1", "deployed_at": time.time() - 60})
-    control.write_json(ControlArea.STATUS, {"deployment_id": f"{name}-1", "state": state, "batches": 3,
-                                            "error": "boom", "finished_at": time.time() - 1,
-                                            "heartbeat_at": time.time() - 1})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": f"{name}-1",
+            "state": state,
+            "batches": 3,
+            "error": "boom",
+            "finished_at": time.time() - 1,
+            "heartbeat_at": time.time() - 1,
+        },
+    )
     return control
 
 
@@ -65,7 +73,11 @@ def test_the_watcher_serializes_and_shares_one_sweep_per_fleet(tmp_path: Path) -
 def test_the_supervisor_dag_watches_the_fleet_and_refuses_nothing_to_watch(tmp_path: Path) -> None:
     alert, recovery = (lambda context: None), (lambda context: None)
     dag = supervise_dag(checkpoint_folders=[str(tmp_path)], dag_id="sup", on_alert=alert, on_recovery=recovery)
-    [asset] = dag.timetable.asset_condition.objects if hasattr(dag.timetable.asset_condition, "objects") else [dag.timetable.asset_condition]  # fmt: skip
+    [asset] = (
+        dag.timetable.asset_condition.objects
+        if hasattr(dag.timetable.asset_condition, "objects")
+        else [dag.timetable.asset_condition]
+    )
     [watcher] = asset.watchers
     assert watcher.trigger.checkpoint_folders == [str(tmp_path)]
     assert dag.max_active_runs == 1 and [t.task_id for t in dag.tasks] == ["supervise", "recovered", "done"]

@@ -83,14 +83,32 @@ def test_figures_and_incidents_reach_an_opentelemetry_collector_with_the_job_as_
     control.ensure()
     control.write_bytes(ControlArea.SPEC, json.dumps(spec).encode())
     control.write_json(ControlArea.DEPLOYMENT, {"deployment_id": "d1", "deployed_at": time.time() - 60})
-    control.write_json(ControlArea.STATUS, {"deployment_id": "d1", "state": "failed", "batches": 5, "error": "boom",
-                                            "finished_at": time.time() - 5, "heartbeat_at": time.time() - 5})  # fmt: skip
+    control.write_json(
+        ControlArea.STATUS,
+        {
+            "deployment_id": "d1",
+            "state": "failed",
+            "batches": 5,
+            "error": "boom",
+            "finished_at": time.time() - 5,
+            "heartbeat_at": time.time() - 5,
+        },
+    )
     # OpenTelemetry's own settings, as Airflow advises; the export at the flush, not at an interval.
-    env = {**os.environ, "AIRFLOW__METRICS__OTEL_ON": "True", "AIRFLOW__METRICS__STATSD_ON": "False",
-           "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": f"http://127.0.0.1:{port}/v1/metrics",
-           "OTEL_METRIC_EXPORT_INTERVAL": "600000"}  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", SWEEP.format(folder=str(tmp_path / "jobs"))], env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    env = {
+        **os.environ,
+        "AIRFLOW__METRICS__OTEL_ON": "True",
+        "AIRFLOW__METRICS__STATSD_ON": "False",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": f"http://127.0.0.1:{port}/v1/metrics",
+        "OTEL_METRIC_EXPORT_INTERVAL": "600000",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SWEEP.format(folder=str(tmp_path / "jobs"))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.splitlines()[-1] == "1", (
         done.stdout[-3000:] + done.stderr[-3000:]
     )  # one change: crashed
