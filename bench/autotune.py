@@ -23,6 +23,7 @@ from typing import Any
 
 from airflow_async_stream.autotune.measure import Window, measure
 from airflow_async_stream.autotune.tune import TuneSettings, tune_until_settled
+from airflow_async_stream.decision.in_place import configuration_of
 from airflow_async_stream.driver.deploy import DeploySettings, deploy_job
 from airflow_async_stream.driver.local import LocalLauncher
 from airflow_async_stream.driver.stop import stop_driver
@@ -30,7 +31,6 @@ from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.hold import Holder
 from airflow_async_stream.state.tuning import read_tuning
-from airflow_async_stream.switch.allowed import configuration_of
 from airflow_async_stream.switch.request import running_spec, switch_in_place
 from bench.sides import BenchError
 from bench.switch import SOURCES

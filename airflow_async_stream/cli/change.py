@@ -8,6 +8,8 @@ import json
 import time
 from typing import Any
 
+import yaml
+
 from airflow_async_stream.cli import EXIT_BAD_STATE, EXIT_OK, fail, progress_log
 from airflow_async_stream.cli.names import control_for
 from airflow_async_stream.decision.needs import Need, decide
@@ -17,6 +19,7 @@ from airflow_async_stream.exceptions import (
     SpecError,
     SwitchError,
 )
+from airflow_async_stream.spec.bounds import check_bounds, yaml_problems
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.model import JobSpec
 from airflow_async_stream.state import fence
@@ -25,7 +28,7 @@ from airflow_async_stream.state.fence import current_token, guard
 from airflow_async_stream.state.hold import Holder, hold_state, revoke
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome
 
-__all__ = ["cmd_release", "cmd_switch"]
+__all__ = ["assign", "cmd_release", "cmd_switch", "parse_assignment"]
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -83,7 +86,6 @@ _NOT_IN_PLACE = {
 
 
 def cmd_switch(args: argparse.Namespace) -> int:
-    from airflow_async_stream.switch.allowed import assign, parse_assignment
     from airflow_async_stream.switch.request import issued_running_spec, not_running, switch_in_place
 
     control = control_for(args.job)
@@ -176,3 +178,37 @@ def _print_switch(record: SwitchAccount) -> None:
         )
     for name, value in rows:
         print(f"  {name:<18} {value}")
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with KEY a dotted spec field and VALUE read as YAML (``true``, ``0``, ``'1 second'``)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ValueError(f"--set {text!r}: give KEY=VALUE, KEY a dotted spec field such as async_progress.enabled")
+    try:
+        problems = yaml_problems(raw)  # as in a spec file: no alias, bounded nesting
+        value = yaml.safe_load(raw) if raw.strip() and not problems else None
+        problems = problems or ([] if value is None else check_bounds(value, key))
+    except (yaml.YAMLError, ValueError) as exc:
+        raise ValueError(f"--set {text[:200]!r}: the value is not valid YAML: {str(exc)[:200]}") from None
+    if problems:
+        raise ValueError(f"--set {key}: the value {problems[0][1]}")
+    return key, value
+
+
+def assign(mapping: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of ``mapping`` with the dotted ``key`` set to ``value`` (``spark_conf`` keys keep their dots)."""
+    parts = key.split(".")
+    if parts[0] == "spark_conf" and len(parts) > 1:
+        parts = ["spark_conf", ".".join(parts[1:])]
+    result = dict(mapping)
+    node = result
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is not None and not isinstance(child, dict):
+            raise ValueError(f"--set {key}: {part} is not a section of the spec")
+        node[part] = dict(child or {})
+        node = node[part]
+    node[parts[-1]] = value
+    return result

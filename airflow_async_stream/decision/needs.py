@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from airflow_async_stream.decision.change import changes_between, refusals
+from airflow_async_stream.decision.in_place import new_driver_reasons, spec_part
 from airflow_async_stream.decision.observe import Observation
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.load import parse_spec
-from airflow_async_stream.switch.allowed import new_driver_reasons, spec_part
-from airflow_async_stream.switch.change import changes_between, refusals
 
 __all__ = ["CHECKPOINT", "Decision", "How", "Need", "decide"]
 

@@ -24,6 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from airflow_async_stream.decision.change import changes_between
+from airflow_async_stream.decision.in_place import spec_part
 from airflow_async_stream.decision.needs import Decision, How, Need, decide
 from airflow_async_stream.insight.read import change_advice
 from airflow_async_stream.rollout.desired import DesiredJob, load_folder, tuned_target
@@ -33,8 +35,6 @@ from airflow_async_stream.rollout.observed import ObservedJob, observe, observe_
 from airflow_async_stream.rollout.on_purpose import on_purpose
 from airflow_async_stream.state.control import control_url_for
 from airflow_async_stream.state.fleet import RETIRED
-from airflow_async_stream.switch.allowed import spec_part
-from airflow_async_stream.switch.change import changes_between
 
 __all__ = [
     "ACTIONS",

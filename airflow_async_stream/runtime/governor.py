@@ -10,6 +10,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from airflow_async_stream.decision.in_place import configuration_of
 from airflow_async_stream.exceptions import ControlAreaError
 from airflow_async_stream.runtime.heartbeat import StatusWrites
 from airflow_async_stream.runtime.listener import ProgressListener
@@ -22,7 +23,6 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.fence import start_refusal
 from airflow_async_stream.state.records import State, Status, now
 from airflow_async_stream.state.requests import StopRequest, SwitchAccount, SwitchRequest
-from airflow_async_stream.switch.allowed import configuration_of
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_async_stream.decision.in_place import configuration_of, in_place_refusals, runtime_conf_changes
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.runtime.pause import pause_at
 from airflow_async_stream.runtime.query import stop_between_batches
@@ -32,7 +33,6 @@ from airflow_async_stream.state.checkpoint import resume_point
 from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest
-from airflow_async_stream.switch.allowed import configuration_of, in_place_refusals, runtime_conf_changes
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery

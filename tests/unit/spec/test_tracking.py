@@ -7,13 +7,13 @@ from typing import Any
 import jsonschema
 import pytest
 
+from airflow_async_stream.decision.in_place import configuration_of
 from airflow_async_stream.decision.needs import Need, decide
 from airflow_async_stream.decision.observe import Observation
 from airflow_async_stream.exceptions import SpecError
 from airflow_async_stream.spec.load import parse_spec
 from airflow_async_stream.spec.schema import spec_json_schema
 from airflow_async_stream.spec.tracking import carry_tuned
-from airflow_async_stream.switch.allowed import configuration_of
 from tests.helpers import rate_noop
 
 SCHEMA = jsonschema.Draft202012Validator(spec_json_schema())

@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from airflow_async_stream.cli.change import assign, parse_assignment
+from airflow_async_stream.decision.in_place import configuration_of, in_place_refusals, runtime_conf_changes
 from airflow_async_stream.exceptions import ControlAreaError, NotSwitchableError, SwitchRefusedError
 from airflow_async_stream.insight.batches import idle_between, ran_a_batch
 from airflow_async_stream.spec.load import deep_merge, parse_spec
@@ -17,13 +19,6 @@ from airflow_async_stream.state.control import ControlArea
 from airflow_async_stream.state.records import Status, now
 from airflow_async_stream.state.requests import SwitchAccount, SwitchOutcome, SwitchPhase, SwitchRequest
 from airflow_async_stream.switch.account import phases_passed
-from airflow_async_stream.switch.allowed import (
-    assign,
-    configuration_of,
-    in_place_refusals,
-    parse_assignment,
-    runtime_conf_changes,
-)
 from airflow_async_stream.switch.request import switch_in_place
 from tests.helpers import deployed, rate_noop
 
@@ -164,7 +159,7 @@ def test_switch_refuses_before_asking_when_nothing_can_switch(tmp_path) -> None:
     with pytest.raises(
         SwitchRefusedError, match=r"cannot switch in place: the source changed \(rate -> rate-micro-batch\)"
     ):
-        switch_in_place(control, other_source)  # Spark would not restart it at all: switch/change.py says so
+        switch_in_place(control, other_source)  # Spark would not restart it at all: decision/change.py says so
     assert control.read_json(ControlArea.SWITCH_REQUEST) is None
     assert control.read_json(ControlArea.HOLD) is None
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from airflow_async_stream.cli.change import assign, parse_assignment
 from airflow_async_stream.decision.needs import How, Need, decide
 from airflow_async_stream.decision.observe import Observation
 from airflow_async_stream.rollout.desired import DesiredJob
@@ -15,7 +16,6 @@ from airflow_async_stream.rollout.observed import ObservedJob
 from airflow_async_stream.rollout.planner import plan_job
 from airflow_async_stream.spec.load import deep_merge, parse_spec
 from airflow_async_stream.state.records import Deployment, State, Status
-from airflow_async_stream.switch.allowed import assign, parse_assignment
 from tests.helpers import deployed, rate_noop
 from tests.unit.cli_run import cli
 from tests.unit.helpers import fake_deployment

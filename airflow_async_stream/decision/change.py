@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_async_stream.decision.in_place import spec_part
 from airflow_async_stream.spec.options import FILE_SINKS
-from airflow_async_stream.switch.allowed import spec_part
 
 __all__ = ["FILE_SINKS", "SOURCE_IDENTITY_OPTIONS", "changes_between", "refusals"]
 

@@ -1,4 +1,5 @@
-"""Which spec changes a running driver makes in place: a new query on the same checkpoint, same SparkSession.
+"""Which spec changes a running driver makes in place (a new query on the same checkpoint, same SparkSession),
+read by decision/needs.py and by the driver itself before it stops anything.
 
 Stopping a query between micro-batches and starting the next one in a warm session pauses the stream for
 about a second, where a new driver pauses it for 8 s here and far longer where executors must be allocated.
@@ -15,18 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-from airflow_async_stream.spec.bounds import check_bounds, yaml_problems
 from airflow_async_stream.spec.model import JobSpec
 
 __all__ = [
     "RUNTIME_CONF_PREFIX",
-    "assign",
     "configuration_of",
     "in_place_refusals",
     "new_driver_reasons",
-    "parse_assignment",
     "runtime_conf_changes",
     "spec_part",
 ]
@@ -110,37 +106,3 @@ def configuration_of(spec: JobSpec) -> dict[str, Any]:
         "async_progress": spec.async_progress.in_effect(),
         "trigger": spec.trigger.model_dump(exclude_none=True),
     }
-
-
-def parse_assignment(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` with KEY a dotted spec field and VALUE read as YAML (``true``, ``0``, ``'1 second'``)."""
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key or any(not part for part in key.split(".")):
-        raise ValueError(f"--set {text!r}: give KEY=VALUE, KEY a dotted spec field such as async_progress.enabled")
-    try:
-        problems = yaml_problems(raw)  # as in a spec file: no alias, bounded nesting
-        value = yaml.safe_load(raw) if raw.strip() and not problems else None
-        problems = problems or ([] if value is None else check_bounds(value, key))
-    except (yaml.YAMLError, ValueError) as exc:
-        raise ValueError(f"--set {text[:200]!r}: the value is not valid YAML: {str(exc)[:200]}") from None
-    if problems:
-        raise ValueError(f"--set {key}: the value {problems[0][1]}")
-    return key, value
-
-
-def assign(mapping: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """A copy of ``mapping`` with the dotted ``key`` set to ``value`` (``spark_conf`` keys keep their dots)."""
-    parts = key.split(".")
-    if parts[0] == "spark_conf" and len(parts) > 1:
-        parts = ["spark_conf", ".".join(parts[1:])]
-    result = dict(mapping)
-    node = result
-    for part in parts[:-1]:
-        child = node.get(part)
-        if child is not None and not isinstance(child, dict):
-            raise ValueError(f"--set {key}: {part} is not a section of the spec")
-        node[part] = dict(child or {})
-        node = node[part]
-    node[parts[-1]] = value
-    return result
