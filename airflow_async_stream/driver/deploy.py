@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_async_stream.decision.needs import Decision
 from airflow_async_stream.driver.deferred import DeferredLauncher
 from airflow_async_stream.driver.exits import wait_for_driver_exit
 from airflow_async_stream.driver.launcher import Launcher, Submission
@@ -124,8 +125,11 @@ def deploy_job(
     settings: DeploySettings,
     dag_run_lookup: DagRunLookup | None = None,
     log: Log = _log,
+    decision: Decision | None = None,
 ) -> Deployment:
-    """Submit ``spec`` and return its deployment record once the query reports its first micro-batch."""
+    """Submit ``spec`` and return its deployment record once the query reports its first micro-batch.
+    ``decision``: what ``spec`` needs, decided by the caller under the same holder's hold (the deploy guard acts
+    on it instead of deciding again)."""
     control = ControlArea.for_checkpoint(spec.checkpoint)
     launcher = settings.target()
     log.info("Target %s: %s", launcher.master, launcher.check(spec))  # refused here, before any Spark work
@@ -136,7 +140,7 @@ def deploy_job(
     submission = Submission.for_spec(spec, control.url, deployment_id, secrets, launcher.extra, spark, settings.lineage)
     control.ensure()
     with held(control, holder, settings.hold_ttl_s, dag_run_lookup) as grant:
-        refuse_unsafe_sync_start(spec, settings.allow_unsafe_sync_restart, log)
+        refuse_unsafe_sync_start(spec, settings.allow_unsafe_sync_restart, log, decision)
         _make_room(control, spec, launcher, settings, log)
         record = _record(spec, launcher.master, control, submission, settings).but(hold_token=grant.token)
         issued.keep(spec, deployment_id, "deploy")  # before a driver exists

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from airflow_async_stream.decision.needs import CHECKPOINT, Need, decide
+from airflow_async_stream.decision.needs import CHECKPOINT, Decision, Need, decide
 from airflow_async_stream.decision.observe import observe
 from airflow_async_stream.driver.launcher import Launcher
 from airflow_async_stream.driver.local import LocalLauncher
@@ -137,14 +137,15 @@ def refuse_nested(checkpoint: str) -> None:
         parent = posixpath.dirname(parent)
 
 
-def refuse_unsafe_sync_start(spec: JobSpec, allow: bool, log: Log = _log) -> None:
+def refuse_unsafe_sync_start(spec: JobSpec, allow: bool, log: Log = _log, decision: Decision | None = None) -> None:
     """A synchronous deploy the decision sends through the safe-disable migration (over a checkpoint with async
     mode's gaps it dies at start with ``batch N doesn't exist``; over a live async driver's checkpoint it cannot
-    be judged) is refused before anything is stopped or submitted, unless ``allow``."""
+    be judged) is refused before anything is stopped or submitted, unless ``allow``. ``decision``: the one the
+    caller made for ``spec`` under the same hold (the supervisor's recovery), not made again."""
     if spec.async_progress.enabled:
         return
-    control = ControlArea.for_checkpoint(spec.checkpoint)
-    decision = decide(observe(control, spec.checkpoint), spec.to_mapping())
+    if decision is None:
+        decision = decide(observe(ControlArea.for_checkpoint(spec.checkpoint), spec.checkpoint), spec.to_mapping())
     if decision.need is not Need.SAFE_DISABLE:
         return
     why = "; ".join(reason for name, reason in decision.reasons if name == CHECKPOINT) or (

@@ -73,6 +73,6 @@ def recover(
         switches = run_safe_disable(migration)
         return Recovery(switches[-1].deployment_id, SAFE_DISABLE, why)
     log.info("%s: redeploying %s", spec.name, which)
-    record = deploy_job(spec, holder, replace(settings, redeploy=True), log=log)
+    record = deploy_job(spec, holder, replace(settings, redeploy=True), log=log, decision=decision)
     wait_for_commits(spec.checkpoint, record.start_batch, confirm_batches, wait_timeout_s, log)
     return Recovery(record.deployment_id, REDEPLOY, f"{which}, redeployed")
